@@ -1,0 +1,241 @@
+package llmrelay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+)
+
+// maxPrefix caps the non-data blocks (upstream keep-alive comments) kept
+// before the commit point; beyond it they are dropped, as they carry no
+// content.
+const maxPrefix = 64 << 10
+
+// attemptResult is what one attempt produced: either a response that can be
+// committed to the client (resp != nil), or a failure.
+type attemptResult struct {
+	// Success: the response, and for SSE streams the reader positioned
+	// after the first data event, whose bytes (with any comments before
+	// it) are in prefix.
+	resp   *http.Response
+	events *sse.Reader
+	prefix []byte
+	finish func() // releases the attempt's context; call after the body is done
+
+	// Failure.
+	class      failureClass
+	status     int           // upstream status for classStatus
+	err        error         // what went wrong; its Error() is safe to show the client
+	retryAfter time.Duration // from a 429/503 Retry-After header
+	tryExpired bool          // try_duration ran out during this attempt
+	clientGone bool          // the client went away; stop everything
+
+	ttfb time.Duration // time to first byte (headers) of this attempt
+}
+
+// attempt sends the request to one target and waits for the commit point:
+// the first data event of a stream, the first body byte of a 2xx non-stream
+// answer, or the headers of an answer to pass through unchanged.
+func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *requestBody, rest string, deadline time.Time) attemptResult {
+	started := time.Now()
+	actx, cancel := context.WithCancelCause(ctx)
+	wait, cause := h.firstByte, errFirstByteTimeout
+	if rem := time.Until(deadline); rem < wait {
+		wait, cause = rem, errTryDuration
+	}
+	timer := time.AfterFunc(wait, func() { cancel(cause) })
+	res := attemptResult{finish: func() { timer.Stop(); cancel(context.Canceled) }}
+	fail := func(class failureClass, err error) attemptResult {
+		res.finish()
+		res.resp, res.events = nil, nil
+		res.class, res.err = class, err
+		if ctx.Err() != nil {
+			res.clientGone = true
+			return res
+		}
+		switch c := context.Cause(actx); {
+		case errors.Is(c, errFirstByteTimeout):
+			res.class, res.err = classTimeout, fmt.Errorf("timeout: no data within first_byte_timeout %s", h.firstByte)
+		case errors.Is(c, errTryDuration):
+			res.class, res.tryExpired, res.err = classTimeout, true, errors.New("timeout: try_duration ran out")
+		}
+		return res
+	}
+
+	payload, err := body.forTarget(t)
+	if err != nil {
+		return fail(classStatus, fmt.Errorf("rewriting body: %w", err))
+	}
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, t.up.url(rest, r.URL.RawQuery), bytes.NewReader(payload))
+	if err != nil {
+		return fail(classConnect, fmt.Errorf("building request: %w", err))
+	}
+	req.Header = t.up.upstreamHeader(r.Header)
+	req.ContentLength = int64(len(payload))
+
+	resp, err := t.up.transport.RoundTrip(req)
+	if err != nil {
+		return fail(classConnect, &publicError{msg: "connect failed", cause: unwrapURLError(err)})
+	}
+	res.ttfb = time.Since(started)
+	res.resp = resp
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		if !h.triggers.retryable(classStatus, resp.StatusCode) {
+			timer.Stop() // pass through as is: committed from here on
+			return res
+		}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		}
+		drain(resp.Body)
+		res.status = resp.StatusCode
+		return fail(classStatus, fmt.Errorf("status %d", resp.StatusCode))
+	}
+
+	if isEventStream(resp.Header) {
+		if err := h.awaitFirstEvent(&res); err != nil {
+			drain(resp.Body)
+			return fail(classStream, err)
+		}
+	} else {
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.Peek(1); err != nil && err != io.EOF {
+			drain(resp.Body)
+			return fail(classStream, &publicError{msg: "body broke before any data", cause: err})
+		}
+		resp.Body = readCloser{br, resp.Body}
+	}
+	if !timer.Stop() {
+		// The timeout fired while the first event was being read: the
+		// attempt's context is cancelled, so the body is unusable.
+		drain(resp.Body)
+		return fail(classTimeout, errors.New("timeout"))
+	}
+	return res
+}
+
+// awaitFirstEvent reads SSE blocks until the first data event. Comments
+// before it are kept in prefix; [DONE], an error event, or the stream's end
+// before any data are failures that move to the next attempt.
+func (h *Relay) awaitFirstEvent(res *attemptResult) error {
+	res.events = sse.NewReader(res.resp.Body, 0)
+	for {
+		ev, err := res.events.Next()
+		if err != nil {
+			if err == io.EOF {
+				return errors.New("stream ended before any data")
+			}
+			return &publicError{msg: "stream broke before any data", cause: err}
+		}
+		switch {
+		case ev.Unterminated:
+			return errors.New("stream ended before any data")
+		case !ev.HasData:
+			if len(res.prefix)+len(ev.Raw) <= maxPrefix {
+				res.prefix = append(res.prefix, ev.Raw...)
+			}
+			continue
+		case ev.IsDone():
+			return errors.New("stream ended ([DONE]) before any data")
+		case isErrorEvent(&ev):
+			return fmt.Errorf("error event before any data: %s", errorEventCode(ev.Data))
+		}
+		res.prefix = append(res.prefix, ev.Raw...)
+		return nil
+	}
+}
+
+// isEventStream reports whether the response is an SSE stream.
+func isEventStream(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "text/event-stream"
+}
+
+// isErrorEvent reports whether an SSE event is an in-band error: `event:
+// error`, or a JSON object with a top-level "error" (OpenAI, vLLM, SGLang)
+// or "object":"error" (older vLLM). The byte check keeps the common case
+// (a content delta) free of JSON decoding.
+func isErrorEvent(ev *sse.Event) bool {
+	if ev.Type == "error" {
+		return true
+	}
+	if !bytes.Contains(ev.Data, []byte(`"error"`)) {
+		return false
+	}
+	var probe struct {
+		Error  json.RawMessage `json:"error"`
+		Object string          `json:"object"`
+	}
+	if json.Unmarshal(ev.Data, &probe) != nil {
+		return false
+	}
+	return (len(probe.Error) > 0 && string(probe.Error) != "null") || probe.Object == "error"
+}
+
+// errorEventCode extracts a short description of an error event for logs.
+func errorEventCode(data []byte) string {
+	var probe struct {
+		Error struct {
+			Code any    `json:"code"`
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(data, &probe)
+	switch {
+	case probe.Error.Code != nil:
+		return fmt.Sprint(probe.Error.Code)
+	case probe.Error.Type != "":
+		return probe.Error.Type
+	}
+	return "unknown"
+}
+
+// drain discards a little of a body so its connection can be reused, then
+// closes it.
+func drain(b io.ReadCloser) {
+	_, _ = io.CopyN(io.Discard, b, 64<<10)
+	_ = b.Close()
+}
+
+// unwrapURLError drops the *url.Error wrapper, whose text repeats the URL.
+func unwrapURLError(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok && ue.Err != nil {
+		return ue.Err
+	}
+	return err
+}
+
+// readCloser pairs a buffered reader with the body it reads.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// publicError is a failure whose message is safe to show clients in a 502,
+// while its cause (which may name internal addresses) goes to the log only.
+type publicError struct {
+	msg   string
+	cause error
+}
+
+func (e *publicError) Error() string { return e.msg }
+func (e *publicError) Unwrap() error { return e.cause }
+
+// logDetail renders an attempt error with its hidden cause, for logs.
+func logDetail(err error) string {
+	if pe, ok := errors.AsType[*publicError](err); ok && pe.cause != nil {
+		return pe.msg + ": " + pe.cause.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,362 @@
+package llmrelay
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("llm_relay", parseRelayCaddyfile)
+	// Before reverse_proxy, so a catch-all reverse_proxy in the same site
+	// cannot shadow the relay and no `order` line is needed.
+	httpcaddyfile.RegisterDirectiveOrder("llm_relay", httpcaddyfile.Before, "reverse_proxy")
+}
+
+func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	r := new(Relay)
+	err := r.UnmarshalCaddyfile(h.Dispenser)
+	return r, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	llm_relay [<matcher>] {
+//	    # clients
+//	    key <token> [<name>]
+//	    max_body <size>
+//
+//	    # providers
+//	    upstream <name> <base_url> {
+//	        api_key <key>
+//	        header <field> <value>
+//	        transport http { ... }
+//	    }
+//
+//	    # routing
+//	    model <alias> {
+//	        to <upstream> [<upstream_model>] [{
+//	            set <json_field> <value>
+//	            unset <json_field>
+//	        }]
+//	    }
+//
+//	    # failover
+//	    failover {
+//	        on <class...>
+//	        attempts <n>
+//	        backoff <base> <max>
+//	        first_byte_timeout <duration>
+//	        try_duration <duration>
+//	    }
+//	}
+func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive name
+	if d.NextArg() {
+		return d.Errf("llm_relay takes no arguments besides a matcher; put settings in its block")
+	}
+	upstreamLines := map[string]bool{}
+	var pendingTo []pendingTarget
+
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "key":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 {
+				return d.Errf("key: expected `key <token> [<name>]`, got %d arguments", len(args))
+			}
+			k := ClientKey{Token: args[0]}
+			if len(args) == 2 {
+				k.Name = args[1]
+			}
+			h.Keys = append(h.Keys, k)
+
+		case "max_body":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			size, err := humanize.ParseBytes(d.Val())
+			if err != nil || size == 0 {
+				return d.Errf("max_body: %q is not a size; write it like 16MiB or 512KB", d.Val())
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			h.MaxBody = int64(size)
+
+		case "upstream":
+			u, err := parseUpstream(d)
+			if err != nil {
+				return err
+			}
+			if upstreamLines[u.Name] {
+				return d.Errf("upstream %q is defined twice; give each upstream a unique name", u.Name)
+			}
+			upstreamLines[u.Name] = true
+			h.Upstreams = append(h.Upstreams, u)
+
+		case "model":
+			m, pending, err := parseModel(d)
+			if err != nil {
+				return err
+			}
+			for _, existing := range h.Models {
+				if existing.Alias == m.Alias {
+					return d.Errf("model %q is defined twice; list all its targets in one block", m.Alias)
+				}
+			}
+			h.Models = append(h.Models, m)
+			pendingTo = append(pendingTo, pending...)
+
+		case "failover":
+			if h.Failover != nil {
+				return d.Err("failover is already specified; use one failover block")
+			}
+			f, err := parseFailover(d)
+			if err != nil {
+				return err
+			}
+			h.Failover = f
+
+		default:
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model or failover", d.Val())
+		}
+	}
+
+	// `to` may name an upstream defined further down, so check at the end,
+	// reporting the line of the `to`.
+	for _, p := range pendingTo {
+		if !upstreamLines[p.upstream] {
+			return p.err
+		}
+	}
+	return nil
+}
+
+// pendingTarget remembers a `to` line until every upstream is known.
+type pendingTarget struct {
+	upstream string
+	err      error // the error to report if it stays unknown
+}
+
+// parseUpstream parses `upstream <name> <base_url> { ... }`.
+func parseUpstream(d *caddyfile.Dispenser) (*Upstream, error) {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return nil, d.Errf("upstream: expected `upstream <name> <base_url>`, e.g. `upstream openai https://api.openai.com/v1`")
+	}
+	u := &Upstream{Name: args[0], BaseURL: args[1]}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "api_key":
+			if !d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			if u.APIKey != "" {
+				return nil, d.Errf("upstream %q: api_key is already specified", u.Name)
+			}
+			u.APIKey = d.Val()
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+		case "header":
+			var field, value string
+			if !d.Args(&field, &value) {
+				return nil, d.Errf("upstream %q: expected `header <field> <value>`", u.Name)
+			}
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			if u.Headers == nil {
+				u.Headers = make(map[string][]string)
+			}
+			key := http.CanonicalHeaderKey(field)
+			u.Headers[key] = append(u.Headers[key], value)
+		case "transport":
+			if !d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			if u.TransportRaw != nil {
+				return nil, d.Errf("upstream %q: transport is already specified", u.Name)
+			}
+			name := d.Val()
+			unm, err := caddyfile.UnmarshalModule(d, "http.reverse_proxy.transport."+name)
+			if err != nil {
+				return nil, err
+			}
+			if _, ok := unm.(http.RoundTripper); !ok {
+				return nil, d.Errf("upstream %q: transport %q is not an HTTP transport", u.Name, name)
+			}
+			u.TransportRaw = caddyconfig.JSONModuleObject(unm, "protocol", name, nil)
+		default:
+			return nil, d.Errf("unrecognized upstream subdirective %q; expected api_key, header or transport", d.Val())
+		}
+	}
+	return u, nil
+}
+
+// parseModel parses `model <alias> { to ... }`.
+func parseModel(d *caddyfile.Dispenser) (*ModelRoute, []pendingTarget, error) {
+	if !d.NextArg() {
+		return nil, nil, d.Errf("model: expected `model <alias> { to <upstream> [<upstream_model>] }`")
+	}
+	m := &ModelRoute{Alias: d.Val()}
+	if d.NextArg() {
+		return nil, nil, d.ArgErr()
+	}
+	var pending []pendingTarget
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "to":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 {
+				return nil, nil, d.Errf("model %q: expected `to <upstream> [<upstream_model>]`", m.Alias)
+			}
+			t := Target{Upstream: args[0]}
+			if len(args) == 2 {
+				t.Model = args[1]
+			}
+			pending = append(pending, pendingTarget{upstream: t.Upstream,
+				err: d.Errf("model %q: unknown upstream %q; define it with `upstream %s <base_url>`", m.Alias, t.Upstream, t.Upstream)})
+			if err := parseTargetEdits(d, &t); err != nil {
+				return nil, nil, err
+			}
+			m.Targets = append(m.Targets, t)
+		default:
+			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to", d.Val())
+		}
+	}
+	if len(m.Targets) == 0 {
+		return nil, nil, d.Errf("model %q has no targets; add `to <upstream> [<upstream_model>]` in its block", m.Alias)
+	}
+	return m, pending, nil
+}
+
+// parseTargetEdits parses the optional `{ set ...; unset ... }` of a `to`.
+func parseTargetEdits(d *caddyfile.Dispenser, t *Target) error {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "set":
+			var field, value string
+			if !d.Args(&field, &value) {
+				return d.Errf("set: expected `set <json_field> <value>`")
+			}
+			if d.NextArg() {
+				return d.Errf("set %s: too many arguments; quote a value with spaces", field)
+			}
+			if t.Set == nil {
+				t.Set = make(map[string]json.RawMessage)
+			}
+			t.Set[field] = jsonValue(value)
+		case "unset":
+			if !d.NextArg() {
+				return d.Errf("unset: expected `unset <json_field>`")
+			}
+			t.Unset = append(t.Unset, d.Val())
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+		default:
+			return d.Errf("unrecognized target subdirective %q; expected set or unset", d.Val())
+		}
+	}
+	return nil
+}
+
+// jsonValue uses v as JSON if it parses, else as a JSON string.
+func jsonValue(v string) json.RawMessage {
+	if json.Valid([]byte(v)) {
+		return json.RawMessage(v)
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// parseFailover parses the failover block.
+func parseFailover(d *caddyfile.Dispenser) (*Failover, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	f := new(Failover)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "on":
+			words := d.RemainingArgs()
+			if len(words) == 0 {
+				return nil, d.Errf("on: expected one or more of connect, timeout, 5xx, 429 ...")
+			}
+			if _, err := parseTriggers(words); err != nil {
+				return nil, d.Errf("on: %v", err)
+			}
+			f.On = append(f.On, words...)
+		case "attempts":
+			if !d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			n, err := strconv.Atoi(d.Val())
+			if err != nil || n < 1 {
+				return nil, d.Errf("attempts: %q is not a positive whole number", d.Val())
+			}
+			f.Attempts = n
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+		case "backoff":
+			var base, max string
+			if !d.Args(&base, &max) || d.NextArg() {
+				return nil, d.Errf("backoff: expected `backoff <base> <max>`, e.g. `backoff 100ms 2s`")
+			}
+			b, err := parseDurationArg(d, "backoff base", base)
+			if err != nil {
+				return nil, err
+			}
+			m, err := parseDurationArg(d, "backoff max", max)
+			if err != nil {
+				return nil, err
+			}
+			if m < b {
+				return nil, d.Errf("backoff: max %s is below base %s", max, base)
+			}
+			f.BackoffBase, f.BackoffMax = b, m
+		case "first_byte_timeout", "try_duration":
+			name := d.Val()
+			if !d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			dur, err := parseDurationArg(d, name, d.Val())
+			if err != nil {
+				return nil, err
+			}
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			if name == "first_byte_timeout" {
+				f.FirstByteTimeout = dur
+			} else {
+				f.TryDuration = dur
+			}
+		default:
+			return nil, d.Errf("unrecognized failover subdirective %q; expected on, attempts, backoff, first_byte_timeout or try_duration", d.Val())
+		}
+	}
+	return f, nil
+}
+
+// parseDurationArg parses a positive duration such as 250ms or 2s.
+func parseDurationArg(d *caddyfile.Dispenser, what, v string) (caddy.Duration, error) {
+	dur, err := caddy.ParseDuration(v)
+	if err != nil || dur <= 0 {
+		return 0, d.Errf("%s: %q is not a positive duration; write it like 250ms, 2s or 1m", what, v)
+	}
+	return caddy.Duration(dur), nil
+}
+
+// Interface guard
+var _ caddyfile.Unmarshaler = (*Relay)(nil)

@@ -1,0 +1,136 @@
+package llmrelay
+
+import (
+	"encoding/json"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// ClientKey is one key a client may present to the relay, as
+// `Authorization: Bearer <token>` or `x-api-key: <token>`.
+//
+// Caddyfile: `key <token> [<name>]`
+type ClientKey struct {
+	// The token. It may be a placeholder such as `{env.RELAY_KEY}`, resolved
+	// once at load (an empty value fails the load), or `sha256:<hex>`, the
+	// hex SHA-256 of the token, so the config need not hold the secret.
+	Token string `json:"token"`
+
+	// A name for logs and metrics; the token itself is never logged.
+	// Default: `key-<n>`, n counting from 1 in config order.
+	Name string `json:"name,omitempty"`
+}
+
+// Upstream is one OpenAI-compatible provider endpoint.
+//
+// Caddyfile:
+//
+//	upstream <name> <base_url> {
+//	    api_key <key>
+//	    header <field> <value>
+//	    transport http { ... }
+//	}
+type Upstream struct {
+	// The name that model routes (`to <name>`), logs and the
+	// X-Relay-Upstream response header use. Required, unique.
+	Name string `json:"name"`
+
+	// The base URL, ending in `/v1`. A client request to `/v1/<rest>` goes
+	// to `<base_url>/<rest>`. Required.
+	BaseURL string `json:"base_url"`
+
+	// `api_key <key>` is sent upstream as `Authorization: Bearer <key>`.
+	// Use `{env.X}` or `{file./path}`: it is resolved at load, and an empty
+	// value fails the load. Never logged, never sent to clients.
+	APIKey string `json:"api_key,omitempty"`
+
+	// `header <field> <value>` adds a request header sent to this upstream,
+	// after the client's credentials were removed. Repeatable; values may use
+	// `{env.X}` placeholders, resolved at load.
+	Headers map[string][]string `json:"headers,omitempty"`
+
+	// `transport http { ... }`: the same transport block as reverse_proxy's
+	// (timeouts, TLS, keepalive, versions). Default: reverse_proxy's http
+	// transport with its defaults (3s dial timeout).
+	TransportRaw json.RawMessage `json:"transport,omitempty" caddy:"namespace=http.reverse_proxy.transport inline_key=protocol"`
+}
+
+// ModelRoute maps a model alias that clients ask for to an ordered failover
+// chain of targets.
+//
+// Caddyfile:
+//
+//	model <alias> {
+//	    to <upstream> [<upstream_model>] [{
+//	        set <json_field> <value>
+//	        unset <json_field>
+//	    }]
+//	}
+type ModelRoute struct {
+	// The model name clients use. `*` matches any model name that has no
+	// route of its own; the client's name is then forwarded unchanged
+	// (unless a target sets a model).
+	Alias string `json:"alias"`
+
+	// `to ...` lines, in failover order. At least one.
+	Targets []Target `json:"targets"`
+}
+
+// Target is one step of a failover chain: an upstream and what to send it.
+type Target struct {
+	// The upstream's name.
+	Upstream string `json:"upstream"`
+
+	// The model name sent upstream. Default: the model the client asked for.
+	Model string `json:"model,omitempty"`
+
+	// `set <json_field> <value>` sets a field of the request body for this
+	// target. A dotted field (`reasoning.max_tokens`) sets a nested field.
+	// The value is used as JSON if it parses as JSON, else as a string.
+	Set map[string]json.RawMessage `json:"set,omitempty"`
+
+	// `unset <json_field>` removes a field (dotted for nested) of the request
+	// body for this target.
+	Unset []string `json:"unset,omitempty"`
+}
+
+// Failover says when and how often the relay moves on to the next target.
+//
+// Caddyfile:
+//
+//	failover {
+//	    on <class...>
+//	    attempts <n>
+//	    backoff <base> <max>
+//	    first_byte_timeout <duration>
+//	    try_duration <duration>
+//	}
+type Failover struct {
+	// `on <class...>`: the failures that move to the next attempt. Words:
+	// `connect` (the upstream could not be reached), `timeout`
+	// (first_byte_timeout ran out), a status class such as `5xx`, or an exact
+	// status such as `429`. Any other upstream answer is passed through to
+	// the client unchanged. A 200 stream that ends or errors before its first
+	// data event always moves on. Default: `connect timeout 429 5xx`.
+	On []string `json:"on,omitempty"`
+
+	// `attempts <n>`: the total number of attempts over the chain; beyond
+	// the chain's length the chain repeats from its start. Default: the
+	// chain's length.
+	Attempts int `json:"attempts,omitempty"`
+
+	// `backoff <base> <max>`: before a target is tried again by the same
+	// request, wait a random time up to base*2^(n-1), capped at max (full
+	// jitter). Default: `100ms 2s`.
+	BackoffBase caddy.Duration `json:"backoff_base,omitempty"`
+	BackoffMax  caddy.Duration `json:"backoff_max,omitempty"`
+
+	// `first_byte_timeout <duration>`: per attempt, how long to wait for the
+	// first upstream data event of a stream (or the first byte of a
+	// non-stream body). Default: `30s`.
+	FirstByteTimeout caddy.Duration `json:"first_byte_timeout,omitempty"`
+
+	// `try_duration <duration>`: how long all attempts of one request may
+	// take together, until the response is committed. Default: `60s`.
+	TryDuration caddy.Duration `json:"try_duration,omitempty"`
+}

@@ -1,0 +1,89 @@
+package llmrelay
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// apiError is an error the relay answers itself, in OpenAI's error shape:
+// {"error":{"message","type","param","code"}}. Any OpenAI SDK turns it into
+// its usual typed error (AuthenticationError, NotFoundError, ...).
+type apiError struct {
+	Status  int
+	Message string
+	Type    string
+	Code    string
+}
+
+// errorObject is the wire form of an error, shared with the in-band stream
+// error event.
+type errorObject struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+// Errors of the relay's own, before any upstream is involved.
+var (
+	errUnauthorized = &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
+		Message: "Missing or invalid API key. Send it as 'Authorization: Bearer <key>'."}
+	errInvalidJSON = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_json",
+		Message: "The request body is not a JSON object."}
+	errMissingModel = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "missing_model",
+		Message: "The request body has no 'model' field; name one of the models listed at GET /v1/models."}
+	errTooLarge = &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+		Message: "The request body exceeds this relay's max_body limit."}
+)
+
+func errModelNotFound(model string) *apiError {
+	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
+		Message: "The model '" + model + "' does not exist on this relay; GET /v1/models lists the available ones."}
+}
+
+func errMethodNotAllowed(method, path string) *apiError {
+	return &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
+		Message: "Method " + method + " is not allowed on " + path + "."}
+}
+
+func errUnknownURL(method, path string) *apiError {
+	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
+		Message: "Unknown URL (" + method + " " + path + "); this relay serves /v1/... paths."}
+}
+
+func errAllFailed(summary string) *apiError {
+	return &apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "all_upstreams_failed",
+		Message: "All upstream attempts failed: " + summary}
+}
+
+func errUpstreamTimeout(summary string) *apiError {
+	return &apiError{Status: http.StatusGatewayTimeout, Type: "server_error", Code: "upstream_timeout",
+		Message: "try_duration ran out before an upstream answered: " + summary}
+}
+
+// body renders {"error":{...}}.
+func (e *apiError) body() []byte {
+	b, _ := json.Marshal(struct {
+		Error errorObject `json:"error"`
+	}{errorObject{Message: e.Message, Type: e.Type, Code: e.Code}})
+	return b
+}
+
+// writeAPIError answers the client with e.
+func writeAPIError(w http.ResponseWriter, e *apiError) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(e.body())
+}
+
+// asAPIError returns err as an *apiError if it is one.
+func asAPIError(err error) (*apiError, bool) {
+	var e *apiError
+	ok := errors.As(err, &e)
+	return e, ok
+}

@@ -1,0 +1,193 @@
+package llmrelay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// serve answers one client request: authenticate, route, then relay.
+func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
+	rec := newRequestLog()
+	defer h.finishRequest(r, rec)
+	cw := &countingWriter{ResponseWriter: w}
+	rec.out = cw
+	w = cw
+
+	key, ok := h.keys.authenticate(r)
+	if !ok {
+		h.reject(w, rec, errUnauthorized)
+		return
+	}
+	rec.key = key
+
+	rest, ok := v1Rest(r.URL.Path)
+	if !ok {
+		h.reject(w, rec, errUnknownURL(r.Method, r.URL.Path))
+		return
+	}
+	if rest == "models" || strings.HasPrefix(rest, "models/") {
+		h.serveModels(w, r, rec, rest)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.reject(w, rec, errMethodNotAllowed(r.Method, r.URL.Path))
+		return
+	}
+
+	raw, err := readBody(r, h.MaxBody)
+	if err != nil {
+		if e, ok := asAPIError(err); ok {
+			h.reject(w, rec, e)
+		} else {
+			rec.status = statusClientClosed // the client went away mid-body
+		}
+		return
+	}
+	body, err := parseRequestBody(raw)
+	if err != nil {
+		e, _ := asAPIError(err)
+		h.reject(w, rec, e)
+		return
+	}
+	rec.requested = body.model
+	rt := h.lookup(body.model)
+	if rt == nil {
+		h.reject(w, rec, errModelNotFound(body.model))
+		return
+	}
+	rec.alias = rt.alias
+	rec.stream = body.stream
+	h.relay(w, r, rec, rt, body, rest)
+}
+
+// v1Rest returns what follows the first `/v1/` of the path, so the relay
+// works both at the site root and under a `handle /prefix/*` block.
+func v1Rest(path string) (string, bool) {
+	i := strings.Index(path, "/v1/")
+	if i < 0 {
+		return "", false
+	}
+	rest := path[i+len("/v1/"):]
+	return rest, rest != ""
+}
+
+// readBody reads at most limit bytes of the request body.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, errTooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
+
+// serveModels answers GET /v1/models and GET /v1/models/<alias>.
+func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rec *requestLog, rest string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", http.MethodGet)
+		h.reject(w, rec, errMethodNotAllowed(r.Method, r.URL.Path))
+		return
+	}
+	body := h.modelList
+	if id, ok := strings.CutPrefix(rest, "models/"); ok {
+		rt, found := h.routes[id]
+		if !found {
+			h.reject(w, rec, errModelNotFound(id))
+			return
+		}
+		body = modelObject(rt.alias)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	rec.status = http.StatusOK
+	_, _ = w.Write(body)
+}
+
+// relay runs the failover loop: attempts along the chain until one can be
+// committed to the client, the attempts run out, or try_duration does.
+func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, rt *route, body *requestBody, rest string) {
+	ctx := r.Context()
+	deadline := rec.start.Add(h.tryDur)
+	cur := newChainCursor(len(rt.targets), h.attempts)
+	var timedOut bool
+
+	for {
+		st, ok := cur.nextStep(time.Now(), deadline, h.backoff, nil)
+		if !ok {
+			break
+		}
+		t := rt.targets[st.idx]
+		if st.skip != "" {
+			rec.note(t, st.skip)
+			continue
+		}
+		if st.wait > 0 && !sleepCtx(ctx, st.wait) {
+			rec.status = statusClientClosed
+			return
+		}
+		res := h.attempt(ctx, r, t, body, rest, deadline)
+		rec.attempts++
+		cur.tried(st.idx, time.Now(), res.retryAfter)
+		h.logAttempt(rec, t, res)
+
+		switch {
+		case res.clientGone:
+			rec.status = statusClientClosed
+			return
+		case res.resp != nil:
+			h.respond(w, r, rec, t, res)
+			return
+		}
+		rec.note(t, res.err.Error())
+		if res.tryExpired {
+			timedOut = true
+			break
+		}
+		if !h.triggers.retryable(res.class, res.status) {
+			timedOut = res.class == classTimeout
+			break
+		}
+	}
+	if timedOut || !time.Now().Before(deadline) {
+		h.reject(w, rec, errUpstreamTimeout(rec.summary()))
+		return
+	}
+	h.reject(w, rec, errAllFailed(rec.summary()))
+}
+
+// sleepCtx waits d, or returns false early if ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// reject answers with one of the relay's own errors.
+func (h *Relay) reject(w http.ResponseWriter, rec *requestLog, e *apiError) {
+	rec.status = e.Status
+	rec.errCode = e.Code
+	writeAPIError(w, e)
+}
+
+// statusClientClosed is logged when the client went away (nginx's 499,
+// which Caddy's reverse_proxy also uses).
+const statusClientClosed = 499
+
+// isClientGone reports whether err comes from the client's context ending.
+func isClientGone(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err()))
+}

@@ -1,0 +1,199 @@
+// Package llmrelay is a Caddy HTTP handler that relays OpenAI-compatible
+// LLM API requests to an ordered chain of upstream providers, failing over
+// invisibly until the response is committed to the client.
+package llmrelay
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+	"go.uber.org/zap"
+)
+
+func init() {
+	caddy.RegisterModule(Relay{})
+}
+
+// defaultMaxBody is the request body limit when max_body is not set.
+const defaultMaxBody = 16 << 20
+
+// Relay is the `llm_relay` handler: one OpenAI-compatible endpoint in front
+// of several providers. A request to `/v1/<rest>` whose JSON body names a
+// `model` is sent to the first target of that model's chain that answers;
+// failures before the first byte reaches the client move on to the next
+// target invisibly.
+//
+// Placeholders it sets, for the access log and later handlers:
+//
+// Placeholder | Description
+// ------------|-------------
+// `{http.llm_relay.upstream}` | name of the upstream that answered
+// `{http.llm_relay.model}` | model name sent to that upstream
+// `{http.llm_relay.attempts}` | number of upstream attempts made
+// `{http.llm_relay.key}` | name of the client key used
+// `{http.llm_relay.error}` | code of the relay's own error response, if any
+type Relay struct {
+	// `key <token> [<name>]`: client keys. Repeatable. Without any key the
+	// relay is open to anyone who can reach it (logged once at load).
+	Keys []ClientKey `json:"keys,omitempty"`
+
+	// `max_body <size>`: the largest request body accepted, e.g. `16MiB`;
+	// larger bodies get 413 request_too_large. Default: 16MiB.
+	MaxBody int64 `json:"max_body,omitempty"`
+
+	// `upstream <name> <base_url> { ... }`: the providers. Repeatable.
+	Upstreams []*Upstream `json:"upstreams,omitempty"`
+
+	// `model <alias> { to ... }`: the model aliases and their failover
+	// chains. Repeatable.
+	Models []*ModelRoute `json:"models,omitempty"`
+
+	// `failover { ... }`: when and how often to move to the next target.
+	Failover *Failover `json:"failover,omitempty"`
+
+	logger    *zap.Logger
+	keys      keyring
+	upstreams map[string]*upstreamRuntime
+	routes    map[string]*route
+	wildcard  *route
+	modelList []byte // the GET /v1/models answer, built once
+	triggers  triggerSet
+	backoff   backoffPolicy
+	attempts  int
+	firstByte time.Duration
+	tryDur    time.Duration
+}
+
+// CaddyModule returns the Caddy module information.
+func (Relay) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.llm_relay",
+		New: func() caddy.Module { return new(Relay) },
+	}
+}
+
+// Provision resolves secrets, loads transports and compiles the routes.
+func (h *Relay) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	repl := caddy.NewReplacer()
+
+	if h.MaxBody == 0 {
+		h.MaxBody = defaultMaxBody
+	}
+	var err error
+	if h.keys, err = newKeyring(h.Keys, repl); err != nil {
+		return err
+	}
+	if h.keys.open() {
+		h.logger.Warn("no client keys configured: the relay is open to every client that can reach it")
+	}
+
+	h.upstreams = make(map[string]*upstreamRuntime, len(h.Upstreams))
+	for i, u := range h.Upstreams {
+		if u == nil || u.Name == "" {
+			return fmt.Errorf("upstream %d: a name is required", i+1)
+		}
+		if _, dup := h.upstreams[u.Name]; dup {
+			return fmt.Errorf("upstream %q: defined twice", u.Name)
+		}
+		rt, err := provisionUpstream(ctx, u, repl)
+		if err != nil {
+			return fmt.Errorf("upstream %q: %w", u.Name, err)
+		}
+		h.upstreams[u.Name] = rt
+	}
+
+	if err := h.compileRoutes(); err != nil {
+		return err
+	}
+	if err := h.compileFailover(); err != nil {
+		return err
+	}
+	h.logger.Info("llm_relay ready",
+		zap.Int("upstreams", len(h.upstreams)),
+		zap.Int("models", len(h.Models)),
+		zap.Int("client_keys", len(h.Keys)),
+		zap.String("max_body", humanize.IBytes(uint64(h.MaxBody))))
+	return nil
+}
+
+// compileFailover applies the failover block's defaults.
+func (h *Relay) compileFailover() error {
+	f := h.Failover
+	if f == nil {
+		f = new(Failover)
+	}
+	on := f.On
+	if len(on) == 0 {
+		on = defaultFailoverOn
+	}
+	var err error
+	if h.triggers, err = parseTriggers(on); err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	h.backoff = backoffPolicy{base: defaultBackoffBase, max: defaultBackoffMax}
+	if f.BackoffBase > 0 {
+		h.backoff.base = time.Duration(f.BackoffBase)
+	}
+	if f.BackoffMax > 0 {
+		h.backoff.max = time.Duration(f.BackoffMax)
+	}
+	h.attempts = f.Attempts
+	h.firstByte = durationOr(f.FirstByteTimeout, defaultFirstByteTimeout)
+	h.tryDur = durationOr(f.TryDuration, defaultTryDuration)
+	return nil
+}
+
+func durationOr(d caddy.Duration, def time.Duration) time.Duration {
+	if d > 0 {
+		return time.Duration(d)
+	}
+	return def
+}
+
+// Validate checks the provisioned configuration.
+func (h *Relay) Validate() error {
+	if len(h.Upstreams) == 0 {
+		return fmt.Errorf("at least one upstream is required")
+	}
+	if len(h.Models) == 0 {
+		return fmt.Errorf("at least one model route is required")
+	}
+	if h.MaxBody < 0 {
+		return fmt.Errorf("max_body must not be negative")
+	}
+	if h.Failover != nil && h.Failover.Attempts < 0 {
+		return fmt.Errorf("failover: attempts must not be negative")
+	}
+	if h.backoff.max < h.backoff.base {
+		return fmt.Errorf("failover: backoff max %s is below base %s", h.backoff.max, h.backoff.base)
+	}
+	return nil
+}
+
+// Cleanup closes idle upstream connections. In-flight requests keep running:
+// Caddy cleans up an old config while its streams may still be served.
+func (h *Relay) Cleanup() error {
+	for _, u := range h.upstreams {
+		u.cleanup()
+	}
+	return nil
+}
+
+// ServeHTTP relays the request. The relay is terminal: it never calls next.
+func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	h.serve(w, r)
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Relay)(nil)
+	_ caddy.Validator             = (*Relay)(nil)
+	_ caddy.CleanerUpper          = (*Relay)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Relay)(nil)
+)

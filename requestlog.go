@@ -1,0 +1,143 @@
+package llmrelay
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// requestLog collects what one request did, for its single log line, the
+// placeholders and the 502 message. It holds names and figures only: never
+// bodies, never keys.
+type requestLog struct {
+	start       time.Time
+	key         string
+	alias       string // the route's alias ("*" for the wildcard route)
+	requested   string // the model name the client asked for
+	stream      bool
+	upstream    string
+	model       string
+	attempts    int
+	status      int
+	errCode     string
+	streamError string
+	ttfb        time.Duration
+	outcomes    []string // one per attempt or skip: "upstream/model: outcome"
+	out         *countingWriter
+}
+
+func newRequestLog() *requestLog {
+	return &requestLog{start: time.Now()}
+}
+
+// note records the outcome of an attempt or skip.
+func (rl *requestLog) note(t *target, outcome string) {
+	rl.outcomes = append(rl.outcomes, t.up.name+" ("+rl.modelFor(t)+"): "+outcome)
+}
+
+// modelFor is the model name a target is sent.
+func (rl *requestLog) modelFor(t *target) string {
+	if t.model != "" {
+		return t.model
+	}
+	return rl.requested
+}
+
+// commit records the attempt whose answer goes to the client.
+func (rl *requestLog) commit(t *target, status int) {
+	rl.upstream = t.up.name
+	rl.model = rl.modelFor(t)
+	rl.status = status
+	rl.ttfb = time.Since(rl.start)
+}
+
+// summary lists every attempt's outcome for the 502/504 message.
+func (rl *requestLog) summary() string {
+	if len(rl.outcomes) == 0 {
+		return "no attempt was made"
+	}
+	return strings.Join(rl.outcomes, "; ")
+}
+
+// logAttempt writes the debug line of one attempt.
+func (h *Relay) logAttempt(rl *requestLog, t *target, res attemptResult) {
+	c := h.logger.Check(zapcore.DebugLevel, "upstream attempt")
+	if c == nil {
+		return
+	}
+	outcome := "committed"
+	if res.resp == nil && res.err != nil {
+		outcome = logDetail(res.err)
+	}
+	c.Write(
+		zap.String("alias", rl.alias),
+		zap.String("upstream", t.up.name),
+		zap.String("model", rl.modelFor(t)),
+		zap.Int("attempt", rl.attempts),
+		zap.String("outcome", outcome),
+		zap.Duration("ttfb", res.ttfb),
+		zap.Duration("retry_after", res.retryAfter),
+	)
+}
+
+// finishRequest writes the request's log line and sets its placeholders.
+func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set("http.llm_relay.upstream", rl.upstream)
+		repl.Set("http.llm_relay.model", rl.model)
+		repl.Set("http.llm_relay.attempts", strconv.Itoa(rl.attempts))
+		repl.Set("http.llm_relay.key", rl.key)
+		repl.Set("http.llm_relay.error", rl.errCode)
+	}
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Add(zap.String("llm_upstream", rl.upstream))
+		extra.Add(zap.Int("llm_attempts", rl.attempts))
+	}
+	c := h.logger.Check(zapcore.InfoLevel, "relayed")
+	if c == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("key", rl.key),
+		zap.String("alias", rl.alias),
+		zap.String("upstream", rl.upstream),
+		zap.String("model", rl.model),
+		zap.Int("attempts", rl.attempts),
+		zap.Int("status", rl.status),
+		zap.Bool("stream", rl.stream),
+		zap.Duration("ttfb", rl.ttfb),
+		zap.Duration("duration", time.Since(rl.start)),
+		zap.Int64("bytes", rl.out.n),
+	}
+	if rl.errCode != "" {
+		fields = append(fields, zap.String("error", rl.errCode))
+	}
+	if rl.streamError != "" {
+		fields = append(fields, zap.String("stream_error", rl.streamError))
+	}
+	if len(rl.outcomes) > 0 {
+		fields = append(fields, zap.Strings("failures", rl.outcomes))
+	}
+	c.Write(fields...)
+}
+
+// countingWriter counts the body bytes written to the client.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (cw *countingWriter) Write(b []byte) (int, error) {
+	n, err := cw.ResponseWriter.Write(b)
+	cw.n += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer's Flush.
+func (cw *countingWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }

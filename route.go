@@ -1,0 +1,213 @@
+package llmrelay
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// route is a compiled ModelRoute.
+type route struct {
+	alias   string
+	targets []*target
+}
+
+// target is a compiled Target.
+type target struct {
+	up    *upstreamRuntime
+	model string // "" = forward the client's model unchanged
+	edits []bodyEdit
+}
+
+// bodyEdit is one `set` or `unset` of a request body field, by path.
+type bodyEdit struct {
+	path  []string
+	value json.RawMessage // nil = unset
+}
+
+// compileRoutes resolves each route's upstream names and parses its edits.
+func (h *Relay) compileRoutes() error {
+	h.routes = make(map[string]*route, len(h.Models))
+	h.wildcard = nil
+	for i, m := range h.Models {
+		if m == nil || m.Alias == "" {
+			return fmt.Errorf("model %d: an alias is required", i+1)
+		}
+		if len(m.Targets) == 0 {
+			return fmt.Errorf("model %q: at least one `to` target is required", m.Alias)
+		}
+		rt := &route{alias: m.Alias}
+		for j, t := range m.Targets {
+			up, ok := h.upstreams[t.Upstream]
+			if !ok {
+				return fmt.Errorf("model %q: target %d: unknown upstream %q (define it with `upstream %s <base_url>`)", m.Alias, j+1, t.Upstream, t.Upstream)
+			}
+			ct := &target{up: up, model: t.Model}
+			for _, field := range slices.Sorted(maps.Keys(t.Set)) {
+				val := t.Set[field]
+				if !json.Valid(val) {
+					return fmt.Errorf("model %q: target %d: set %s: value is not valid JSON", m.Alias, j+1, field)
+				}
+				ct.edits = append(ct.edits, bodyEdit{path: splitPath(field), value: val})
+			}
+			for _, field := range t.Unset {
+				ct.edits = append(ct.edits, bodyEdit{path: splitPath(field)})
+			}
+			if err := checkEdits(ct.edits); err != nil {
+				return fmt.Errorf("model %q: target %d: %w", m.Alias, j+1, err)
+			}
+			rt.targets = append(rt.targets, ct)
+		}
+		if m.Alias == "*" {
+			if h.wildcard != nil {
+				return fmt.Errorf("model \"*\": defined twice")
+			}
+			h.wildcard = rt
+			continue
+		}
+		if _, dup := h.routes[m.Alias]; dup {
+			return fmt.Errorf("model %q: defined twice", m.Alias)
+		}
+		h.routes[m.Alias] = rt
+	}
+	h.modelList = buildModelList(h.Models)
+	return nil
+}
+
+// lookup finds the route for a client's model name: exact alias, else `*`.
+func (h *Relay) lookup(model string) *route {
+	if rt, ok := h.routes[model]; ok {
+		return rt
+	}
+	return h.wildcard
+}
+
+func splitPath(field string) []string { return strings.Split(field, ".") }
+
+// checkEdits rejects fields that the relay itself owns.
+func checkEdits(edits []bodyEdit) error {
+	for _, e := range edits {
+		for _, p := range e.path {
+			if p == "" {
+				return fmt.Errorf("empty field name in %q", strings.Join(e.path, "."))
+			}
+		}
+		if len(e.path) == 1 && e.path[0] == "model" {
+			return fmt.Errorf("set/unset model: give the upstream model in the `to` line instead")
+		}
+	}
+	return nil
+}
+
+// requestBody is a client's JSON body, split into top-level fields so each
+// attempt can rewrite a few of them without re-parsing the rest.
+type requestBody struct {
+	fields map[string]json.RawMessage
+	model  string
+	stream bool
+}
+
+// parseRequestBody parses a client body. It returns errInvalidJSON or
+// errMissingModel for the relay's own 400 answers.
+func parseRequestBody(b []byte) (*requestBody, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
+		return nil, errInvalidJSON
+	}
+	rb := &requestBody{fields: fields}
+	if raw, ok := fields["model"]; ok {
+		_ = json.Unmarshal(raw, &rb.model)
+	}
+	if rb.model == "" {
+		return nil, errMissingModel
+	}
+	if raw, ok := fields["stream"]; ok {
+		_ = json.Unmarshal(raw, &rb.stream)
+	}
+	return rb, nil
+}
+
+// forTarget renders the body sent to one target: its model, its edits, and
+// the relay's own `relay` field removed.
+func (rb *requestBody) forTarget(t *target) ([]byte, error) {
+	fields := make(map[string]json.RawMessage, len(rb.fields)+len(t.edits))
+	for k, v := range rb.fields {
+		fields[k] = v
+	}
+	delete(fields, "relay")
+	if t.model != "" {
+		m, _ := json.Marshal(t.model)
+		fields["model"] = m
+	}
+	for _, e := range t.edits {
+		if err := applyEdit(fields, e.path, e.value); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(fields)
+}
+
+// applyEdit sets (value != nil) or removes the field at path, creating
+// intermediate objects as needed when setting.
+func applyEdit(obj map[string]json.RawMessage, path []string, value json.RawMessage) error {
+	if len(path) == 1 {
+		if value == nil {
+			delete(obj, path[0])
+		} else {
+			obj[path[0]] = value
+		}
+		return nil
+	}
+	child := map[string]json.RawMessage{}
+	if raw, ok := obj[path[0]]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &child); err != nil {
+			if value == nil {
+				return nil // nothing nested to remove
+			}
+			return fmt.Errorf("set %s: field %q is not an object", strings.Join(path, "."), path[0])
+		}
+	} else if value == nil {
+		return nil
+	}
+	if err := applyEdit(child, path[1:], value); err != nil {
+		return err
+	}
+	b, err := json.Marshal(child)
+	if err != nil {
+		return err
+	}
+	obj[path[0]] = b
+	return nil
+}
+
+// modelEntry is one item of the OpenAI model list.
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// buildModelList renders the GET /v1/models answer: the configured aliases
+// (not `*`), in config order.
+func buildModelList(models []*ModelRoute) []byte {
+	list := struct {
+		Object string       `json:"object"`
+		Data   []modelEntry `json:"data"`
+	}{Object: "list", Data: []modelEntry{}}
+	for _, m := range models {
+		if m.Alias != "*" {
+			list.Data = append(list.Data, modelEntry{ID: m.Alias, Object: "model", OwnedBy: "llm-relay"})
+		}
+	}
+	b, _ := json.Marshal(list)
+	return b
+}
+
+// modelObject renders GET /v1/models/<alias>.
+func modelObject(alias string) []byte {
+	b, _ := json.Marshal(modelEntry{ID: alias, Object: "model", OwnedBy: "llm-relay"})
+	return b
+}
