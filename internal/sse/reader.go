@@ -1,0 +1,295 @@
+package sse
+
+import (
+	"bytes"
+	"io"
+)
+
+const (
+	// DefaultMaxEvent is the block size cap used when NewReader is given a
+	// cap <= 0.
+	DefaultMaxEvent = 16 << 20
+
+	defaultBufSize = 16 << 10 // initial buffer size
+	minReadSize    = 512      // compact before reading into less than this
+	maxEmptyReads  = 100      // consecutive (0, nil) reads before io.ErrNoProgress
+)
+
+var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// Reader splits an event stream into blocks. It is not safe for concurrent
+// use.
+//
+// Reader keeps its own growable buffer (rather than a bufio.Scanner, whose
+// token size is capped at 64 KiB by default) so that Raw and single-line Data
+// can be returned without copying. The buffer grows as needed up to the cap
+// given to NewReader (plus one byte) and is not shrunk afterwards.
+type Reader struct {
+	src io.Reader
+	max int
+
+	buf []byte
+	w   int   // end of valid data in buf
+	err error // sticky read error, ErrEventTooLarge, or io.EOF
+
+	// Scan state. All positions are absolute indices into buf; compact
+	// shifts them.
+	r         int  // start of the current block (its Raw)
+	p         int  // next byte to examine
+	ls        int  // start of the current line
+	lf        int  // a known '\n' at or after p (stale if < p)
+	lfChecked int  // no '\n' in [p, lfChecked) when lf is stale
+	skipLF    bool // previous line ended with CR: skip an LF at p
+	bomDone   bool // the start of the stream has been checked for a BOM
+
+	// State of the block being parsed.
+	content  bool // block has a non-blank line
+	hasField bool
+	dataN    int    // number of data fields
+	dataS    int    // first data value is buf[dataS:dataE] (when dataN == 1)
+	dataE    int    //
+	dataBuf  []byte // joined data values (when dataN > 1)
+	typ      string
+	id       string
+	hasID    bool
+	retry    int
+
+	// Last converted strings, reused when the same value repeats.
+	lastType string
+	lastID   string
+}
+
+// NewReader returns a Reader that reads blocks from src. maxEvent caps the
+// size of one block (the length of its Raw) in bytes; maxEvent <= 0 means
+// DefaultMaxEvent (16 MiB). A block whose blank line ends in CRLF is
+// accepted if it fits without the final LF; the LF then starts the next
+// block, as when the CR is the last byte of a read.
+func NewReader(src io.Reader, maxEvent int) *Reader {
+	return newReaderSize(src, maxEvent, defaultBufSize)
+}
+
+// newReaderSize lets tests start with a tiny buffer to exercise growth and
+// compaction.
+func newReaderSize(src io.Reader, maxEvent, bufSize int) *Reader {
+	if maxEvent <= 0 {
+		maxEvent = DefaultMaxEvent
+	}
+	if bufSize > maxEvent+1 {
+		bufSize = maxEvent + 1
+	}
+	return &Reader{src: src, max: maxEvent, buf: make([]byte, bufSize), lf: -1, retry: -1}
+}
+
+// Next returns the next block of the stream.
+//
+// Blocks without data (comment-only keep-alives, blocks with only event, id
+// or retry fields) are returned too. Blank lines outside any block are
+// prepended to Raw of the next block (see the package documentation).
+//
+// At EOF with a pending partial block, Next returns that block with
+// Unterminated set and a nil error, and io.EOF on the following call; a clean
+// EOF returns io.EOF. A block longer than the cap yields ErrEventTooLarge.
+// Read errors from the underlying reader are returned as they are, after the
+// complete blocks already buffered; bytes of a partial block pending at that
+// point are dropped. All errors are sticky.
+//
+// The slices of the returned Event are valid only until the next call to
+// Next; use [Event.Clone] to keep them.
+func (r *Reader) Next() (Event, error) {
+	for {
+		if r.err == ErrEventTooLarge {
+			return Event{}, r.err
+		}
+		if r.scan() {
+			if r.p-r.r > r.max {
+				r.err = ErrEventTooLarge
+				return Event{}, r.err
+			}
+			return r.dispatch(r.p, false), nil
+		}
+		if r.err != nil {
+			if r.err == io.EOF && r.w > r.r {
+				return r.finishEOF()
+			}
+			return Event{}, r.err
+		}
+		if r.w-r.r > r.max {
+			r.err = ErrEventTooLarge
+			return Event{}, r.err
+		}
+		r.fill()
+	}
+}
+
+// scan parses buffered lines until a block is complete, in which case it
+// returns true with r.p just past the block. Otherwise it consumes all
+// buffered complete lines and returns false.
+func (r *Reader) scan() bool {
+	buf := r.buf[:r.w]
+	if !r.bomDone {
+		n := r.w // r.r == 0 before the first block
+		if n < len(bom) && r.err == nil && bytes.HasPrefix(bom, buf[:n]) {
+			return false // need more bytes to decide
+		}
+		if bytes.HasPrefix(buf, bom) {
+			r.p, r.ls = len(bom), len(bom)
+		}
+		r.bomDone = true
+	}
+	for {
+		if r.skipLF {
+			if r.p == r.w {
+				return false
+			}
+			r.skipLF = false
+			if buf[r.p] == '\n' {
+				r.p++
+				r.ls = r.p
+			}
+		}
+		// Find the next line terminator: the first CR or LF at or after p.
+		end := r.nextLF()
+		lim := end
+		if lim < 0 {
+			lim = r.w
+		}
+		t := bytes.IndexByte(buf[r.p:lim], '\r')
+		if t >= 0 {
+			t += r.p
+		} else if end >= 0 {
+			t = end
+		} else {
+			r.p = r.w
+			return false
+		}
+		line := buf[r.ls:t]
+		r.p = t + 1
+		if buf[t] == '\r' {
+			r.skipLF = true
+		}
+		if len(line) == 0 {
+			if r.content {
+				// Blank line: the block ends here. Take the LF of a
+				// CRLF along if it is already buffered and fits
+				// under the cap.
+				if r.skipLF && r.p < r.w && buf[r.p] == '\n' && r.p-r.r < r.max {
+					r.p++
+					r.skipLF = false
+				}
+				return true
+			}
+			// Blank line before any content: kept in Raw, no meaning.
+		} else {
+			r.content = true
+			r.parseLine(r.ls, t)
+		}
+		r.ls = r.p
+	}
+}
+
+// nextLF returns the index of the first '\n' in buf[p:w], or -1, caching the
+// result so that lines ending in lone CRs do not rescan the buffer.
+func (r *Reader) nextLF() int {
+	if r.lf >= r.p {
+		return r.lf
+	}
+	from := max(r.p, r.lfChecked)
+	if i := bytes.IndexByte(r.buf[from:r.w], '\n'); i >= 0 {
+		r.lf = from + i
+		r.lfChecked = r.lf
+		return r.lf
+	}
+	r.lf = -1
+	r.lfChecked = r.w
+	return -1
+}
+
+// finishEOF returns the pending bytes at EOF as a final block.
+func (r *Reader) finishEOF() (Event, error) {
+	if r.w-r.r > r.max {
+		r.err = ErrEventTooLarge
+		return Event{}, r.err
+	}
+	// scan returned false, so r.p == r.w and buf[r.ls:r.w] is the
+	// trailing line without a line ending.
+	if r.ls < r.w {
+		r.content = true
+		r.parseLine(r.ls, r.w)
+	}
+	r.p, r.ls = r.w, r.w
+	return r.dispatch(r.w, r.content), nil
+}
+
+// dispatch builds the Event for buf[r.r:end] and resets the block state.
+func (r *Reader) dispatch(end int, unterminated bool) Event {
+	ev := Event{
+		Raw:          r.buf[r.r:end:end],
+		Type:         r.typ,
+		HasData:      r.dataN > 0,
+		ID:           r.id,
+		HasID:        r.hasID,
+		Retry:        r.retry,
+		Unterminated: unterminated,
+		hasField:     r.hasField,
+	}
+	switch {
+	case r.dataN == 1:
+		ev.Data = r.buf[r.dataS:r.dataE:r.dataE]
+	case r.dataN > 1:
+		ev.Data = r.dataBuf[:len(r.dataBuf):len(r.dataBuf)]
+	}
+	r.r = end
+	r.ls = r.p
+	r.content = false
+	r.hasField = false
+	r.dataN = 0
+	r.typ = ""
+	r.id = ""
+	r.hasID = false
+	r.retry = -1
+	return ev
+}
+
+// fill reads more data into the buffer, compacting or growing it first if
+// needed. It reads at least one byte or sets r.err.
+func (r *Reader) fill() {
+	if r.r > 0 && len(r.buf)-r.w < minReadSize {
+		r.compact()
+	}
+	if r.w == len(r.buf) {
+		// r.r == 0 here, and Next guarantees r.w <= r.max.
+		n := min(2*len(r.buf), r.max+1)
+		nb := make([]byte, n)
+		copy(nb, r.buf[:r.w])
+		r.buf = nb
+	}
+	for range maxEmptyReads {
+		n, err := r.src.Read(r.buf[r.w:])
+		if n < 0 || n > len(r.buf)-r.w {
+			panic("sse: reader returned invalid count")
+		}
+		r.w += n
+		if err != nil {
+			r.err = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	r.err = io.ErrNoProgress
+}
+
+// compact moves the current partial block to the start of the buffer.
+func (r *Reader) compact() {
+	s := r.r
+	copy(r.buf, r.buf[s:r.w])
+	r.w -= s
+	r.r = 0
+	r.p -= s
+	r.ls -= s
+	r.lf -= s
+	r.lfChecked -= s
+	r.dataS -= s
+	r.dataE -= s
+}

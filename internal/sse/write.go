@@ -1,0 +1,41 @@
+package sse
+
+// AppendData appends a block carrying payload as its data to dst and returns
+// the extended slice: "data: " + payload + "\n\n". If payload contains line
+// breaks (CRLF, CR or LF), each line gets its own "data: " line, so a reader
+// gets payload back with every line break turned into '\n' (SSE cannot carry
+// CR in data). An empty payload gives "data: \n\n", which a reader sees as
+// HasData with empty Data.
+func AppendData(dst, payload []byte) []byte {
+	dst = appendLines(dst, "data: ", payload)
+	return append(dst, '\n')
+}
+
+// AppendComment appends a comment block ": " + text + "\n\n" to dst and
+// returns the extended slice. A text with line breaks gives one comment line
+// per line.
+func AppendComment(dst []byte, text string) []byte {
+	dst = appendLines(dst, ": ", text)
+	return append(dst, '\n')
+}
+
+// appendLines appends prefix + line + "\n" for every line of s, where lines
+// are separated by CRLF, CR or LF. An empty s is one empty line.
+func appendLines[S ~string | ~[]byte](dst []byte, prefix string, s S) []byte {
+	for {
+		i := 0
+		for i < len(s) && s[i] != '\r' && s[i] != '\n' {
+			i++
+		}
+		dst = append(dst, prefix...)
+		dst = append(dst, s[:i]...)
+		dst = append(dst, '\n')
+		if i == len(s) {
+			return dst
+		}
+		if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+			i++
+		}
+		s = s[i+1:]
+	}
+}
