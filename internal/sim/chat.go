@@ -1,0 +1,143 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// chatRequest is the part of a chat completion request the simulator reads.
+type chatRequest struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Messages []struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+// promptTokens estimates the prompt's tokens as ceil(characters / 4) of
+// the messages' string contents (and text parts), at least 1.
+func (req *chatRequest) promptTokens() int {
+	chars := 0
+	for _, m := range req.Messages {
+		var text string
+		if json.Unmarshal(m.Content, &text) == nil {
+			chars += len([]rune(text))
+			continue
+		}
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(m.Content, &parts) == nil {
+			for _, part := range parts {
+				chars += len([]rune(part.Text))
+			}
+		}
+	}
+	return max(1, (chars+3)/4)
+}
+
+// chat answers POST .../chat/completions: it draws the request's fault,
+// then answers with an error status, stalls, streams or completes.
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	n := s.requests.Add(1)
+	var req chatRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error(), "invalid_request_error", "invalid_json")
+		return
+	}
+	if req.Model == "" {
+		req.Model = s.cfg.Models[0]
+	}
+
+	f := s.pickFault(uint64(n))
+	var err error
+	switch {
+	case f != nil && f.Kind == FaultStatus:
+		writeStatusFault(w, f)
+		return
+	case f != nil && f.Kind == FaultStall:
+		err = s.stall(r)
+	case req.Stream:
+		err = s.stream(w, r, &req, n, f)
+	default:
+		err = s.complete(w, r, &req, n, f)
+	}
+	if errors.Is(err, errDrop) || errors.Is(err, errClosed) {
+		// net/http (and Caddy) close the connection without finishing
+		// the response: the client sees an unexpected EOF.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// stall never answers; it returns when the client goes away or the
+// Server is closed. The first stall on an http.Server registers Close to
+// run when that server starts a graceful shutdown, which would otherwise
+// wait for the stalled request forever.
+func (s *Server) stall(r *http.Request) error {
+	if hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok {
+		if _, seen := s.watched.LoadOrStore(hs, true); !seen {
+			hs.RegisterOnShutdown(s.Close)
+		}
+	}
+	select {
+	case <-r.Context().Done():
+		return r.Context().Err()
+	case <-s.closed:
+		return errClosed
+	}
+}
+
+// completion is a non-streaming chat.completion response.
+type completion struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   usage              `json:"usage"`
+}
+
+type completionChoice struct {
+	Index   int `json:"index"`
+	Message struct {
+		Role             string `json:"role"`
+		Content          string `json:"content"`
+		ReasoningContent string `json:"reasoning_content,omitempty"`
+	} `json:"message"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason string    `json:"finish_reason"`
+}
+
+// complete answers a non-streaming request after TTFB.
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, req *chatRequest, n int64, f *Fault) error {
+	if err := (waiter{r.Context()}).wait(s.cfg.TTFB); err != nil {
+		return err
+	}
+	if f != nil && f.Kind == FaultDrop {
+		return errDrop
+	}
+	if f != nil && f.Kind == FaultError {
+		e := inBandError.Error
+		writeError(w, http.StatusInternalServerError, e.Message, e.Type, e.Code)
+		return nil
+	}
+	head := s.head(req, n, "chat.completion")
+	resp := completion{
+		ID: head.ID, Object: head.Object, Created: head.Created, Model: head.Model,
+		Choices: []completionChoice{{FinishReason: finishStop}},
+		Usage:   newUsage(req.promptTokens(), len(s.reasoning), len(s.content)),
+	}
+	msg := &resp.Choices[0].Message
+	msg.Role = "assistant"
+	msg.Content = strings.Join(s.content, "")
+	msg.ReasoningContent = strings.Join(s.reasoning, "")
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(resp)
+}

@@ -1,0 +1,248 @@
+// Package sim is an OpenAI-compatible upstream simulator: a plain
+// net/http handler that answers chat completions with deterministic,
+// seeded text, paced like a real model (steady or in clustered bursts),
+// and injects faults (error statuses, stalls, dropped connections,
+// in-band stream errors) on demand.
+//
+// It exists so an LLM relay can be run, demonstrated, tested and
+// benchmarked on one machine without API keys. It has no Caddy imports;
+// the root package wraps it as the http.handlers.llm_simulator module.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults applied by New to a zero Config field.
+const (
+	DefaultModel           = "sim-reasoner"
+	DefaultSeed            = 1
+	DefaultReasoningTokens = 60
+	DefaultContentTokens   = 40
+	DefaultRate            = 50.0
+	DefaultBurst           = 20
+	DefaultPause           = 800 * time.Millisecond
+	DefaultBurstSpread     = 5 * time.Millisecond
+)
+
+// Pattern kinds.
+const (
+	Steady    = "steady"
+	Clustered = "clustered"
+)
+
+// Fault kinds.
+const (
+	FaultStatus = "status"
+	FaultStall  = "stall"
+	FaultDrop   = "drop"
+	FaultError  = "error"
+)
+
+// Config configures a Server. The zero value is usable: every zero field
+// takes the default documented on it.
+type Config struct {
+	// Models are the model IDs listed by GET .../models. Any model name
+	// is accepted by chat completions and echoed back. Default:
+	// ["sim-reasoner"].
+	Models []string
+
+	// Seed selects the generated text and the fault draws. Default: 1.
+	Seed int64
+
+	// ReasoningTokens is the number of reasoning_content deltas per
+	// response. nil means 60; a pointer to 0 means no reasoning phase
+	// (write new(0)).
+	ReasoningTokens *int
+
+	// ContentTokens is the number of content deltas per response. nil
+	// means 40; a pointer to 0 means an empty answer.
+	ContentTokens *int
+
+	// ReasoningPattern and ContentPattern pace each phase of a stream.
+	// A zero Pattern means steady at 50 tokens per second.
+	ReasoningPattern Pattern
+	ContentPattern   Pattern
+
+	// TTFB is the time to first byte: how long the server waits before
+	// sending the response headers and first event of a stream, or the
+	// whole body of a non-streaming response. Default: 0.
+	TTFB time.Duration
+
+	// Faults are evaluated in order for every chat completion request;
+	// the first whose Rate draw hits is applied. Default: none.
+	Faults []Fault
+}
+
+// Pattern is the pacing of one phase of a stream.
+type Pattern struct {
+	// Kind is "steady" or "clustered". Empty means the default pattern,
+	// steady at 50 tokens per second, and the other fields are ignored.
+	Kind string
+
+	// Rate is the steady rate in tokens per second. 0 means as fast as
+	// possible (no waits).
+	Rate float64
+
+	// Burst is the number of tokens per clustered burst. Default: 20.
+	Burst int
+
+	// Pause is the silence between clustered bursts. Default: 800ms.
+	Pause time.Duration
+
+	// BurstSpread is the time one whole clustered burst is spread over.
+	// Default: 5ms.
+	BurstSpread time.Duration
+}
+
+// Fault is one kind of misbehaviour, applied to a request with
+// probability Rate.
+type Fault struct {
+	// Kind is one of:
+	//   - "status": answer Status with an OpenAI error JSON body (and a
+	//     Retry-After header if RetryAfter is set), without waiting TTFB;
+	//   - "stall": accept the request and never answer, not even headers,
+	//     until the client goes away (or the Server is closed);
+	//   - "drop": stream After data events, then abort the connection
+	//     (the client sees an unexpected EOF and no [DONE]); a
+	//     non-streaming request gets its connection closed with no
+	//     response;
+	//   - "error": stream After data events, then an in-band
+	//     `data: {"error":{...}}` event, and end the response without
+	//     [DONE]; a non-streaming request gets a 500 with error JSON.
+	Kind string
+
+	// Status is the HTTP status of a "status" fault, 400-599.
+	Status int
+
+	// RetryAfter, if non-empty, is sent verbatim as the Retry-After
+	// header of a "status" fault, e.g. "2" or an HTTP date.
+	RetryAfter string
+
+	// After is, for "drop" and "error", the number of data events (the
+	// role chunk and the token deltas) sent before the fault; 0 means
+	// before any data. A value beyond the last token delta means just
+	// after it, before the finish chunk.
+	After int
+
+	// Rate is the probability, 0 < Rate <= 1, that the fault applies to
+	// a request. 0 means 1 (always).
+	Rate float64
+}
+
+// withDefaults returns a copy of c with zero fields set to defaults.
+func (c Config) withDefaults() Config {
+	if len(c.Models) == 0 {
+		c.Models = []string{DefaultModel}
+	} else {
+		c.Models = append([]string(nil), c.Models...)
+	}
+	if c.Seed == 0 {
+		c.Seed = DefaultSeed
+	}
+	if c.ReasoningTokens == nil {
+		c.ReasoningTokens = new(DefaultReasoningTokens)
+	}
+	if c.ContentTokens == nil {
+		c.ContentTokens = new(DefaultContentTokens)
+	}
+	c.ReasoningPattern = c.ReasoningPattern.withDefaults()
+	c.ContentPattern = c.ContentPattern.withDefaults()
+	c.Faults = append([]Fault(nil), c.Faults...)
+	for i := range c.Faults {
+		if c.Faults[i].Rate == 0 {
+			c.Faults[i].Rate = 1
+		}
+	}
+	return c
+}
+
+func (p Pattern) withDefaults() Pattern {
+	switch p.Kind {
+	case "":
+		return Pattern{Kind: Steady, Rate: DefaultRate}
+	case Clustered:
+		if p.Burst == 0 {
+			p.Burst = DefaultBurst
+		}
+		if p.Pause == 0 {
+			p.Pause = DefaultPause
+		}
+		if p.BurstSpread == 0 {
+			p.BurstSpread = DefaultBurstSpread
+		}
+	}
+	return p
+}
+
+// validate checks a Config that already has its defaults.
+func (c Config) validate() error {
+	var errs []error
+	for i, m := range c.Models {
+		if m == "" {
+			errs = append(errs, fmt.Errorf("models[%d]: empty model name", i))
+		}
+	}
+	if *c.ReasoningTokens < 0 {
+		errs = append(errs, fmt.Errorf("reasoning tokens: must be >= 0, got %d", *c.ReasoningTokens))
+	}
+	if *c.ContentTokens < 0 {
+		errs = append(errs, fmt.Errorf("content tokens: must be >= 0, got %d", *c.ContentTokens))
+	}
+	if c.TTFB < 0 {
+		errs = append(errs, fmt.Errorf("ttfb: must be >= 0, got %v", c.TTFB))
+	}
+	if err := c.ReasoningPattern.validate(); err != nil {
+		errs = append(errs, fmt.Errorf("reasoning pattern: %w", err))
+	}
+	if err := c.ContentPattern.validate(); err != nil {
+		errs = append(errs, fmt.Errorf("content pattern: %w", err))
+	}
+	for i, f := range c.Faults {
+		if err := f.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("faults[%d]: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p Pattern) validate() error {
+	switch p.Kind {
+	case Steady:
+		if p.Rate < 0 {
+			return fmt.Errorf("steady rate must be >= 0 tokens per second, got %v", p.Rate)
+		}
+	case Clustered:
+		if p.Burst < 0 {
+			return fmt.Errorf("clustered burst must be > 0 tokens, got %d", p.Burst)
+		}
+		if p.Pause < 0 || p.BurstSpread < 0 {
+			return fmt.Errorf("clustered pause and spread must be >= 0, got %v and %v", p.Pause, p.BurstSpread)
+		}
+	default:
+		return fmt.Errorf("unknown kind %q (want %q or %q)", p.Kind, Steady, Clustered)
+	}
+	return nil
+}
+
+func (f Fault) validate() error {
+	if f.Rate < 0 || f.Rate > 1 {
+		return fmt.Errorf("rate must be a probability in (0, 1], got %v", f.Rate)
+	}
+	switch f.Kind {
+	case FaultStatus:
+		if f.Status < 400 || f.Status > 599 {
+			return fmt.Errorf("status must be an HTTP error status 400-599, got %d", f.Status)
+		}
+	case FaultDrop, FaultError:
+		if f.After < 0 {
+			return fmt.Errorf("%s: after must be >= 0 events, got %d", f.Kind, f.After)
+		}
+	case FaultStall:
+	default:
+		return fmt.Errorf("unknown kind %q (want %q, %q, %q or %q)", f.Kind, FaultStatus, FaultStall, FaultDrop, FaultError)
+	}
+	return nil
+}

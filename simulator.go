@@ -1,0 +1,240 @@
+package llmrelay
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sim"
+)
+
+func init() {
+	caddy.RegisterModule(Simulator{})
+}
+
+// Simulator is the `llm_simulator` handler: a fake OpenAI-compatible
+// provider for running, demonstrating, testing and benchmarking a relay
+// on one machine with no API keys. It answers `POST .../chat/completions`
+// (streaming or not) and `GET .../models` under any path prefix.
+//
+// Every response carries the same deterministic text, chosen by `seed`:
+// a reasoning phase streamed as DeepSeek-style `reasoning_content`
+// deltas, then the answer as `content` deltas. The text mixes ASCII
+// words, punctuation, newlines, CJK, multi-codepoint emoji and combining
+// accents, to catch relays that mangle UTF-8. Faults (error statuses,
+// stalls, dropped connections, in-band stream errors) are injected with
+// seeded, per-request probabilities.
+//
+// The simulator is terminal: it never calls the next handler.
+type Simulator struct {
+	// `model <name...>`: the model IDs listed by `GET .../models`.
+	// Repeatable. Requests may name any model; it is echoed back.
+	// Default: `sim-reasoner`.
+	Models []string `json:"models,omitempty"`
+
+	// `seed <int>`: selects the generated text and the sequence of fault
+	// draws; the same seed gives the same text and, for the n-th request,
+	// the same fault outcome. Default: 1.
+	Seed int64 `json:"seed,omitempty"`
+
+	// `reasoning_tokens <n>`: the number of reasoning_content deltas per
+	// response; 0 means no reasoning phase. Default: 60.
+	ReasoningTokens *int `json:"reasoning_tokens,omitempty"`
+
+	// `content_tokens <n>`: the number of content deltas per response.
+	// Default: 40.
+	ContentTokens *int `json:"content_tokens,omitempty"`
+
+	// `reasoning_pattern <kind> [<args...>]` (or `pattern`, which sets
+	// both phases): how reasoning deltas are paced. Default: steady at 50
+	// tokens per second.
+	ReasoningPattern *SimulatorPattern `json:"reasoning_pattern,omitempty"`
+
+	// `content_pattern <kind> [<args...>]` (or `pattern`): how content
+	// deltas are paced. Default: steady at 50 tokens per second.
+	ContentPattern *SimulatorPattern `json:"content_pattern,omitempty"`
+
+	// `ttfb <duration>`: waits this long before sending the response
+	// headers and first event of a stream, or the whole body of a
+	// non-streaming response. Fault statuses are answered at once.
+	// Default: 0.
+	TTFB caddy.Duration `json:"ttfb,omitempty"`
+
+	// `fail`, `stall`, `drop_after` and `error_after`: faults, evaluated
+	// in the order written for every chat completion request; the first
+	// whose rate draw hits is applied. Default: none.
+	Faults []SimulatorFault `json:"faults,omitempty"`
+
+	server *sim.Server
+}
+
+// SimulatorPattern paces one phase of a simulated stream.
+type SimulatorPattern struct {
+	// `steady` emits tokens at an even rate; `clustered` emits bursts of
+	// tokens a few milliseconds apart separated by pauses, as reasoning
+	// models do. Default: `steady`.
+	Kind string `json:"kind,omitempty"`
+
+	// Steady only: tokens per second; 0 means as fast as possible.
+	// Caddyfile: `pattern steady [<tokens_per_sec>]`. Default: 50.
+	Rate *float64 `json:"rate,omitempty"`
+
+	// Clustered only: tokens per burst. Caddyfile: `pattern clustered
+	// [<burst_tokens> [<pause> [<spread>]]]`. Default: 20.
+	Burst int `json:"burst,omitempty"`
+
+	// Clustered only: silence between bursts. Default: 800ms.
+	Pause caddy.Duration `json:"pause,omitempty"`
+
+	// Clustered only: the time one whole burst is spread over. Default: 5ms.
+	Spread caddy.Duration `json:"spread,omitempty"`
+}
+
+// SimulatorFault is one injected failure.
+type SimulatorFault struct {
+	// One of:
+	//   - `status` (`fail <status> [<rate>] [retry_after <value>]`):
+	//     answers `status` with an OpenAI error JSON body;
+	//   - `stall` (`stall [<rate>]`): accepts the request and never
+	//     answers, not even headers, until the client goes away or the
+	//     config is unloaded;
+	//   - `drop` (`drop_after <events> [<rate>]`): streams `after` data
+	//     events, then aborts the connection with no `[DONE]`; a
+	//     non-streaming request gets its connection closed;
+	//   - `error` (`error_after <events> [<rate>]`): streams `after` data
+	//     events, then an in-band `data: {"error":{...}}` event, and ends
+	//     without `[DONE]`; a non-streaming request gets a 500.
+	Kind string `json:"kind"`
+
+	// `status` only: the HTTP status to answer, 400-599.
+	Status int `json:"status,omitempty"`
+
+	// `status` only: sent verbatim as the Retry-After header, e.g. `2`
+	// or an HTTP date. Default: no header.
+	RetryAfter string `json:"retry_after,omitempty"`
+
+	// `drop` and `error` only: the number of data events (the role chunk
+	// and token deltas) sent before the fault; 0 means before any data.
+	After int `json:"after,omitempty"`
+
+	// The probability, in (0, 1], that the fault applies to a request.
+	// Default: 1 (every request).
+	Rate float64 `json:"rate,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (Simulator) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.llm_simulator",
+		New: func() caddy.Module { return new(Simulator) },
+	}
+}
+
+// Provision builds the simulator; sim.New applies the defaults and
+// rejects out-of-range values.
+func (s *Simulator) Provision(caddy.Context) error {
+	cfg := sim.Config{
+		Models:           s.Models,
+		Seed:             s.Seed,
+		ReasoningTokens:  s.ReasoningTokens,
+		ContentTokens:    s.ContentTokens,
+		ReasoningPattern: s.ReasoningPattern.simPattern(),
+		ContentPattern:   s.ContentPattern.simPattern(),
+		TTFB:             time.Duration(s.TTFB),
+	}
+	for _, f := range s.Faults {
+		cfg.Faults = append(cfg.Faults, sim.Fault{
+			Kind:       f.Kind,
+			Status:     f.Status,
+			RetryAfter: f.RetryAfter,
+			After:      f.After,
+			Rate:       f.Rate,
+		})
+	}
+	srv, err := sim.New(cfg)
+	if err != nil {
+		return fmt.Errorf("llm_simulator: %w", err)
+	}
+	s.server = srv
+	return nil
+}
+
+func (p *SimulatorPattern) simPattern() sim.Pattern {
+	if p == nil {
+		return sim.Pattern{} // the default: steady at 50/s
+	}
+	out := sim.Pattern{
+		Kind:        p.Kind,
+		Rate:        sim.DefaultRate,
+		Burst:       p.Burst,
+		Pause:       time.Duration(p.Pause),
+		BurstSpread: time.Duration(p.Spread),
+	}
+	if out.Kind == "" {
+		out.Kind = sim.Steady
+	}
+	if p.Rate != nil {
+		out.Rate = *p.Rate
+	}
+	return out
+}
+
+// Validate rejects settings that do not apply to the chosen kind of
+// pattern or fault, which would otherwise be silently ignored.
+func (s *Simulator) Validate() error {
+	patterns := []struct {
+		name string
+		p    *SimulatorPattern
+	}{{"reasoning_pattern", s.ReasoningPattern}, {"content_pattern", s.ContentPattern}}
+	for _, np := range patterns {
+		name, p := np.name, np.p
+		if p == nil {
+			continue
+		}
+		if p.Kind == sim.Clustered && p.Rate != nil {
+			return fmt.Errorf("llm_simulator: %s: rate applies to steady patterns only", name)
+		}
+		if p.Kind != sim.Clustered && (p.Burst != 0 || p.Pause != 0 || p.Spread != 0) {
+			return fmt.Errorf("llm_simulator: %s: burst, pause and spread apply to clustered patterns only", name)
+		}
+	}
+	for i, f := range s.Faults {
+		if f.Kind != sim.FaultStatus && (f.Status != 0 || f.RetryAfter != "") {
+			return fmt.Errorf("llm_simulator: faults[%d]: status and retry_after apply to status faults only", i)
+		}
+		if f.Kind != sim.FaultDrop && f.Kind != sim.FaultError && f.After != 0 {
+			return fmt.Errorf("llm_simulator: faults[%d]: after applies to drop and error faults only", i)
+		}
+	}
+	return nil
+}
+
+// Cleanup ends stalled requests, so a `stall` fault cannot hold the old
+// server open forever after a reload or stop. Other in-flight responses
+// finish normally.
+func (s *Simulator) Cleanup() error {
+	if s.server != nil {
+		s.server.Close()
+	}
+	return nil
+}
+
+// ServeHTTP answers the request as a simulated provider. It is terminal:
+// it never calls next.
+func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	s.server.ServeHTTP(w, r)
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Simulator)(nil)
+	_ caddy.Validator             = (*Simulator)(nil)
+	_ caddy.CleanerUpper          = (*Simulator)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Simulator)(nil)
+	_ caddyfile.Unmarshaler       = (*Simulator)(nil)
+)

@@ -1,0 +1,279 @@
+package llmrelay
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sim"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("llm_simulator", parseSimulatorCaddyfile)
+	httpcaddyfile.RegisterDirectiveOrder("llm_simulator", httpcaddyfile.Before, "reverse_proxy")
+}
+
+func parseSimulatorCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	s := new(Simulator)
+	err := s.UnmarshalCaddyfile(h.Dispenser)
+	return s, err
+}
+
+// UnmarshalCaddyfile sets up the simulator from Caddyfile tokens. The
+// block is optional. Syntax:
+//
+//	llm_simulator [<matcher>] {
+//	    # text
+//	    model <name...>
+//	    seed <int>
+//	    reasoning_tokens <n>
+//	    content_tokens <n>
+//
+//	    # pacing (pattern sets both phases; later lines override earlier ones)
+//	    pattern steady [<tokens_per_sec>]
+//	    pattern clustered [<burst_tokens> [<pause> [<spread>]]]
+//	    reasoning_pattern steady|clustered [<args...>]
+//	    content_pattern steady|clustered [<args...>]
+//	    ttfb <duration>
+//
+//	    # faults, tried in order; <rate> is a probability like 0.3 or 30%
+//	    fail <status> [<rate>] [retry_after <value>]
+//	    stall [<rate>]
+//	    drop_after <events> [<rate>]
+//	    error_after <events> [<rate>]
+//	}
+//
+// `reasoning_tokens 0` removes the reasoning phase. `pattern steady 0`
+// streams as fast as possible.
+func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the directive name
+	if d.NextArg() {
+		return d.Errf("llm_simulator takes no arguments besides a matcher; put settings in its block")
+	}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		switch name {
+		case "seed", "reasoning_tokens", "content_tokens", "ttfb":
+			if seen[name] {
+				return d.Errf("%s already specified", name)
+			}
+			seen[name] = true
+		}
+		switch name {
+		case "model":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			s.Models = append(s.Models, args...)
+
+		case "seed":
+			v, err := simOneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return d.Errf("seed: must be an integer, got %q", v)
+			}
+			s.Seed = n
+
+		case "reasoning_tokens", "content_tokens":
+			v, err := simOneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return d.Errf("%s: must be a whole number of tokens >= 0, got %q", name, v)
+			}
+			if name == "reasoning_tokens" {
+				s.ReasoningTokens = &n
+			} else {
+				s.ContentTokens = &n
+			}
+
+		case "pattern", "reasoning_pattern", "content_pattern":
+			p, err := simParsePattern(d, name)
+			if err != nil {
+				return err
+			}
+			if name != "content_pattern" {
+				s.ReasoningPattern = p
+			}
+			if name != "reasoning_pattern" {
+				cp := *p
+				s.ContentPattern = &cp
+			}
+
+		case "ttfb":
+			v, err := simOneArg(d)
+			if err != nil {
+				return err
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur < 0 {
+				return d.Errf("ttfb: %q is not a duration >= 0; write it like 250ms or 2s", v)
+			}
+			s.TTFB = caddy.Duration(dur)
+
+		case "fail":
+			f, err := simParseFail(d)
+			if err != nil {
+				return err
+			}
+			s.Faults = append(s.Faults, f)
+
+		case "stall":
+			args := d.RemainingArgs()
+			if len(args) > 1 {
+				return d.ArgErr()
+			}
+			f := SimulatorFault{Kind: sim.FaultStall}
+			if len(args) == 1 {
+				rate, err := simParseRate(d, name, args[0])
+				if err != nil {
+					return err
+				}
+				f.Rate = rate
+			}
+			s.Faults = append(s.Faults, f)
+
+		case "drop_after", "error_after":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 {
+				return d.ArgErr()
+			}
+			f := SimulatorFault{Kind: sim.FaultDrop}
+			if name == "error_after" {
+				f.Kind = sim.FaultError
+			}
+			n, err := strconv.Atoi(args[0])
+			if err != nil || n < 0 {
+				return d.Errf("%s: events must be a whole number >= 0, got %q", name, args[0])
+			}
+			f.After = n
+			if len(args) == 2 {
+				if f.Rate, err = simParseRate(d, name, args[1]); err != nil {
+					return err
+				}
+			}
+			s.Faults = append(s.Faults, f)
+
+		default:
+			return d.Errf("unrecognized llm_simulator subdirective %q", name)
+		}
+	}
+	return nil
+}
+
+// simOneArg returns the single argument of the current line.
+func simOneArg(d *caddyfile.Dispenser) (string, error) {
+	if !d.NextArg() {
+		return "", d.ArgErr()
+	}
+	v := d.Val()
+	if d.NextArg() {
+		return "", d.ArgErr()
+	}
+	return v, nil
+}
+
+// simParsePattern parses `<name> steady [<tokens_per_sec>]` or
+// `<name> clustered [<burst_tokens> [<pause> [<spread>]]]`.
+func simParsePattern(d *caddyfile.Dispenser, name string) (*SimulatorPattern, error) {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return nil, d.Errf("%s: expected `%s steady [<tokens_per_sec>]` or `%s clustered [<burst_tokens> [<pause> [<spread>]]]`", name, name, name)
+	}
+	p := &SimulatorPattern{Kind: args[0]}
+	switch p.Kind {
+	case sim.Steady:
+		if len(args) > 2 {
+			return nil, d.ArgErr()
+		}
+		if len(args) == 2 {
+			rate, err := strconv.ParseFloat(args[1], 64)
+			if err != nil || rate < 0 {
+				return nil, d.Errf("%s steady: tokens per second must be a number >= 0 (0 = as fast as possible), got %q", name, args[1])
+			}
+			p.Rate = &rate
+		}
+	case sim.Clustered:
+		if len(args) > 4 {
+			return nil, d.ArgErr()
+		}
+		if len(args) > 1 {
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n <= 0 {
+				return nil, d.Errf("%s clustered: burst_tokens must be a whole number > 0, got %q", name, args[1])
+			}
+			p.Burst = n
+		}
+		for i, field := range []*caddy.Duration{&p.Pause, &p.Spread} {
+			if len(args) <= 2+i {
+				break
+			}
+			dur, err := caddy.ParseDuration(args[2+i])
+			if err != nil || dur <= 0 {
+				what := [...]string{"pause", "spread"}[i]
+				return nil, d.Errf("%s clustered: %s must be a positive duration like 800ms, got %q", name, what, args[2+i])
+			}
+			*field = caddy.Duration(dur)
+		}
+	default:
+		return nil, d.Errf("%s: kind must be steady or clustered, got %q", name, p.Kind)
+	}
+	return p, nil
+}
+
+// simParseFail parses `fail <status> [<rate>] [retry_after <value>]`.
+func simParseFail(d *caddyfile.Dispenser) (SimulatorFault, error) {
+	f := SimulatorFault{Kind: sim.FaultStatus}
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return f, d.ArgErr()
+	}
+	status, err := strconv.Atoi(args[0])
+	if err != nil || status < 400 || status > 599 {
+		return f, d.Errf("fail: status must be an HTTP error status 400-599, got %q", args[0])
+	}
+	f.Status = status
+	rateSet := false
+	for i := 1; i < len(args); i++ {
+		switch {
+		case args[i] == "retry_after":
+			if i+1 >= len(args) || f.RetryAfter != "" {
+				return f, d.Errf("fail: expected `fail <status> [<rate>] [retry_after <value>]`")
+			}
+			i++
+			f.RetryAfter = args[i]
+		case !rateSet && f.RetryAfter == "":
+			if f.Rate, err = simParseRate(d, "fail", args[i]); err != nil {
+				return f, err
+			}
+			rateSet = true
+		default:
+			return f, d.Errf("fail: unexpected argument %q; expected `fail <status> [<rate>] [retry_after <value>]`", args[i])
+		}
+	}
+	return f, nil
+}
+
+// simParseRate parses a probability written as 0.3 or 30%.
+func simParseRate(d *caddyfile.Dispenser, name, v string) (float64, error) {
+	num, pct := strings.CutSuffix(v, "%")
+	rate, err := strconv.ParseFloat(num, 64)
+	if pct {
+		rate /= 100
+	}
+	if err != nil || !(rate > 0 && rate <= 1) {
+		return 0, d.Errf("%s: rate must be a probability in (0, 1] like 0.3 or 30%%, got %q", name, v)
+	}
+	return rate, nil
+}

@@ -1,0 +1,235 @@
+package llmrelay
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sim"
+)
+
+func TestSimulatorCaddyfile(t *testing.T) {
+	d := caddyfile.NewTestDispenser(`llm_simulator {
+		model sim-a sim-b
+		model sim-c
+		seed 7
+		reasoning_tokens 0
+		content_tokens 12
+		pattern clustered 10 250ms 2ms
+		content_pattern steady 0
+		ttfb 150ms
+		fail 503 0.3
+		fail 429 retry_after 2
+		fail 500 25% retry_after "Wed, 21 Oct 2015 07:28:00 GMT"
+		stall 0.05
+		drop_after 5
+		error_after 0 0.5
+	}`)
+	var s Simulator
+	if err := s.UnmarshalCaddyfile(d); err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"models":["sim-a","sim-b","sim-c"],"seed":7,"reasoning_tokens":0,"content_tokens":12,` +
+		`"reasoning_pattern":{"kind":"clustered","burst":10,"pause":250000000,"spread":2000000},` +
+		`"content_pattern":{"kind":"steady","rate":0},"ttfb":150000000,"faults":[` +
+		`{"kind":"status","status":503,"rate":0.3},` +
+		`{"kind":"status","status":429,"retry_after":"2"},` +
+		`{"kind":"status","status":500,"retry_after":"Wed, 21 Oct 2015 07:28:00 GMT","rate":0.25},` +
+		`{"kind":"stall","rate":0.05},` +
+		`{"kind":"drop","after":5},` +
+		`{"kind":"error","rate":0.5}]}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestSimulatorCaddyfileDefaults(t *testing.T) {
+	for _, in := range []string{"llm_simulator", "llm_simulator {\n}", "llm_simulator {\n\tpattern steady\n}"} {
+		var s Simulator
+		if err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if s.ReasoningTokens != nil || s.ContentTokens != nil || len(s.Faults) != 0 ||
+			(s.ContentPattern != nil && s.ContentPattern.Rate != nil) {
+			t.Errorf("%q: unexpected settings %+v", in, s)
+		}
+	}
+}
+
+func TestSimulatorCaddyfileErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"llm_simulator foo", "takes no arguments"},
+		{"llm_simulator {\n\tbogus 1\n}", `unrecognized llm_simulator subdirective "bogus", at Testfile:2`},
+		{"llm_simulator {\n\tmodel\n}", "wrong argument count or unexpected line ending after 'model', at Testfile:2"},
+		{"llm_simulator {\n\tseed x\n}", `seed: must be an integer, got "x", at Testfile:2`},
+		{"llm_simulator {\n\tseed 1\n\tseed 2\n}", "seed already specified, at Testfile:3"},
+		{"llm_simulator {\n\treasoning_tokens -1\n}", "reasoning_tokens: must be a whole number of tokens >= 0, got \"-1\", at Testfile:2"},
+		{"llm_simulator {\n\n\tcontent_tokens 1 2\n}", "Testfile:3"},
+		{"llm_simulator {\n\tpattern\n}", "pattern: expected `pattern steady [<tokens_per_sec>]`"},
+		{"llm_simulator {\n\tpattern bursty\n}", `pattern: kind must be steady or clustered, got "bursty", at Testfile:2`},
+		{"llm_simulator {\n\tpattern steady fast\n}", `pattern steady: tokens per second must be a number >= 0`},
+		{"llm_simulator {\n\treasoning_pattern clustered 0\n}", `reasoning_pattern clustered: burst_tokens must be a whole number > 0, got "0", at Testfile:2`},
+		{"llm_simulator {\n\tcontent_pattern clustered 20 soon\n}", `content_pattern clustered: pause must be a positive duration like 800ms, got "soon"`},
+		{"llm_simulator {\n\tpattern clustered 20 1s 0s\n}", `spread must be a positive duration`},
+		{"llm_simulator {\n\tpattern clustered 1 2s 3ms 4\n}", "Testfile:2"},
+		{"llm_simulator {\n\tttfb 1\n}", `ttfb: "1" is not a duration >= 0; write it like 250ms or 2s, at Testfile:2`},
+		{"llm_simulator {\n\tfail\n}", "Testfile:2"},
+		{"llm_simulator {\n\tfail 200\n}", `fail: status must be an HTTP error status 400-599, got "200", at Testfile:2`},
+		{"llm_simulator {\n\tfail 503 1.5\n}", `fail: rate must be a probability in (0, 1] like 0.3 or 30%, got "1.5", at Testfile:2`},
+		{"llm_simulator {\n\tfail 503 0\n}", "fail: rate must be a probability"},
+		{"llm_simulator {\n\tfail 503 retry_after\n}", "fail: expected `fail <status> [<rate>] [retry_after <value>]`"},
+		{"llm_simulator {\n\tfail 503 0.5 0.5\n}", `fail: unexpected argument "0.5"`},
+		{"llm_simulator {\n\tstall 1 2\n}", "Testfile:2"},
+		{"llm_simulator {\n\tstall often\n}", `stall: rate must be a probability`},
+		{"llm_simulator {\n\tdrop_after\n}", "Testfile:2"},
+		{"llm_simulator {\n\tdrop_after -3\n}", `drop_after: events must be a whole number >= 0, got "-3"`},
+		{"llm_simulator {\n\terror_after 3 200%\n}", `error_after: rate must be a probability`},
+	} {
+		var s Simulator
+		err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n got error %v\nwant one containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// simProvision provisions s as Caddy would.
+func simProvision(t *testing.T, s *Simulator) error {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	if err := s.Provision(ctx); err != nil {
+		return err
+	}
+	t.Cleanup(func() { _ = s.Cleanup() })
+	return s.Validate()
+}
+
+func TestSimulatorJSONConfig(t *testing.T) {
+	var s Simulator
+	cfg := `{"seed":5,"reasoning_tokens":3,"content_pattern":{"kind":"clustered","pause":"250ms"},"ttfb":"10ms","faults":[{"kind":"drop","after":2,"rate":0.1}]}`
+	if err := caddy.StrictUnmarshalJSON([]byte(cfg), &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := simProvision(t, &s); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct{ cfg, want string }{
+		{`{"faults":[{"kind":"explode"}]}`, `llm_simulator: faults[0]: unknown kind "explode"`},
+		{`{"reasoning_pattern":{"kind":"wavy"}}`, `llm_simulator: reasoning pattern: unknown kind "wavy"`},
+		{`{"content_tokens":-1}`, "llm_simulator: content tokens: must be >= 0"},
+		{`{"content_pattern":{"kind":"clustered","rate":5}}`, "llm_simulator: content_pattern: rate applies to steady patterns only"},
+		{`{"reasoning_pattern":{"burst":5}}`, "llm_simulator: reasoning_pattern: burst, pause and spread apply to clustered patterns only"},
+		{`{"faults":[{"kind":"stall","status":503}]}`, "llm_simulator: faults[0]: status and retry_after apply to status faults only"},
+		{`{"faults":[{"kind":"status","status":503,"after":1}]}`, "llm_simulator: faults[0]: after applies to drop and error faults only"},
+	} {
+		var s Simulator
+		if err := caddy.StrictUnmarshalJSON([]byte(tc.cfg), &s); err != nil {
+			t.Fatal(err)
+		}
+		err := simProvision(t, &s)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want error containing %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestSimulatorServeHTTP(t *testing.T) {
+	var s Simulator
+	d := caddyfile.NewTestDispenser(`llm_simulator {
+		seed 9
+		reasoning_tokens 4
+		content_tokens 6
+		pattern steady 0
+	}`)
+	if err := s.UnmarshalCaddyfile(d); err != nil {
+		t.Fatal(err)
+	}
+	if err := simProvision(t, &s); err != nil {
+		t.Fatal(err)
+	}
+	wantR, wantC := sim.Texts(sim.Config{Seed: 9, ReasoningTokens: new(4), ContentTokens: new(6)})
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		t.Error("the simulator called next")
+		return nil
+	})
+	serve := func(method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+		rec := httptest.NewRecorder()
+		if err := s.ServeHTTP(rec, req, next); err != nil {
+			t.Fatalf("ServeHTTP: %v", err)
+		}
+		return rec
+	}
+
+	rec := serve("POST", "/sim/v1/chat/completions", `{"model":"x","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "text/event-stream" || !rec.Flushed {
+		t.Fatalf("stream: status %d, type %q, flushed %v", rec.Code, rec.Header().Get("Content-Type"), rec.Flushed)
+	}
+	var reasoning, content strings.Builder
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content          string `json:"content"`
+					ReasoningContent string `json:"reasoning_content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatalf("bad event %q: %v", data, err)
+		}
+		for _, ch := range c.Choices {
+			reasoning.WriteString(ch.Delta.ReasoningContent)
+			content.WriteString(ch.Delta.Content)
+		}
+	}
+	if reasoning.String() != strings.Join(wantR, "") || content.String() != strings.Join(wantC, "") {
+		t.Errorf("streamed texts differ:\n%q %q\n%q %q", reasoning.String(), content.String(), wantR, wantC)
+	}
+	if !strings.HasSuffix(rec.Body.String(), "data: [DONE]\n\n") {
+		t.Errorf("stream does not end with [DONE]")
+	}
+
+	rec = serve("POST", "/v1/chat/completions", `{"model":"x"}`)
+	var resp struct {
+		Choices []struct {
+			Message struct {
+				Content          string `json:"content"`
+				ReasoningContent string `json:"reasoning_content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil || rec.Code != 200 {
+		t.Fatalf("non-stream: %d %v", rec.Code, err)
+	}
+	if m := resp.Choices[0].Message; m.Content != strings.Join(wantC, "") || m.ReasoningContent != strings.Join(wantR, "") {
+		t.Errorf("non-stream texts differ: %+v", m)
+	}
+
+	rec = serve("GET", "/v1/models", "")
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"id":"sim-reasoner"`) {
+		t.Errorf("models: %d %s", rec.Code, rec.Body)
+	}
+	rec = serve("GET", "/v1/nothing", "")
+	if rec.Code != 404 {
+		t.Errorf("unknown path: %d", rec.Code)
+	}
+}
