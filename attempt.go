@@ -8,9 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
@@ -30,7 +31,8 @@ type attemptResult struct {
 	resp   *http.Response
 	events *sse.Reader
 	prefix []byte
-	finish func() // releases the attempt's context; call after the body is done
+	body   *bufio.Reader // non-stream: the body, its first byte already read
+	finish func()        // releases the attempt's context; call after the body is done
 
 	// Failure.
 	class      failureClass
@@ -54,7 +56,16 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		wait, cause = rem, errTryDuration
 	}
 	timer := time.AfterFunc(wait, func() { cancel(cause) })
-	res := attemptResult{finish: func() { timer.Stop(); cancel(context.Canceled) }}
+	res := attemptResult{}
+	res.finish = func() {
+		timer.Stop()
+		cancel(context.Canceled)
+		if res.body != nil {
+			res.body.Reset(nil)
+			bodyReaders.Put(res.body)
+			res.body = nil
+		}
+	}
 	fail := func(class failureClass, err error) attemptResult {
 		res.finish()
 		res.resp, res.events = nil, nil
@@ -93,6 +104,8 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		if !h.triggers.retryable(classStatus, resp.StatusCode) {
 			timer.Stop() // pass through as is: committed from here on
+			res.body = bodyReaders.Get().(*bufio.Reader)
+			res.body.Reset(resp.Body)
 			return res
 		}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
@@ -109,12 +122,12 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 			return fail(classStream, err)
 		}
 	} else {
-		br := bufio.NewReader(resp.Body)
-		if _, err := br.Peek(1); err != nil && err != io.EOF {
+		res.body = bodyReaders.Get().(*bufio.Reader)
+		res.body.Reset(resp.Body)
+		if _, err := res.body.Peek(1); err != nil && err != io.EOF {
 			drain(resp.Body)
 			return fail(classStream, &publicError{msg: "body broke before any data", cause: err})
 		}
-		resp.Body = readCloser{br, resp.Body}
 	}
 	if !timer.Stop() {
 		// The timeout fired while the first event was being read: the
@@ -156,10 +169,25 @@ func (h *Relay) awaitFirstEvent(res *attemptResult) error {
 	}
 }
 
-// isEventStream reports whether the response is an SSE stream.
+// isEventStream reports whether the response is an SSE stream
+// ("text/event-stream", any case, parameters allowed).
 func isEventStream(h http.Header) bool {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	return mt == "text/event-stream"
+	const sseType = "text/event-stream"
+	ct := strings.TrimSpace(h.Get("Content-Type"))
+	if len(ct) < len(sseType) || !strings.EqualFold(ct[:len(sseType)], sseType) {
+		return false
+	}
+	rest := strings.TrimSpace(ct[len(sseType):])
+	return rest == "" || rest[0] == ';'
+}
+
+// bodyReaders pools the buffered readers of non-stream bodies: the relay
+// peeks one byte before committing, then copies through the same buffer.
+var bodyReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
+// copyBody copies a non-stream body to w through its buffered reader.
+func (res *attemptResult) copyBody(w io.Writer) (int64, error) {
+	return res.body.WriteTo(w)
 }
 
 // isErrorEvent reports whether an SSE event is an in-band error: `event:
@@ -214,12 +242,6 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-// readCloser pairs a buffered reader with the body it reads.
-type readCloser struct {
-	io.Reader
-	io.Closer
 }
 
 // publicError is a failure whose message is safe to show clients in a 502,

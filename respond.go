@@ -26,7 +26,7 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 
 	if res.events == nil {
 		w.WriteHeader(res.resp.StatusCode)
-		if _, err := io.Copy(w, res.resp.Body); err != nil {
+		if _, err := res.copyBody(w); err != nil {
 			if r.Context().Err() != nil {
 				rec.status = statusClientClosed
 				return
@@ -47,15 +47,15 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 	h.copyStream(w, r, rec, t, res)
 }
 
-// copyStream forwards SSE events one by one, byte-exact, flushing each.
+// copyStream forwards SSE events one by one, byte-exact. Output is flushed
+// whenever the reader is about to wait for the upstream, so every event
+// reaches the client as soon as it arrived, with one flush per upstream
+// read rather than one per event.
 func (h *Relay) copyStream(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res attemptResult) {
-	rc := http.NewResponseController(w)
-	send := func(b []byte) bool {
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
+	res.events.BeforeRead(out.flush)
+	defer out.flush()
+	send := out.write
 	if !send(res.prefix) {
 		rec.status = statusClientClosed
 		return
@@ -98,6 +98,31 @@ func (h *Relay) copyStream(w http.ResponseWriter, r *http.Request, rec *requestL
 	}
 }
 
+// eventWriter writes to the client and flushes on demand; after the first
+// write or flush error (the client went away) it writes nothing more.
+type eventWriter struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	dirty bool
+	err   error
+}
+
+func (ew *eventWriter) write(b []byte) bool {
+	if ew.err != nil {
+		return false
+	}
+	_, ew.err = ew.w.Write(b)
+	ew.dirty = true
+	return ew.err == nil
+}
+
+func (ew *eventWriter) flush() {
+	if ew.dirty && ew.err == nil {
+		ew.err = ew.rc.Flush()
+		ew.dirty = false
+	}
+}
+
 // endWithError writes the in-band error event that ends a broken stream.
 func (h *Relay) endWithError(send func([]byte) bool, rec *requestLog, t *target, code, msg string) {
 	rec.streamError = code
@@ -119,6 +144,6 @@ func copyHeader(dst, src http.Header) {
 		dst[k] = v
 	}
 	for _, k := range hopHeaders {
-		dst.Del(k)
+		delete(dst, k) // hopHeaders are in canonical form
 	}
 }

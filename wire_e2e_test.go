@@ -1,6 +1,7 @@
 package llmrelay_test
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -202,3 +204,44 @@ func TestWildcardForwardsModelUnchanged(t *testing.T) {
 }
 
 var _ = os.Getenv
+
+func TestEveryEventIsFlushedAtOnce(t *testing.T) {
+	// The upstream sends the next event only after the client has received
+	// the previous one, so a relay that buffers would deadlock (bounded by
+	// the wait below) instead of passing.
+	received := make(chan struct{})
+	a := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 3; i++ {
+			_, _ = w.Write([]byte("data: " + chunk(fmt.Sprint(i)) + "\n\n"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-received:
+			case <-time.After(5 * time.Second):
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+		_, _ = w.Write([]byte("data: [DONE]\n\n"))
+	})
+	startRelay(t, fmt.Sprintf("llm_relay {\n upstream a %s\n model chat {\n to a\n }\n }", a.v1()))
+	resp := post(t, chatStreamBody)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if line != "data: "+chunk(fmt.Sprint(i))+"\n" {
+			t.Fatalf("event %d: %q", i, line)
+		}
+		if waited := time.Since(start); waited > 4*time.Second {
+			t.Fatalf("event %d arrived only after %s: not flushed", i, waited)
+		}
+		_, _ = br.ReadString('\n') // the blank line
+		received <- struct{}{}
+	}
+}

@@ -57,7 +57,15 @@ type Reader struct {
 	// Last converted strings, reused when the same value repeats.
 	lastType string
 	lastID   string
+
+	beforeRead func() // called before each read of src; see BeforeRead
 }
+
+// BeforeRead sets a function called right before each read of the
+// underlying stream, that is, whenever every complete block already
+// received has been returned. A relay flushes its output there: one flush
+// per upstream read instead of one per event, with no event held back.
+func (r *Reader) BeforeRead(f func()) { r.beforeRead = f }
 
 // NewReader returns a Reader that reads blocks from src. maxEvent caps the
 // size of one block (the length of its Raw) in bytes; maxEvent <= 0 means
@@ -262,6 +270,9 @@ func (r *Reader) fill() {
 		nb := make([]byte, n)
 		copy(nb, r.buf[:r.w])
 		r.buf = nb
+	}
+	if r.beforeRead != nil {
+		r.beforeRead()
 	}
 	for range maxEmptyReads {
 		n, err := r.src.Read(r.buf[r.w:])

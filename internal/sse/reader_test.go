@@ -405,3 +405,40 @@ func TestAppendDoesNotClobber(t *testing.T) {
 		t.Fatalf("buffer clobbered: %q", ev.Raw)
 	}
 }
+
+func TestBeforeReadRunsBeforeEachRead(t *testing.T) {
+	in := "data: a\n\ndata: b\n\n"
+	reads := 0
+	src := readFunc(func(p []byte) (int, error) {
+		reads++
+		if reads > 2 {
+			return 0, io.EOF
+		}
+		// Two events arrive in the first read, none in the second.
+		if reads == 1 {
+			return copy(p, in), nil
+		}
+		return 0, nil
+	})
+	r := NewReader(src, 0)
+	calls := 0
+	r.BeforeRead(func() { calls++ })
+	for i := 0; i < 2; i++ {
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+		if calls != 1 {
+			t.Fatalf("after event %d: %d BeforeRead calls, want 1 (both events came in one read)", i+1, calls)
+		}
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("err %v", err)
+	}
+	if calls < 2 {
+		t.Errorf("BeforeRead not called before the read that hit EOF")
+	}
+}
+
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
