@@ -92,25 +92,17 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxBody = int64(size)
 
 		case "upstream":
-			u, err := parseUpstream(d)
+			u, err := parseUpstream(d, upstreamLines)
 			if err != nil {
 				return err
-			}
-			if upstreamLines[u.Name] {
-				return d.Errf("upstream %q is defined twice; give each upstream a unique name", u.Name)
 			}
 			upstreamLines[u.Name] = true
 			h.Upstreams = append(h.Upstreams, u)
 
 		case "model":
-			m, pending, err := parseModel(d)
+			m, pending, err := parseModel(d, h.Models)
 			if err != nil {
 				return err
-			}
-			for _, existing := range h.Models {
-				if existing.Alias == m.Alias {
-					return d.Errf("model %q is defined twice; list all its targets in one block", m.Alias)
-				}
 			}
 			h.Models = append(h.Models, m)
 			pendingTo = append(pendingTo, pending...)
@@ -146,11 +138,15 @@ type pendingTarget struct {
 	err      error // the error to report if it stays unknown
 }
 
-// parseUpstream parses `upstream <name> <base_url> { ... }`.
-func parseUpstream(d *caddyfile.Dispenser) (*Upstream, error) {
+// parseUpstream parses `upstream <name> <base_url> { ... }`; defined holds
+// the names of the upstreams parsed before it.
+func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, error) {
 	args := d.RemainingArgs()
 	if len(args) != 2 {
 		return nil, d.Errf("upstream: expected `upstream <name> <base_url>`, e.g. `upstream openai https://api.openai.com/v1`")
+	}
+	if defined[args[0]] {
+		return nil, d.Errf("upstream %q is defined twice; give each upstream a unique name", args[0])
 	}
 	u := &Upstream{Name: args[0], BaseURL: args[1]}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
@@ -163,6 +159,9 @@ func parseUpstream(d *caddyfile.Dispenser) (*Upstream, error) {
 				return nil, d.Errf("upstream %q: api_key is already specified", u.Name)
 			}
 			u.APIKey = d.Val()
+			if u.APIKey == "" {
+				return nil, d.Errf("upstream %q: api_key is empty; if it comes from {$VAR}, check that the variable is set, or use {env.VAR}, which is checked at load", u.Name)
+			}
 			if d.NextArg() {
 				return nil, d.ArgErr()
 			}
@@ -202,15 +201,23 @@ func parseUpstream(d *caddyfile.Dispenser) (*Upstream, error) {
 	return u, nil
 }
 
-// parseModel parses `model <alias> { to ... }`.
-func parseModel(d *caddyfile.Dispenser) (*ModelRoute, []pendingTarget, error) {
+// parseModel parses `model <alias> { to ... }`; defined holds the routes
+// parsed before it.
+func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []pendingTarget, error) {
 	if !d.NextArg() {
 		return nil, nil, d.Errf("model: expected `model <alias> { to <upstream> [<upstream_model>] }`")
 	}
 	m := &ModelRoute{Alias: d.Val()}
+	for _, existing := range defined {
+		if existing.Alias == m.Alias {
+			return nil, nil, d.Errf("model %q is defined twice; list all its targets in one block", m.Alias)
+		}
+	}
 	if d.NextArg() {
 		return nil, nil, d.ArgErr()
 	}
+	// Reported after the block is read, but it names this line.
+	noTargets := d.Errf("model %q has no targets; add `to <upstream> [<upstream_model>]` in its block", m.Alias)
 	var pending []pendingTarget
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
@@ -234,7 +241,7 @@ func parseModel(d *caddyfile.Dispenser) (*ModelRoute, []pendingTarget, error) {
 		}
 	}
 	if len(m.Targets) == 0 {
-		return nil, nil, d.Errf("model %q has no targets; add `to <upstream> [<upstream_model>]` in its block", m.Alias)
+		return nil, nil, noTargets
 	}
 	return m, pending, nil
 }
@@ -251,6 +258,9 @@ func parseTargetEdits(d *caddyfile.Dispenser, t *Target) error {
 			if d.NextArg() {
 				return d.Errf("set %s: too many arguments; quote a value with spaces", field)
 			}
+			if err := checkFieldPath(field); err != nil {
+				return d.Errf("set %s: %v", field, err)
+			}
 			if t.Set == nil {
 				t.Set = make(map[string]json.RawMessage)
 			}
@@ -258,6 +268,9 @@ func parseTargetEdits(d *caddyfile.Dispenser, t *Target) error {
 		case "unset":
 			if !d.NextArg() {
 				return d.Errf("unset: expected `unset <json_field>`")
+			}
+			if err := checkFieldPath(d.Val()); err != nil {
+				return d.Errf("unset %s: %v", d.Val(), err)
 			}
 			t.Unset = append(t.Unset, d.Val())
 			if d.NextArg() {

@@ -86,17 +86,24 @@ func (h *Relay) lookup(model string) *route {
 
 func splitPath(field string) []string { return strings.Split(field, ".") }
 
-// checkEdits rejects fields that the relay itself owns.
+// checkEdits rejects field paths that are malformed or that the relay owns.
 func checkEdits(edits []bodyEdit) error {
 	for _, e := range edits {
-		for _, p := range e.path {
-			if p == "" {
-				return fmt.Errorf("empty field name in %q", strings.Join(e.path, "."))
-			}
+		if err := checkFieldPath(strings.Join(e.path, ".")); err != nil {
+			return fmt.Errorf("%s: %w", strings.Join(e.path, "."), err)
 		}
-		if len(e.path) == 1 && e.path[0] == "model" {
-			return fmt.Errorf("set/unset model: give the upstream model in the `to` line instead")
-		}
+	}
+	return nil
+}
+
+// checkFieldPath validates the field of a `set`/`unset`: dotted names with
+// no empty segment, and never `model`, which the `to` line owns.
+func checkFieldPath(field string) error {
+	if slices.Contains(strings.Split(field, "."), "") {
+		return fmt.Errorf("empty name in field path %q; write nested fields like reasoning.max_tokens", field)
+	}
+	if field == "model" {
+		return fmt.Errorf("the model is set by the `to` line: write `to <upstream> <upstream_model>` instead")
 	}
 	return nil
 }

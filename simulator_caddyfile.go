@@ -166,7 +166,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.Faults = append(s.Faults, f)
 
 		default:
-			return d.Errf("unrecognized llm_simulator subdirective %q", name)
+			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, pattern, reasoning_pattern, content_pattern, ttfb, fail, stall, drop_after or error_after", name)
 		}
 	}
 	return nil

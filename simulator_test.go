@@ -70,7 +70,7 @@ func TestSimulatorCaddyfileDefaults(t *testing.T) {
 func TestSimulatorCaddyfileErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"llm_simulator foo", "takes no arguments"},
-		{"llm_simulator {\n\tbogus 1\n}", `unrecognized llm_simulator subdirective "bogus", at Testfile:2`},
+		{"llm_simulator {\n\tbogus 1\n}", `unrecognized llm_simulator subdirective "bogus"; expected model, seed,`},
 		{"llm_simulator {\n\tmodel\n}", "wrong argument count or unexpected line ending after 'model', at Testfile:2"},
 		{"llm_simulator {\n\tseed x\n}", `seed: must be an integer, got "x", at Testfile:2`},
 		{"llm_simulator {\n\tseed 1\n\tseed 2\n}", "seed already specified, at Testfile:3"},
