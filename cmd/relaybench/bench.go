@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// target is one endpoint under test.
+type target struct {
+	name string
+	url  string // the full chat completions URL
+}
+
+// result is what the measured requests to one target produced.
+type result struct {
+	target    *target
+	latencies []time.Duration // successful requests only
+	errors    int             // failed requests (see outcome.err)
+	cut       int             // requests cut off by the time bound
+	wall      time.Duration   // summed wall time of this target's rounds
+	bytes     int64           // response body bytes of successful requests
+	errKinds  map[string]int  // error message -> count, for the report
+}
+
+// add merges a worker's partial result into r.
+func (r *result) add(p *result) {
+	r.latencies = append(r.latencies, p.latencies...)
+	r.errors += p.errors
+	r.cut += p.cut
+	r.bytes += p.bytes
+	for k, v := range p.errKinds {
+		if r.errKinds == nil {
+			r.errKinds = map[string]int{}
+		}
+		r.errKinds[k] += v
+	}
+}
+
+// record files one request's outcome; ctx is the run's context, used to
+// tell requests cut off by the time bound from real failures.
+func (r *result) record(ctx context.Context, o outcome) {
+	switch {
+	case o.err == nil:
+		r.latencies = append(r.latencies, o.dur)
+		r.bytes += o.bytes
+	case ctx.Err() != nil:
+		r.cut++
+	default:
+		r.errors++
+		if r.errKinds == nil {
+			r.errKinds = map[string]int{}
+		}
+		if len(r.errKinds) < 20 {
+			r.errKinds[o.err.Error()]++
+		}
+	}
+}
+
+// bench drives the targets in alternating rounds.
+type bench struct {
+	client      *http.Client
+	targets     []*target
+	body        []byte
+	stream      bool
+	concurrency int
+	round       int
+	results     []*result // one per target, same order
+}
+
+func newBench(client *http.Client, targets []*target, body []byte, stream bool, concurrency, round int) *bench {
+	b := &bench{client: client, targets: targets, body: body, stream: stream, concurrency: concurrency, round: round}
+	for _, t := range targets {
+		b.results = append(b.results, &result{target: t})
+	}
+	return b
+}
+
+// run sends perTarget requests to every target, in rounds of b.round
+// requests whose target order alternates (A B, B A, A B, ...), and stops
+// early when maxTime has passed. It returns the wall time taken.
+func (b *bench) run(ctx context.Context, perTarget int, maxTime time.Duration) time.Duration {
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, start.Add(maxTime))
+	defer cancel()
+
+	remaining := make([]int, len(b.targets))
+	for i := range remaining {
+		remaining[i] = perTarget
+	}
+	for r := 0; ctx.Err() == nil; r++ {
+		progressed := false
+		for k := range b.targets {
+			i := k
+			if r%2 == 1 {
+				i = len(b.targets) - 1 - k // reversed order on odd rounds
+			}
+			if remaining[i] == 0 || ctx.Err() != nil {
+				continue
+			}
+			n := min(b.round, remaining[i])
+			remaining[i] -= n
+			b.runRound(ctx, b.results[i], n)
+			progressed = true
+		}
+		if !progressed {
+			break
+		}
+	}
+	return time.Since(start)
+}
+
+// runRound sends n requests to one target with up to b.concurrency
+// workers, and adds their outcomes and the round's wall time to res.
+func (b *bench) runRound(ctx context.Context, res *result, n int) {
+	workers := min(b.concurrency, n)
+	parts := make([]result, workers)
+	var claimed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range workers {
+		wg.Go(func() {
+			part := &parts[w]
+			var buf bytes.Buffer
+			for claimed.Add(1) <= int64(n) && ctx.Err() == nil {
+				part.record(ctx, b.do(ctx, res.target.url, &buf))
+			}
+		})
+	}
+	wg.Wait()
+	res.wall += time.Since(start)
+	for i := range parts {
+		res.add(&parts[i])
+	}
+}
+
+// outcome is one request's result.
+type outcome struct {
+	dur   time.Duration // request sent -> whole body read
+	bytes int64
+	err   error
+}
+
+// do sends one chat completion request and reads the whole answer into
+// buf (reused across a worker's requests to keep the client cheap).
+func (b *bench) do(ctx context.Context, url string, buf *bytes.Buffer) outcome {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b.body))
+	if err != nil {
+		return outcome{err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return outcome{err: err}
+	}
+	buf.Reset()
+	_, err = buf.ReadFrom(resp.Body)
+	_ = resp.Body.Close()
+	dur := time.Since(start)
+	if err != nil {
+		return outcome{err: fmt.Errorf("reading body: %w", err)}
+	}
+	if err := checkAnswer(resp, buf.Bytes(), b.stream); err != nil {
+		return outcome{err: err}
+	}
+	return outcome{dur: dur, bytes: int64(buf.Len())}
+}
+
+// checkAnswer rejects answers that are not a complete 200 completion.
+func checkAnswer(resp *http.Response, body []byte, stream bool) error {
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+	}
+	if stream {
+		if !bytes.HasSuffix(bytes.TrimRight(body, "\n"), []byte("data: [DONE]")) {
+			return errors.New("stream did not end with data: [DONE]")
+		}
+		return nil
+	}
+	if !bytes.HasPrefix(body, []byte("{")) || !bytes.Contains(body, []byte(`"chat.completion"`)) {
+		return fmt.Errorf("not a chat.completion object: %.200s", body)
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // registers the caddyfile adapter
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/llmrelay/caddy-llm-relay"
+)
+
+// caddyfileTemplate is the benchmark's Caddy config. Everything listens on
+// 127.0.0.1 only; the admin API is off and nothing is written to disk.
+// Logging is at ERROR: the relay logs one INFO line per request, which
+// reverse_proxy does not, and which would otherwise dominate the figures.
+const caddyfileTemplate = `{
+	admin off
+	persist_config off
+	auto_https off
+	skip_install_trust
+	default_bind 127.0.0.1
+	grace_period 2s
+	log {
+		output stderr
+		level ERROR
+	}
+}
+
+# sim: a small fixed completion, immediate unless -tokens-per-sec is set
+http://:%[1]d {
+	bind 127.0.0.1
+	llm_simulator {
+		seed 1
+		reasoning_tokens %[4]d
+		content_tokens %[5]d
+		pattern steady %[6]s
+		ttfb 0
+	}
+}
+
+# relay: llm_relay in front of sim
+http://:%[2]d {
+	bind 127.0.0.1
+	llm_relay {
+		upstream sim http://127.0.0.1:%[1]d/v1
+		model sim-reasoner {
+			to sim
+		}
+	}
+}
+
+# reverse_proxy: the baseline, a plain proxy in front of sim
+http://:%[3]d {
+	bind 127.0.0.1
+	reverse_proxy 127.0.0.1:%[1]d
+}
+`
+
+// siteURLs are the base URLs of the three sites.
+type siteURLs struct {
+	sim, relay, proxy string
+}
+
+// startCaddy picks three free ports, adapts the Caddyfile and loads it.
+func startCaddy(o options) (siteURLs, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return siteURLs{}, err
+	}
+	src := fmt.Sprintf(caddyfileTemplate, ports[0], ports[1], ports[2], o.reasoningTokens, o.contentTokens,
+		strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64))
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	if adapter == nil {
+		return siteURLs{}, fmt.Errorf("the caddyfile config adapter is not registered")
+	}
+	cfg, warnings, err := adapter.Adapt([]byte(src), map[string]any{"filename": "relaybench.Caddyfile"})
+	if err != nil {
+		return siteURLs{}, fmt.Errorf("adapting the Caddyfile: %w\n%s", err, src)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(os.Stderr, "caddyfile warning: %s\n", w.String())
+	}
+	if o.printConfig {
+		fmt.Printf("%s\n%s\n", src, cfg)
+		os.Exit(0)
+	}
+	if err := caddy.Load(cfg, true); err != nil {
+		return siteURLs{}, fmt.Errorf("loading the config: %w", err)
+	}
+	base := func(p int) string { return fmt.Sprintf("http://127.0.0.1:%d", p) }
+	return siteURLs{sim: base(ports[0]), relay: base(ports[1]), proxy: base(ports[2])}, nil
+}
+
+var stopOnce sync.Once
+
+// stopCaddy stops the running config; it is safe to call more than once.
+func stopCaddy() {
+	stopOnce.Do(func() {
+		if err := caddy.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "relaybench: stopping Caddy: %v\n", err)
+		}
+	})
+}
+
+// freePorts returns n distinct ports that were free on 127.0.0.1 a
+// moment ago. All n listeners are held open together so the kernel
+// cannot hand out the same port twice.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

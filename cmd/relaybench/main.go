@@ -1,0 +1,270 @@
+// Command relaybench measures the latency and throughput that the
+// llm_relay handler adds on top of a plain Caddy reverse_proxy.
+//
+// Usage:
+//
+//	go run ./cmd/relaybench [flags]
+//
+// In one process it starts Caddy with three sites, each on a free
+// 127.0.0.1 port:
+//
+//	sim            llm_simulator: a fake OpenAI-compatible provider that
+//	               answers at once (no TTFB, `pattern steady 0` unless
+//	               -tokens-per-sec) with a small fixed answer
+//	relay          llm_relay in front of sim
+//	reverse_proxy  a plain `reverse_proxy` in front of sim (the baseline)
+//
+// It then sends the same chat completion request
+// (POST /v1/chat/completions, model sim-reasoner, non-streaming unless
+// -stream) through relay and through reverse_proxy. The two targets are
+// interleaved in rounds: -round requests to one target, then -round to
+// the other, the order swapping every round (ABBA...), so slow drifts of
+// the machine (CPU frequency, GC, other processes) hit both alike. Within
+// a round -c workers share one keep-alive HTTP client. Each target gets
+// at most -n measured requests, after -warmup unmeasured ones, and the
+// whole run is cut off after -max-time.
+//
+// Every figure is client-side and includes the client, Caddy and the
+// simulator, which all share the same CPUs; only the difference between
+// the two targets is the relay's own cost. How to read the output:
+//
+//   - latency is the time from sending the request to having read the
+//     whole response body (time to last byte, also for -stream);
+//     p50/p90/p99 are the nearest-rank percentiles of the recorded
+//     per-request latencies of successful requests;
+//   - req/s is the target's completed requests divided by the wall time
+//     of its own rounds, i.e. its throughput at concurrency -c;
+//   - errors are transport failures, non-200 answers and bodies that do
+//     not look complete (no JSON object, or no `data: [DONE]` for a
+//     stream); requests cut off by -max-time are reported separately;
+//   - the ratios are relay / reverse_proxy: above 1 means the relay is
+//     slower (for latency) or faster (for req/s);
+//   - the last line says whether the goal "relay p50 <= 1.10x
+//     reverse_proxy" was met.
+//
+// With -stream and the default -tokens-per-sec 0 the simulator writes its
+// events back to back, so several SSE events reach the proxies in one
+// read: reverse_proxy then flushes once per read, while a proxy that
+// flushes once per event pays one write per event. With a real model's
+// pace (e.g. -tokens-per-sec 50) events arrive one by one and both flush
+// per event.
+//
+// -cpuprofile writes a CPU profile of the measured phase (all targets,
+// client and simulator included); -memprofile an allocation profile of
+// the whole run. Inspect the relay's share with, e.g.,
+//
+//	go tool pprof -top -cum -focus='llmrelay\.\(\*Relay\)' relaybench.pprof
+//	go tool pprof -peek 'llmrelay\.\(\*Relay\)\.(attempt|respond)$' relaybench.pprof
+//
+// -print-config prints the generated Caddyfile and JSON and exits.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+)
+
+// options are the command's flags.
+type options struct {
+	concurrency     int
+	requests        int
+	warmup          int
+	round           int
+	maxTime         time.Duration
+	stream          bool
+	reasoningTokens int
+	contentTokens   int
+	tokensPerSec    float64
+	cpuProfile      string
+	memProfile      string
+	printConfig     bool
+}
+
+func parseFlags() options {
+	var o options
+	flag.IntVar(&o.concurrency, "c", 32, "concurrent requests (workers) per round")
+	flag.IntVar(&o.requests, "n", 20000, "measured requests per target")
+	flag.IntVar(&o.warmup, "warmup", 1000, "unmeasured warm-up requests per target")
+	flag.IntVar(&o.round, "round", 500, "requests per round; rounds alternate between the targets")
+	flag.DurationVar(&o.maxTime, "max-time", 60*time.Second, "time bound of the measured phase")
+	flag.BoolVar(&o.stream, "stream", false, `send streaming requests ("stream":true); latency is time to last byte`)
+	flag.IntVar(&o.reasoningTokens, "reasoning-tokens", 4, "simulator reasoning_tokens per answer")
+	flag.IntVar(&o.contentTokens, "content-tokens", 16, "simulator content_tokens per answer")
+	flag.Float64Var(&o.tokensPerSec, "tokens-per-sec", 0, "simulator pacing in tokens per second (pattern steady <n>); 0 = as fast as possible")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
+	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile (whole run) to this file at the end")
+	flag.BoolVar(&o.printConfig, "print-config", false, "print the Caddyfile and its JSON, then exit")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./cmd/relaybench [flags]\n\n"+
+			"Benchmarks llm_relay against a plain reverse_proxy, both in front of\n"+
+			"llm_simulator, all in one in-process Caddy on 127.0.0.1.\n\nFlags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fatalf("unexpected arguments: %s", strings.Join(flag.Args(), " "))
+	}
+	switch {
+	case o.concurrency < 1:
+		fatalf("-c must be at least 1")
+	case o.requests < 1:
+		fatalf("-n must be at least 1")
+	case o.warmup < 0:
+		fatalf("-warmup must not be negative")
+	case o.round < 1:
+		fatalf("-round must be at least 1")
+	case o.maxTime <= 0:
+		fatalf("-max-time must be positive")
+	case o.tokensPerSec < 0:
+		fatalf("-tokens-per-sec must not be negative")
+	case o.reasoningTokens < 0 || o.contentTokens < 0:
+		fatalf("-reasoning-tokens and -content-tokens must not be negative")
+	}
+	return o
+}
+
+func main() {
+	o := parseFlags()
+
+	fmt.Printf("relaybench: %s, GOMAXPROCS=%d, NumCPU=%d, %s/%s\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	var used []string
+	flag.VisitAll(func(f *flag.Flag) { used = append(used, "-"+f.Name+"="+f.Value.String()) })
+	fmt.Printf("flags: %s\n", strings.Join(used, " "))
+
+	sites, err := startCaddy(o)
+	if err != nil {
+		fatalf("starting Caddy: %v", err)
+	}
+	defer stopCaddy()
+	fmt.Printf("caddy: sim %s, relay %s, reverse_proxy %s\n", sites.sim, sites.relay, sites.proxy)
+
+	client := newClient(o.concurrency)
+	body := requestBody(o.stream)
+	targets := []*target{
+		{name: "relay", url: sites.relay + "/v1/chat/completions"},
+		{name: "reverse_proxy", url: sites.proxy + "/v1/chat/completions"},
+	}
+
+	// A first request to each target, so a broken setup fails fast with
+	// a readable message instead of thousands of errors.
+	if err := probe(newBench(client, targets, body, o.stream, 1, 1)); err != nil {
+		fatalf("%v", err)
+	}
+
+	if o.warmup > 0 {
+		b := newBench(client, targets, body, o.stream, o.concurrency, o.round)
+		b.run(context.Background(), o.warmup, min(o.maxTime, 15*time.Second))
+		fmt.Printf("warm-up: %d requests per target\n", o.warmup)
+	}
+
+	stopProfile := startCPUProfile(o.cpuProfile)
+	runtime.GC()
+	b := newBench(client, targets, body, o.stream, o.concurrency, o.round)
+	elapsed := b.run(context.Background(), o.requests, o.maxTime)
+	stopProfile()
+	client.CloseIdleConnections()
+
+	mode := "non-streaming"
+	if o.stream {
+		mode = "streaming"
+	}
+	fmt.Printf("\nmeasured: %s requests, concurrency %d, %.1fs wall time\n", mode, o.concurrency, elapsed.Seconds())
+	report(os.Stdout, b.results, o.requests)
+
+	if o.memProfile != "" {
+		if err := writeMemProfile(o.memProfile); err != nil {
+			fatalf("writing memory profile: %v", err)
+		}
+		fmt.Printf("allocation profile written to %s (try: go tool pprof -sample_index=alloc_space -top -focus=llmrelay %s)\n", o.memProfile, o.memProfile)
+	}
+}
+
+// startCPUProfile starts a CPU profile into path, if path is set, and
+// returns the function that stops it.
+func startCPUProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fatalf("creating CPU profile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fatalf("starting CPU profile: %v", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fatalf("writing CPU profile: %v", err)
+		}
+		fmt.Printf("CPU profile written to %s (try: go tool pprof -top -cum -focus=llmrelay %s)\n", path, path)
+	}
+}
+
+// writeMemProfile writes the allocs profile (every allocation sampled
+// since the process started) to path.
+func writeMemProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// requestBody is the chat completion request every measured request sends.
+func requestBody(stream bool) []byte {
+	s := `{"model":"sim-reasoner","messages":[{"role":"user","content":"hi"}]`
+	if stream {
+		s += `,"stream":true`
+	}
+	return []byte(s + "}")
+}
+
+// probe sends one request to every target and reports the first one
+// whose answer is wrong.
+func probe(b *bench) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var buf bytes.Buffer
+	for _, t := range b.targets {
+		if out := b.do(ctx, t.url, &buf); out.err != nil {
+			return fmt.Errorf("%s: probe request failed: %v", t.name, out.err)
+		}
+	}
+	return nil
+}
+
+// newClient is the one HTTP client of the run: keep-alive connections,
+// enough idle ones per host for every worker, no transparent gzip (so
+// both targets return the same bytes).
+func newClient(concurrency int) *http.Client {
+	tr := &http.Transport{
+		Proxy:               nil,
+		MaxIdleConns:        4 * concurrency,
+		MaxIdleConnsPerHost: 2 * concurrency,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "relaybench: "+format+"\n", args...)
+	stopCaddy()
+	os.Exit(1)
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"time"
+)
+
+// goalP50Ratio is the target: the relay's median latency at most 10% above
+// reverse_proxy's.
+const goalP50Ratio = 1.10
+
+// summary holds one target's figures.
+type summary struct {
+	name          string
+	ok, errs, cut int
+	p50, p90, p99 time.Duration
+	mean          time.Duration
+	rps           float64
+	avgBytes      float64
+}
+
+func summarize(r *result) summary {
+	s := summary{name: r.target.name, ok: len(r.latencies), errs: r.errors, cut: r.cut}
+	if s.ok == 0 {
+		return s
+	}
+	lat := slices.Clone(r.latencies)
+	slices.Sort(lat)
+	s.p50, s.p90, s.p99 = percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99)
+	var sum time.Duration
+	for _, d := range lat {
+		sum += d
+	}
+	s.mean = sum / time.Duration(len(lat))
+	if r.wall > 0 {
+		s.rps = float64(s.ok) / r.wall.Seconds()
+	}
+	s.avgBytes = float64(r.bytes) / float64(s.ok)
+	return s
+}
+
+// percentile returns the nearest-rank p-quantile of sorted durations.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// report prints the per-target table, the relay/reverse_proxy ratios and
+// whether the p50 goal was met. results[0] is the relay, results[1] the
+// reverse_proxy baseline.
+func report(w io.Writer, results []*result, perTarget int) {
+	sums := make([]summary, len(results))
+	for i, r := range results {
+		sums[i] = summarize(r)
+	}
+
+	fmt.Fprintf(w, "%-14s %9s %7s %5s %10s %10s %10s %10s %10s %9s\n",
+		"target", "requests", "errors", "cut", "p50", "p90", "p99", "mean", "req/s", "body B")
+	for _, s := range sums {
+		fmt.Fprintf(w, "%-14s %9d %7d %5d %10s %10s %10s %10s %10.0f %9.0f\n",
+			s.name, s.ok, s.errs, s.cut, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.mean), s.rps, s.avgBytes)
+	}
+	for i, r := range results {
+		for _, msg := range slices.Sorted(maps.Keys(r.errKinds)) {
+			fmt.Fprintf(w, "  %s error x%d: %s\n", sums[i].name, r.errKinds[msg], msg)
+		}
+		if done := sums[i].ok + sums[i].errs + sums[i].cut; done < perTarget {
+			fmt.Fprintf(w, "  %s: only %d of %d requests ran before -max-time\n", sums[i].name, done, perTarget)
+		}
+	}
+
+	relay, proxy := sums[0], sums[1]
+	if relay.ok == 0 || proxy.ok == 0 {
+		fmt.Fprintf(w, "\nno successful requests to compare; goal relay p50 <= %.2fx reverse_proxy: UNKNOWN\n", goalP50Ratio)
+		return
+	}
+	p50 := ratio(relay.p50, proxy.p50)
+	fmt.Fprintf(w, "\nrelay / reverse_proxy: p50 %.3fx, p99 %.3fx, req/s %.3fx\n",
+		p50, ratio(relay.p99, proxy.p99), relay.rps/proxy.rps)
+	fmt.Fprintf(w, "relay overhead at p50: %+.3fms per request\n", float64(relay.p50-proxy.p50)/1e6)
+	verdict := "MET"
+	if p50 > goalP50Ratio {
+		verdict = "NOT MET"
+	}
+	if relay.errs > 0 || proxy.errs > 0 {
+		verdict += " (but there were errors; see above)"
+	}
+	fmt.Fprintf(w, "goal relay p50 <= %.2fx reverse_proxy: %s (%.3fx)\n", goalP50Ratio, verdict, p50)
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return math.Inf(1)
+	}
+	return float64(a) / float64(b)
+}
+
+// ms formats a duration as milliseconds with microsecond precision.
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.3fms", float64(d)/1e6)
+}
