@@ -8,7 +8,6 @@ package llmrelay_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -228,5 +227,3 @@ func mustContain(t *testing.T, s string, want ...string) {
 		}
 	}
 }
-
-var _ = bytes.NewReader

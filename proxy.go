@@ -2,7 +2,6 @@ package llmrelay
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -186,8 +185,3 @@ func (h *Relay) reject(w http.ResponseWriter, rec *requestLog, e *apiError) {
 // statusClientClosed is logged when the client went away (nginx's 499,
 // which Caddy's reverse_proxy also uses).
 const statusClientClosed = 499
-
-// isClientGone reports whether err comes from the client's context ending.
-func isClientGone(ctx context.Context, err error) bool {
-	return ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err()))
-}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -85,11 +84,19 @@ func TestKeysNeverCrossTheRelay(t *testing.T) {
 		t.Errorf("nested set: reasoning = %v", up.body["reasoning"])
 	}
 
-	// The sha256: key works too; a wrong key and no key get 401.
+	// The sha256: key works too, also as x-api-key; a wrong key and no key get 401.
 	if resp := post(t, chatStreamBody, "Authorization", "Bearer sk-second-client"); resp.StatusCode != 200 {
 		t.Errorf("sha256 key: status %d", resp.StatusCode)
 	} else {
 		readAll(t, resp)
+	}
+	if resp := post(t, chatStreamBody, "X-Api-Key", "sk-second-client"); resp.StatusCode != 200 {
+		t.Errorf("x-api-key: status %d", resp.StatusCode)
+	} else {
+		readAll(t, resp)
+	}
+	if v := a.requests()[len(a.requests())-1].header.Get("X-Api-Key"); v != "" {
+		t.Errorf("the client's x-api-key reached the upstream: %q", v)
 	}
 	for _, hdr := range [][]string{{"Authorization", "Bearer wrong"}, {}} {
 		resp := post(t, chatStreamBody, hdr...)
@@ -98,7 +105,7 @@ func TestKeysNeverCrossTheRelay(t *testing.T) {
 			t.Errorf("headers %v: status %d body %s", hdr, resp.StatusCode, body)
 		}
 	}
-	if len(a.requests()) != 2 {
+	if len(a.requests()) != 3 {
 		t.Errorf("rejected requests reached the upstream")
 	}
 
@@ -202,8 +209,6 @@ func TestWildcardForwardsModelUnchanged(t *testing.T) {
 		t.Errorf("upstream got model %v", m)
 	}
 }
-
-var _ = os.Getenv
 
 func TestEveryEventIsFlushedAtOnce(t *testing.T) {
 	// The upstream sends the next event only after the client has received
