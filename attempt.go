@@ -48,7 +48,7 @@ type attemptResult struct {
 // attempt sends the request to one target and waits for the commit point:
 // the first data event of a stream, the first body byte of a 2xx non-stream
 // answer, or the headers of an answer to pass through unchanged.
-func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *requestBody, rest string, deadline time.Time) attemptResult {
+func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *requestBody, rest string, deadline time.Time) *attemptResult {
 	started := time.Now()
 	actx, cancel := context.WithCancelCause(ctx)
 	wait, cause := h.firstByte, errFirstByteTimeout
@@ -56,7 +56,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		wait, cause = rem, errTryDuration
 	}
 	timer := time.AfterFunc(wait, func() { cancel(cause) })
-	res := attemptResult{}
+	res := &attemptResult{}
 	res.finish = func() {
 		timer.Stop()
 		cancel(context.Canceled)
@@ -66,7 +66,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 			res.body = nil
 		}
 	}
-	fail := func(class failureClass, err error) attemptResult {
+	fail := func(class failureClass, err error) *attemptResult {
 		res.finish()
 		res.resp, res.events = nil, nil
 		res.class, res.err = class, err
@@ -117,7 +117,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	}
 
 	if isEventStream(resp.Header) {
-		if err := h.awaitFirstEvent(&res); err != nil {
+		if err := h.awaitFirstEvent(res); err != nil {
 			drain(resp.Body)
 			return fail(classStream, err)
 		}

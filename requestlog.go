@@ -66,7 +66,7 @@ func (rl *requestLog) summary() string {
 }
 
 // logAttempt writes the debug line of one attempt.
-func (h *Relay) logAttempt(rl *requestLog, t *target, res attemptResult) {
+func (h *Relay) logAttempt(rl *requestLog, t *target, res *attemptResult) {
 	c := h.logger.Check(zapcore.DebugLevel, "upstream attempt")
 	if c == nil {
 		return

@@ -13,7 +13,7 @@ import (
 // the body. For SSE streams every event is flushed as it arrives; a failure
 // after the commit point ends the stream with one in-band error event and
 // no [DONE], so no client mistakes a broken stream for a complete one.
-func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res attemptResult) {
+func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult) {
 	defer res.finish()
 	defer res.resp.Body.Close()
 	rec.commit(t, res.resp.StatusCode)
@@ -51,7 +51,7 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 // whenever the reader is about to wait for the upstream, so every event
 // reaches the client as soon as it arrived, with one flush per upstream
 // read rather than one per event.
-func (h *Relay) copyStream(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res attemptResult) {
+func (h *Relay) copyStream(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult) {
 	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
 	res.events.BeforeRead(out.flush)
 	defer out.flush()

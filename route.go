@@ -50,13 +50,16 @@ func (h *Relay) compileRoutes() error {
 				if !json.Valid(val) {
 					return fmt.Errorf("model %q: target %d: set %s: value is not valid JSON", m.Alias, j+1, field)
 				}
-				ct.edits = append(ct.edits, bodyEdit{path: splitPath(field), value: val})
+				if err := checkFieldPath(field); err != nil {
+					return fmt.Errorf("model %q: target %d: set %s: %w", m.Alias, j+1, field, err)
+				}
+				ct.edits = append(ct.edits, bodyEdit{path: strings.Split(field, "."), value: val})
 			}
 			for _, field := range t.Unset {
-				ct.edits = append(ct.edits, bodyEdit{path: splitPath(field)})
-			}
-			if err := checkEdits(ct.edits); err != nil {
-				return fmt.Errorf("model %q: target %d: %w", m.Alias, j+1, err)
+				if err := checkFieldPath(field); err != nil {
+					return fmt.Errorf("model %q: target %d: unset %s: %w", m.Alias, j+1, field, err)
+				}
+				ct.edits = append(ct.edits, bodyEdit{path: strings.Split(field, ".")})
 			}
 			rt.targets = append(rt.targets, ct)
 		}
@@ -82,18 +85,6 @@ func (h *Relay) lookup(model string) *route {
 		return rt
 	}
 	return h.wildcard
-}
-
-func splitPath(field string) []string { return strings.Split(field, ".") }
-
-// checkEdits rejects field paths that are malformed or that the relay owns.
-func checkEdits(edits []bodyEdit) error {
-	for _, e := range edits {
-		if err := checkFieldPath(strings.Join(e.path, ".")); err != nil {
-			return fmt.Errorf("%s: %w", strings.Join(e.path, "."), err)
-		}
-	}
-	return nil
 }
 
 // checkFieldPath validates the field of a `set`/`unset`: dotted names with

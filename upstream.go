@@ -113,12 +113,12 @@ func (u *upstreamRuntime) upstreamHeader(client http.Header) http.Header {
 		}
 	}
 	for _, k := range hopHeaders {
-		h.Del(k)
+		delete(h, k) // both lists are in canonical form
 	}
 	for _, k := range clientOnlyHeaders {
-		h.Del(k)
+		delete(h, k)
 	}
-	h.Del("Content-Length")
+	delete(h, "Content-Length")
 	for k, v := range u.headers {
 		h[k] = v
 	}
