@@ -26,11 +26,11 @@ const maxPrefix = 64 << 10
 // committed to the client (resp != nil), or a failure.
 type attemptResult struct {
 	// Success: the response, and for SSE streams the reader positioned
-	// after the first data event, whose bytes (with any comments before
-	// it) are in prefix.
+	// after the first data event; first holds the blocks read so far (any
+	// comments, then that event), each cloned.
 	resp   *http.Response
 	events *sse.Reader
-	prefix []byte
+	first  []sse.Event
 	body   *bufio.Reader // non-stream: the body, its first byte already read
 	finish func()        // releases the attempt's context; call after the body is done
 
@@ -139,10 +139,12 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 }
 
 // awaitFirstEvent reads SSE blocks until the first data event. Comments
-// before it are kept in prefix; [DONE], an error event, or the stream's end
-// before any data are failures that move to the next attempt.
+// before it are kept in first (up to maxPrefix bytes); [DONE], an error
+// event, or the stream's end before any data are failures that move to the
+// next attempt.
 func (h *Relay) awaitFirstEvent(res *attemptResult) error {
 	res.events = sse.NewReader(res.resp.Body, 0)
+	kept := 0
 	for {
 		ev, err := res.events.Next()
 		if err != nil {
@@ -155,8 +157,9 @@ func (h *Relay) awaitFirstEvent(res *attemptResult) error {
 		case ev.Unterminated:
 			return errors.New("stream ended before any data")
 		case !ev.HasData:
-			if len(res.prefix)+len(ev.Raw) <= maxPrefix {
-				res.prefix = append(res.prefix, ev.Raw...)
+			if kept+len(ev.Raw) <= maxPrefix {
+				kept += len(ev.Raw)
+				res.first = append(res.first, ev.Clone())
 			}
 			continue
 		case ev.IsDone():
@@ -164,7 +167,7 @@ func (h *Relay) awaitFirstEvent(res *attemptResult) error {
 		case isErrorEvent(&ev):
 			return fmt.Errorf("error event before any data: %s", errorEventCode(ev.Data))
 		}
-		res.prefix = append(res.prefix, ev.Raw...)
+		res.first = append(res.first, ev.Clone())
 		return nil
 	}
 }

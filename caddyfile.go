@@ -56,6 +56,16 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //	        first_byte_timeout <duration>
 //	        try_duration <duration>
 //	    }
+//
+//	    # streaming
+//	    smoothing [off|pace|split-reasoning] {
+//	        max_delay <duration>
+//	        reasoning_max_delay <duration>
+//	        min_interval <duration>
+//	        heartbeat <duration>
+//	        reasoning show|hide
+//	        early_commit <duration>
+//	    }
 //	}
 func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
@@ -117,8 +127,18 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Failover = f
 
+		case "smoothing":
+			if h.Smoothing != nil {
+				return d.Err("smoothing is already specified; use one smoothing block")
+			}
+			s, err := parseSmoothing(d, nil)
+			if err != nil {
+				return err
+			}
+			h.Smoothing = s
+
 		default:
-			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model or failover", d.Val())
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover or smoothing", d.Val())
 		}
 	}
 
@@ -128,6 +148,9 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if !upstreamLines[p.upstream] {
 			return p.err
 		}
+	}
+	if err := h.checkModelSmoothing(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -236,8 +259,17 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				return nil, nil, err
 			}
 			m.Targets = append(m.Targets, t)
+		case "smoothing":
+			if m.Smoothing != nil {
+				return nil, nil, d.Errf("model %q: smoothing is already specified; use one smoothing block", m.Alias)
+			}
+			s, err := parseSmoothing(d, &m.Alias)
+			if err != nil {
+				return nil, nil, err
+			}
+			m.Smoothing = s
 		default:
-			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to", d.Val())
+			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to or smoothing", d.Val())
 		}
 	}
 	if len(m.Targets) == 0 {

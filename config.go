@@ -65,6 +65,7 @@ type Upstream struct {
 //	        set <json_field> <value>
 //	        unset <json_field>
 //	    }]
+//	    smoothing [<mode>] { ... }
 //	}
 type ModelRoute struct {
 	// The model name clients use. `*` matches any model name that has no
@@ -74,6 +75,10 @@ type ModelRoute struct {
 
 	// `to ...` lines, in failover order. At least one.
 	Targets []Target `json:"targets"`
+
+	// `smoothing ...`: overrides the relay-level smoothing for this model;
+	// settings left out keep the relay-level values.
+	Smoothing *Smoothing `json:"smoothing,omitempty"`
 }
 
 // Target is one step of a failover chain: an upstream and what to send it.

@@ -35,6 +35,8 @@ var (
 		Message: "The request body is not a JSON object."}
 	errMissingModel = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "missing_model",
 		Message: "The request body has no 'model' field; name one of the models listed at GET /v1/models."}
+	errInvalidRelayField = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_relay_options",
+		Message: "The request body's 'relay' field must be an object such as {\"mode\": \"pace\"}."}
 	errTooLarge = &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 		Message: "The request body exceeds this relay's max_body limit."}
 )
@@ -52,6 +54,11 @@ func errMethodNotAllowed(method, path string) *apiError {
 func errUnknownURL(method, path string) *apiError {
 	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
 		Message: "Unknown URL (" + method + " " + path + "); this relay serves /v1/... paths."}
+}
+
+func errInvalidRelayMode(from, value string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_relay_mode",
+		Message: "Invalid smoothing mode '" + value + "' in " + from + "; use off, pace or split-reasoning."}
 }
 
 func errAllFailed(summary string) *apiError {

@@ -61,7 +61,18 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.alias = rt.alias
 	rec.stream = body.stream
-	h.relay(w, r, rec, rt, body, rest)
+	pol := rt.smooth
+	mode, ok, err := requestMode(r, body)
+	if err != nil {
+		e, _ := asAPIError(err)
+		h.reject(w, rec, e)
+		return
+	}
+	if ok {
+		pol.cfg.Mode = mode
+	}
+	rec.mode = pol.cfg.Mode.String()
+	h.relay(w, r, rec, rt, body, rest, pol)
 }
 
 // v1Rest returns what follows the first `/v1/` of the path, so the relay
@@ -113,11 +124,15 @@ func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rec *request
 
 // relay runs the failover loop: attempts along the chain until one can be
 // committed to the client, the attempts run out, or try_duration does.
-func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, rt *route, body *requestBody, rest string) {
+func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, rt *route, body *requestBody, rest string, pol smoothPolicy) {
 	ctx := r.Context()
 	deadline := rec.start.Add(h.tryDur)
 	cur := newChainCursor(len(rt.targets), h.attempts)
 	var timedOut bool
+	var ec *earlyCommit
+	if body.stream && pol.earlyCommit > 0 {
+		ec = startEarlyCommit(w, pol.earlyCommit-time.Since(rec.start), pol.cfg.Heartbeat)
+	}
 
 	for {
 		st, ok := cur.nextStep(time.Now(), deadline, h.backoff, nil)
@@ -130,6 +145,7 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 			continue
 		}
 		if st.wait > 0 && !sleepCtx(ctx, st.wait) {
+			ec.stop()
 			rec.status = statusClientClosed
 			return
 		}
@@ -140,10 +156,18 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 
 		switch {
 		case res.clientGone:
+			ec.stop()
 			rec.status = statusClientClosed
 			return
+		case res.resp != nil && ec.stop():
+			if res.events != nil {
+				h.lateStream(w, r, rec, t, res, pol)
+			} else {
+				h.lateAnswer(w, rec, t, res)
+			}
+			return
 		case res.resp != nil:
-			h.respond(w, r, rec, t, res)
+			h.respond(w, r, rec, t, res, pol)
 			return
 		}
 		rec.note(t, res.err.Error())
@@ -156,11 +180,15 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 			break
 		}
 	}
+	e := errAllFailed(rec.summary())
 	if timedOut || !time.Now().Before(deadline) {
-		h.reject(w, rec, errUpstreamTimeout(rec.summary()))
+		e = errUpstreamTimeout(rec.summary())
+	}
+	if ec.stop() {
+		h.lateFailure(w, rec, e)
 		return
 	}
-	h.reject(w, rec, errAllFailed(rec.summary()))
+	h.reject(w, rec, e)
 }
 
 // sleepCtx waits d, or returns false early if ctx ends first.

@@ -55,6 +55,11 @@ type Relay struct {
 	// `failover { ... }`: when and how often to move to the next target.
 	Failover *Failover `json:"failover,omitempty"`
 
+	// `smoothing [<mode>] { ... }`: the SSE re-pacer and heartbeats for
+	// streaming answers. Without it streams are forwarded as they come,
+	// with a heartbeat after 15s of silence.
+	Smoothing *Smoothing `json:"smoothing,omitempty"`
+
 	logger    *zap.Logger
 	keys      keyring
 	upstreams map[string]*upstreamRuntime

@@ -10,6 +10,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 )
 
 // requestLog collects what one request did, for its single log line, the
@@ -30,6 +32,8 @@ type requestLog struct {
 	ttfb        time.Duration
 	outcomes    []string // one per attempt or skip: "upstream/model: outcome"
 	out         *countingWriter
+	mode        string      // the stream's smoothing mode
+	smooth      *pace.Stats // a stream's smoothness figures
 }
 
 func newRequestLog() *requestLog {
@@ -123,6 +127,9 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 	}
 	if len(rl.outcomes) > 0 {
 		fields = append(fields, zap.Strings("failures", rl.outcomes))
+	}
+	if rl.smooth != nil {
+		fields = append(fields, zap.String("smoothing", rl.mode), zap.Object("smoothness", smoothFields{rl.smooth}))
 	}
 	c.Write(fields...)
 }

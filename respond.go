@@ -2,18 +2,16 @@ package llmrelay
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // respond commits an attempt's response to the client: headers first, then
-// the body. For SSE streams every event is flushed as it arrives; a failure
-// after the commit point ends the stream with one in-band error event and
-// no [DONE], so no client mistakes a broken stream for a complete one.
-func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult) {
+// the body; SSE streams go through streamOut.
+func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) {
 	defer res.finish()
 	defer res.resp.Body.Close()
 	rec.commit(t, res.resp.StatusCode)
@@ -40,93 +38,56 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 		return
 	}
 
-	hdr.Del("Content-Length")
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("X-Accel-Buffering", "no")
+	setStreamHeaders(hdr)
 	w.WriteHeader(res.resp.StatusCode)
-	h.copyStream(w, r, rec, t, res)
+	h.streamOut(w, r, rec, t, res, pol)
 }
 
-// copyStream forwards SSE events one by one, byte-exact. Output is flushed
-// whenever the reader is about to wait for the upstream, so every event
-// reaches the client as soon as it arrived, with one flush per upstream
-// read rather than one per event.
-func (h *Relay) copyStream(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult) {
+// streamOut relays a committed SSE stream through the re-pacer (which in
+// mode off forwards every block as it comes, adding only heartbeats). How
+// the upstream ended decides the tail: after [DONE] or the upstream's own
+// error event nothing is added; any other end gets one in-band error
+// event and no [DONE], so no client mistakes a broken stream for a
+// complete one.
+func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) {
 	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
-	res.events.BeforeRead(out.flush)
-	defer out.flush()
-	send := out.write
-	if !send(res.prefix) {
+	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
+	rec.smooth = &result.Stats
+	switch result.End {
+	case pace.EndDone:
+	case pace.EndClientGone:
 		rec.status = statusClientClosed
-		return
-	}
-	sawError := false
-	for {
-		ev, err := res.events.Next()
-		switch {
-		case err == io.EOF && sawError:
-			return // the upstream reported its own error in-band
-		case err == io.EOF:
-			h.endWithError(send, rec, t, "upstream_stream_truncated", "The upstream closed the stream before it was complete.")
-			return
-		case err != nil:
-			if r.Context().Err() != nil {
-				rec.status = statusClientClosed
-				return
-			}
-			rec.note(t, logDetail(&publicError{msg: "stream broke", cause: err}))
-			h.endWithError(send, rec, t, "upstream_stream_interrupted", "The upstream stream broke off before it was complete.")
-			return
-		case ev.Unterminated && ev.IsDone():
-			// Some servers (llama.cpp) end with "data: [DONE]" and no blank line.
-			send([]byte("data: [DONE]\n\n"))
-			return
-		case ev.Unterminated:
-			h.endWithError(send, rec, t, "upstream_stream_truncated", "The upstream closed the stream in the middle of an event.")
-			return
+	case pace.EndEOF:
+		if !result.SawError {
+			h.endWithError(out, rec, "upstream_stream_truncated", "The upstream closed the stream before it was complete.")
 		}
-		if !send(ev.Raw) {
+	case pace.EndUnterminated:
+		h.endWithError(out, rec, "upstream_stream_truncated", "The upstream closed the stream in the middle of an event.")
+	case pace.EndBroken:
+		if r.Context().Err() != nil {
 			rec.status = statusClientClosed
 			return
 		}
-		if ev.IsDone() {
-			return
-		}
-		if ev.HasData && isErrorEvent(&ev) {
-			sawError = true
-		}
+		rec.note(t, logDetail(&publicError{msg: "stream broke", cause: result.Err}))
+		h.endWithError(out, rec, "upstream_stream_interrupted", "The upstream stream broke off before it was complete.")
 	}
 }
 
-// eventWriter writes to the client and flushes on demand; after the first
-// write or flush error (the client went away) it writes nothing more.
+// eventWriter is the client side of a stream, for the pacer.
 type eventWriter struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	dirty bool
-	err   error
+	w  http.ResponseWriter
+	rc *http.ResponseController
 }
 
-func (ew *eventWriter) write(b []byte) bool {
-	if ew.err != nil {
-		return false
-	}
-	_, ew.err = ew.w.Write(b)
-	ew.dirty = true
-	return ew.err == nil
-}
-
-func (ew *eventWriter) flush() {
-	if ew.dirty && ew.err == nil {
-		ew.err = ew.rc.Flush()
-		ew.dirty = false
-	}
-}
+func (ew *eventWriter) Write(b []byte) (int, error) { return ew.w.Write(b) }
+func (ew *eventWriter) Flush() error                { return ew.rc.Flush() }
 
 // endWithError writes the in-band error event that ends a broken stream.
-func (h *Relay) endWithError(send func([]byte) bool, rec *requestLog, t *target, code, msg string) {
+func (h *Relay) endWithError(out pace.Output, rec *requestLog, code, msg string) {
 	rec.streamError = code
-	send(streamErrorEvent(code, msg))
+	if _, err := out.Write(streamErrorEvent(code, msg)); err == nil {
+		_ = out.Flush()
+	}
 }
 
 // streamErrorEvent renders `data: {"error":{...}}` in OpenAI's shape, which

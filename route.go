@@ -12,6 +12,7 @@ import (
 type route struct {
 	alias   string
 	targets []*target
+	smooth  smoothPolicy
 }
 
 // target is a compiled Target.
@@ -31,6 +32,9 @@ type bodyEdit struct {
 func (h *Relay) compileRoutes() error {
 	h.routes = make(map[string]*route, len(h.Models))
 	h.wildcard = nil
+	if _, err := resolveSmoothing(h.Smoothing, nil); err != nil {
+		return fmt.Errorf("smoothing: %w", err)
+	}
 	for i, m := range h.Models {
 		if m == nil || m.Alias == "" {
 			return fmt.Errorf("model %d: an alias is required", i+1)
@@ -39,6 +43,10 @@ func (h *Relay) compileRoutes() error {
 			return fmt.Errorf("model %q: at least one `to` target is required", m.Alias)
 		}
 		rt := &route{alias: m.Alias}
+		var err error
+		if rt.smooth, err = resolveSmoothing(h.Smoothing, m.Smoothing); err != nil {
+			return fmt.Errorf("model %q: smoothing: %w", m.Alias, err)
+		}
 		for j, t := range m.Targets {
 			up, ok := h.upstreams[t.Upstream]
 			if !ok {
@@ -102,13 +110,14 @@ func checkFieldPath(field string) error {
 // requestBody is a client's JSON body, split into top-level fields so each
 // attempt can rewrite a few of them without re-parsing the rest.
 type requestBody struct {
-	fields map[string]json.RawMessage
-	model  string
-	stream bool
+	fields    map[string]json.RawMessage
+	model     string
+	stream    bool
+	relayMode string // relay.mode, the client's smoothing mode
 }
 
-// parseRequestBody parses a client body. It returns errInvalidJSON or
-// errMissingModel for the relay's own 400 answers.
+// parseRequestBody parses a client body. It returns errInvalidJSON,
+// errMissingModel or errInvalidRelayField for the relay's own 400 answers.
 func parseRequestBody(b []byte) (*requestBody, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
@@ -123,6 +132,13 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 	}
 	if raw, ok := fields["stream"]; ok {
 		_ = json.Unmarshal(raw, &rb.stream)
+	}
+	if raw, ok := fields["relay"]; ok {
+		opts, err := parseRelayOptions(raw)
+		if err != nil {
+			return nil, err
+		}
+		rb.relayMode = opts.Mode
 	}
 	return rb, nil
 }

@@ -1,0 +1,244 @@
+// Command smoothreport replays the trace set (internal/traces) through the
+// llm_relay handler over loopback and reports, per trace, how smooth the
+// client's stream was compared with the upstream's, how much lag the relay
+// added, and whether every byte of text arrived.
+//
+// Usage:
+//
+//	go run ./cmd/smoothreport [flags]
+//
+// In one process it starts a plain net/http server on a free 127.0.0.1
+// port serving traces.Handler() (the upstream), and Caddy (admin off, on
+// another free 127.0.0.1 port) with this relay site:
+//
+//	llm_relay {
+//		upstream traces http://127.0.0.1:UPPORT/v1
+//		model * {
+//			to traces
+//		}
+//		smoothing <mode> {
+//			max_delay <-max-delay>
+//			reasoning_max_delay <-reasoning-max-delay>
+//			min_interval <-min-interval>
+//		}
+//	}
+//
+// (no smoothing block with -mode off). For each trace a client posts
+// {"model":"<trace>","stream":true,...} to the relay and reads the SSE
+// stream with internal/sse, stamping each event with the time the read
+// that completed it returned. At most -concurrency streams run at once,
+// longest first.
+//
+// # Measurement
+//
+// Input times are when the upstream began writing each step: the
+// upstream's ResponseWriter is wrapped to stamp the first write after each
+// flush (the trace server writes and flushes once per step). These are
+// the real times, so a late upstream (a loaded machine) shows up as input
+// jitter rather than as relay lag. Should the stamps be missing (they are
+// matched to the client's request by trace name), the input times fall
+// back to the steps' scheduled offsets (Step.At) counted from the moment
+// the client received the response headers — an approximation that hides
+// any delay of the headers themselves. Output times are the client's
+// receive times. Both sides share one clock (one process).
+//
+// A smoothness.Recorder per trace gets Input for each upstream data event
+// (runes = visible characters, the code points of content and
+// reasoning_content; tool-call arguments are not visible text) and Output
+// for each data event the client received (SSE comments, i.e. heartbeats,
+// are not events). An "eof" trace's cut-off last block counts as an input
+// event without text, as the upstream's last bytes. The per-rune lag
+// pairs characters in order per choice and channel: the k-th reasoning
+// character of choice 0 received by the client is the k-th such character
+// the upstream sent. Text input is judged for bridgeable stalls by the max
+// delay of its channel (reasoning_max_delay for reasoning text in
+// split-reasoning mode, max_delay otherwise). Traces with both reasoning
+// and answer text get one more row per channel, from recorders fed with
+// that channel's text events only.
+//
+// Columns: events in/out; the windowed-rate CV (100 ms windows) of input
+// and output and the change; the output gap p99; stalls (output gaps >
+// 250 ms between text events) and how many of them were bridgeable;
+// added lag p50/p99/max; tail flush (last output − last input); exact:
+// per choice and channel the text the client reassembled equals the
+// trace's, tool calls, logprobs, finish reasons and usage agree, and the
+// ending is right ([DONE] iff the trace ends with it; the upstream's error
+// event for "error"; for "eof" no [DONE], the relay's own truncation error
+// event being allowed).
+//
+// # Targets
+//
+// On the clustered traces: output CV at least 70 % below input; no
+// bridgeable stall; lag p99 <= the channel's max delay + 30 ms; tail <=
+// 100 ms. A failed target, or any trace not byte-exact, exits with status
+// 1 (-strict, on by default). With -mode off the targets are printed for
+// information only; exactness still counts.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/traces"
+)
+
+// options are the command's flags.
+type options struct {
+	mode              string
+	maxDelay          time.Duration
+	reasoningMaxDelay time.Duration
+	minInterval       time.Duration
+	traces            []string
+	json              bool
+	strict            bool
+	concurrency       int
+	timeout           time.Duration
+	printConfig       bool
+}
+
+// answerMax and reasoningMax are the max delays of each channel.
+func (o options) answerMax() time.Duration { return o.maxDelay }
+func (o options) reasoningMax() time.Duration {
+	if o.mode == "split-reasoning" {
+		return o.reasoningMaxDelay
+	}
+	return o.maxDelay
+}
+
+func defaultOptions() options {
+	return options{
+		mode:              "split-reasoning",
+		maxDelay:          400 * time.Millisecond,
+		reasoningMaxDelay: 1500 * time.Millisecond,
+		minInterval:       30 * time.Millisecond,
+		strict:            true,
+		concurrency:       4,
+		timeout:           2 * time.Minute,
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := defaultOptions()
+	fs := flag.NewFlagSet("smoothreport", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.mode, "mode", o.mode, "smoothing mode: pace, split-reasoning or off (no smoothing block)")
+	fs.DurationVar(&o.maxDelay, "max-delay", o.maxDelay, "smoothing max_delay")
+	fs.DurationVar(&o.reasoningMaxDelay, "reasoning-max-delay", o.reasoningMaxDelay, "smoothing reasoning_max_delay")
+	fs.DurationVar(&o.minInterval, "min-interval", o.minInterval, "smoothing min_interval")
+	list := fs.String("traces", "", "comma-separated trace names (default: all of "+strings.Join(traces.Names(), ",")+")")
+	fs.BoolVar(&o.json, "json", false, "print machine-readable JSON instead of the table")
+	fs.BoolVar(&o.strict, "strict", o.strict, "exit with status 1 when a target fails")
+	fs.IntVar(&o.concurrency, "concurrency", o.concurrency, "streams replayed at once")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "bound on the whole run")
+	fs.BoolVar(&o.printConfig, "print-config", false, "print the Caddyfile and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: go run ./cmd/smoothreport [flags]\n\n"+
+			"Replays the trace set through llm_relay over loopback and reports\n"+
+			"smoothness, added lag and exactness per trace.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	switch o.mode {
+	case "pace", "split-reasoning", "off":
+	default:
+		return o, fmt.Errorf("-mode %q: want pace, split-reasoning or off", o.mode)
+	}
+	if o.maxDelay <= 0 || o.reasoningMaxDelay <= 0 || o.minInterval <= 0 {
+		return o, fmt.Errorf("-max-delay, -reasoning-max-delay and -min-interval must be positive")
+	}
+	if o.concurrency < 1 || o.timeout <= 0 {
+		return o, fmt.Errorf("-concurrency and -timeout must be positive")
+	}
+	if *list != "" {
+		for _, name := range strings.Split(*list, ",") {
+			name = strings.TrimSpace(name)
+			if _, ok := traces.ByName(name); !ok {
+				return o, fmt.Errorf("unknown trace %q (known: %s)", name, strings.Join(traces.Names(), ", "))
+			}
+			if !slices.Contains(o.traces, name) {
+				o.traces = append(o.traces, name)
+			}
+		}
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err == flag.ErrHelp {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "smoothreport: %v\n", err)
+		os.Exit(2)
+	}
+	if o.printConfig {
+		fmt.Print(caddyfile(o, 8080, 8081))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	rep, err := run(ctx, o, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "smoothreport: %v\n", err)
+		os.Exit(1)
+	}
+	if o.json {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(os.Stderr, "smoothreport: %v\n", err)
+			os.Exit(1)
+		}
+	} else {
+		rep.print(os.Stdout)
+	}
+	if !rep.OK {
+		os.Exit(1)
+	}
+}
+
+// run starts the upstream and Caddy, replays the selected traces and
+// evaluates them. Log lines go to logw.
+func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
+	names := o.traces
+	if len(names) == 0 {
+		names = traces.Names()
+	}
+	up, err := startUpstream()
+	if err != nil {
+		return nil, err
+	}
+	defer up.close()
+	relayURL, err := startCaddy(o, up.port, logw)
+	if err != nil {
+		return nil, err
+	}
+	defer stopCaddy(logw)
+
+	streams := replayAll(ctx, relayURL+"/v1/chat/completions", up, names, o.concurrency)
+	rep := &report{
+		Mode:              o.mode,
+		MaxDelay:          jsonDur(o.maxDelay),
+		ReasoningMaxDelay: jsonDur(o.reasoningMax()),
+		MinInterval:       jsonDur(o.minInterval),
+	}
+	for _, s := range streams {
+		rep.Traces = append(rep.Traces, analyze(s, o))
+	}
+	rep.evaluate(o)
+	return rep, nil
+}

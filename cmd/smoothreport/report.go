@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/traces"
+)
+
+// jsonDur is a duration that marshals as a string like "400ms".
+type jsonDur time.Duration
+
+func (d jsonDur) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// report is the whole run. In JSON, the smoothness figures' durations
+// are in nanoseconds.
+type report struct {
+	Mode              string         `json:"mode"`
+	MaxDelay          jsonDur        `json:"max_delay"`
+	ReasoningMaxDelay jsonDur        `json:"reasoning_max_delay"` // as applied: max_delay unless split-reasoning
+	MinInterval       jsonDur        `json:"min_interval"`
+	Traces            []*traceResult `json:"traces"`
+	Targets           []targetResult `json:"targets"`
+	Informational     bool           `json:"targets_informational"` // -mode off: smoothness targets do not count
+	OK                bool           `json:"ok"`
+}
+
+// targetResult is one target's verdict.
+type targetResult struct {
+	Name     string   `json:"name"`
+	Pass     bool     `json:"pass"`
+	Passed   int      `json:"passed"`
+	Checked  int      `json:"checked"`
+	Failures []string `json:"failures,omitempty"`
+}
+
+// Smoothness targets, on clustered traces.
+const (
+	cvReduction = 0.70
+	lagSlack    = 30 * time.Millisecond
+	tailMax     = 100 * time.Millisecond
+)
+
+// evaluate fills Targets and OK.
+func (r *report) evaluate(o options) {
+	exact := targetResult{Name: "byte-exact text and endings (all traces)"}
+	cv := targetResult{Name: fmt.Sprintf("output CV >= %.0f%% below input", cvReduction*100)}
+	stalls := targetResult{Name: "no bridgeable stall > 250ms"}
+	lag := targetResult{Name: fmt.Sprintf("lag p99 <= max delay + %s", lagSlack)}
+	tail := targetResult{Name: fmt.Sprintf("tail flush <= %s", tailMax)}
+	check := func(tr *targetResult, ok bool, failure string) {
+		tr.Checked++
+		if ok {
+			tr.Passed++
+		} else {
+			tr.Failures = append(tr.Failures, failure)
+		}
+	}
+	for _, res := range r.Traces {
+		check(&exact, res.Exact, res.Name+": "+res.ExactNote)
+		if !res.Clustered {
+			continue
+		}
+		a := res.all()
+		check(&cv, res.Error == "" && a.OutRateCV <= (1-cvReduction)*a.InRateCV,
+			fmt.Sprintf("%s %.2f->%.2f (%s)", res.Name, a.InRateCV, a.OutRateCV, change(a.InRateCV, a.OutRateCV)))
+		check(&stalls, res.Error == "" && a.BridgeableStalls == 0,
+			fmt.Sprintf("%s %d bridgeable", res.Name, a.BridgeableStalls))
+		t, _ := traces.ByName(res.Name)
+		for _, row := range res.lagRows(t, o) {
+			check(&lag, res.Error == "" && row.lag.P99 <= row.max+lagSlack,
+				fmt.Sprintf("%s/%s p99 %s > %s", res.Name, row.name, fmtDur(row.lag.P99), fmtDur(row.max+lagSlack)))
+		}
+		check(&tail, res.Error == "" && a.TailFlush <= tailMax,
+			fmt.Sprintf("%s %s", res.Name, fmtDur(a.TailFlush)))
+	}
+	r.Targets = []targetResult{exact, cv, stalls, lag, tail}
+	r.Informational = o.mode == "off"
+	r.OK = true
+	for i := range r.Targets {
+		tr := &r.Targets[i]
+		tr.Pass = tr.Passed == tr.Checked
+		if tr.Pass {
+			continue
+		}
+		if i == 0 || (o.strict && !r.Informational) {
+			r.OK = false
+		}
+	}
+}
+
+// change formats the relative change from in to out.
+func change(in, out float64) string {
+	if in == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.0f%%", (out-in)/in*100)
+}
+
+// fmtDur formats a duration compactly.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
+
+// print writes the table and the target lines.
+func (r *report) print(w io.Writer) {
+	timing := "upstream write stamps"
+	for _, t := range r.Traces {
+		if t.Timing == "header-offset" {
+			timing = "step offsets from the client's header time (some traces)"
+		}
+	}
+	fmt.Fprintf(w, "smoothreport: mode %s, max_delay %s, reasoning_max_delay %s, min_interval %s; input times: %s\n\n",
+		r.Mode, time.Duration(r.MaxDelay), time.Duration(r.ReasoningMaxDelay), time.Duration(r.MinInterval), timing)
+	const format = "%-22s %-4s %9s %6s %6s %6s %8s %7s %7s %7s %7s %7s  %s\n"
+	fmt.Fprintf(w, format, "trace", "ch", "events", "CV in", "CV out", "change", "gap p99", "stalls", "lag p50", "p99", "max", "tail", "exact")
+	for _, res := range r.Traces {
+		name := res.Name
+		if res.Clustered {
+			name += " *"
+		}
+		for i, row := range res.Rows {
+			ch, exact, tail := row.Channel, "", ""
+			if i == 0 {
+				exact = "yes"
+				if !res.Exact {
+					exact = "NO: " + res.ExactNote
+				}
+				tail = fmtDur(row.TailFlush)
+			} else {
+				name = ""
+				ch = "rsn"
+				if row.Channel == "answer" {
+					ch = "ans"
+				}
+			}
+			fmt.Fprintf(w, format, name, ch,
+				fmt.Sprintf("%d/%d", row.EventsIn, row.EventsOut),
+				fmt.Sprintf("%.2f", row.InRateCV), fmt.Sprintf("%.2f", row.OutRateCV), change(row.InRateCV, row.OutRateCV),
+				fmtDur(row.OutGap.P99), fmt.Sprintf("%d/%d", row.Stalls, row.BridgeableStalls),
+				fmtDur(row.Lag.P50), fmtDur(row.Lag.P99), fmtDur(row.Lag.Max), tail, exact)
+		}
+	}
+	fmt.Fprintf(w, "\n* clustered (targets apply). stalls = output gaps > 250ms between text events / of which bridgeable.\n\n")
+	for _, tr := range r.Targets {
+		verdict := "PASS"
+		if !tr.Pass {
+			verdict = "FAIL"
+		}
+		line := fmt.Sprintf("%s  %-44s %d/%d", verdict, tr.Name, tr.Passed, tr.Checked)
+		if len(tr.Failures) > 0 {
+			line += "  failing: " + strings.Join(tr.Failures, "; ")
+		}
+		fmt.Fprintln(w, line)
+	}
+	if r.Informational {
+		fmt.Fprintln(w, "(-mode off: the smoothness targets are informational; only exactness sets the exit status)")
+	}
+}

@@ -1,0 +1,650 @@
+package pace
+
+import (
+	"bytes"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+)
+
+// Kind is how the pacer treats one upstream SSE block.
+type Kind uint8
+
+const (
+	// KindComment is a block with no fields (keep-alive comment, blank
+	// lines): ev.IsComment().
+	KindComment Kind = iota
+	// KindText is a splittable text delta (see Classify).
+	KindText
+	// KindOther is any other data event, or a block with fields but no
+	// data: it passes unsplit.
+	KindOther
+	// KindDone is a data event whose data is exactly [DONE].
+	KindDone
+	// KindError is an in-band error: an "event: error" block, or JSON data
+	// with a non-null top-level "error" member or a top-level
+	// "object":"error".
+	KindError
+)
+
+// Channel says which text a chunk carries.
+type Channel uint8
+
+const (
+	ChanNone      Channel = iota
+	ChanAnswer            // delta.content
+	ChanReasoning         // delta.reasoning_content or delta.reasoning
+)
+
+// Names of the delta members that carry text.
+const (
+	FieldContent          = "content"
+	FieldReasoningContent = "reasoning_content"
+	FieldReasoning        = "reasoning"
+)
+
+// Chunk is the classification of one event.
+type Chunk struct {
+	Kind    Kind
+	Channel Channel // KindText only
+	// Field is the delta member holding the text (KindText only):
+	// FieldContent, FieldReasoningContent or FieldReasoning.
+	Field string
+	// Prefix and Suffix (KindText only) surround the JSON string literal of
+	// the text: ev.Data == Prefix + literal + Suffix. Both alias ev.Data
+	// (with their capacity capped, so appending to them copies).
+	Prefix, Suffix []byte
+	// Text (KindText only) is the decoded text, appended to the scratch
+	// slice given to Classify.
+	Text []byte
+	// HasRole (KindText only) reports that the delta also carries a string
+	// "role".
+	HasRole bool
+	// AnswerRunes and ReasoningRunes count the visible characters (code
+	// points of the decoded text) carried by the event, for every Kind
+	// whose data is a JSON object: summed over all choices' delta.content
+	// (AnswerRunes) and delta.reasoning_content plus delta.reasoning
+	// (ReasoningRunes) string values. Invalid UTF-8 bytes and lone
+	// surrogates count as one character each (they decode to U+FFFD).
+	// Both are 0 when the data is not valid JSON.
+	AnswerRunes, ReasoningRunes int
+}
+
+// Key name lists for matchKey; the constants below index them.
+var (
+	topKeys    = []string{"choices", "usage", "error", "object"}
+	choiceKeys = []string{"index", "delta", "logprobs", "finish_reason"}
+	deltaKeys  = []string{FieldContent, FieldReasoningContent, FieldReasoning, "role"}
+)
+
+const (
+	topChoices = iota
+	topUsage
+	topError
+	topObject
+)
+
+const (
+	choiceIndex = iota
+	choiceDelta
+	choiceLogprobs
+	choiceFinish
+)
+
+const (
+	deltaContent = iota
+	deltaReasoningContent
+	deltaReasoning
+	deltaRole
+)
+
+var fieldNames = [...]string{FieldContent, FieldReasoningContent, FieldReasoning}
+
+// Classify classifies ev. The decoded text of a KindText event is appended
+// to scratch; the returned slice is scratch extended (so the caller can
+// reuse it), and is scratch unchanged for every other Kind. Classify never
+// panics and does not allocate when scratch has room for the text.
+//
+// The rules, checked in this order:
+//   - no fields at all: KindComment;
+//   - "event: error": KindError;
+//   - no data field: KindOther;
+//   - data exactly [DONE]: KindDone (also when ev.Unterminated);
+//   - data not a valid JSON object: KindOther;
+//   - a non-null top-level "error", or top-level "object":"error": KindError;
+//   - a text delta as described below: KindText;
+//   - anything else: KindOther.
+//
+// A text delta is a block made of exactly one data line (and its blank line;
+// an id, retry, comment or other field line disqualifies it, as does an event
+// type other than "" or "message" and a missing final blank line), whose
+// JSON object has a "choices" array of exactly one object, no non-null
+// "usage" or "error" member, and whose choice has an object "delta", a null
+// or absent "logprobs" and "finish_reason", a number or null "index", and no
+// other non-null member. In that delta, exactly one of "content",
+// "reasoning_content" and "reasoning" is a non-empty string, the others are
+// null or absent, "role" is a string or null, and every other member is
+// null. The string must decode to valid UTF-8 without lone surrogate
+// escapes. A duplicate of any of the keys named here, or a key that equals
+// one of them only under case folding, disqualifies the event. Other
+// top-level members may be anything; they end up byte for byte in Prefix
+// and Suffix.
+func Classify(ev *sse.Event, scratch []byte) (Chunk, []byte) {
+	var c Chunk
+	if ev.IsComment() {
+		c.Kind = KindComment
+		return c, scratch
+	}
+	errEvent := ev.Type == "error"
+	if !ev.HasData {
+		c.Kind = KindOther
+		if errEvent {
+			c.Kind = KindError
+		}
+		return c, scratch
+	}
+	if !errEvent && ev.IsDone() {
+		c.Kind = KindDone
+		return c, scratch
+	}
+
+	var s chunkScan
+	s.run(ev.Data)
+	if s.valid {
+		c.AnswerRunes, c.ReasoningRunes = s.answer, s.reasoning
+	}
+	switch {
+	case errEvent || s.valid && s.isError:
+		c.Kind = KindError
+		return c, scratch
+	case !s.valid || !s.text || !textEventShape(ev):
+		c.Kind = KindOther
+		return c, scratch
+	}
+
+	data := ev.Data
+	lit := data[s.ts:s.te]
+	n0 := len(scratch)
+	out, _, ok := appendUnquote(scratch, lit, true)
+	if !ok {
+		c.Kind = KindOther
+		return c, scratch
+	}
+	c.Kind = KindText
+	c.Field = fieldNames[s.field]
+	c.Channel = ChanReasoning
+	if s.field == deltaContent {
+		c.Channel = ChanAnswer
+	}
+	c.Prefix = data[:s.ts:s.ts]
+	c.Suffix = data[s.te:len(data):len(data)]
+	c.Text = out[n0:len(out):len(out)]
+	c.HasRole = s.hasRole
+	return c, out
+}
+
+// textEventShape checks the SSE side of the KindText rules: the block is
+// one data line plus its blank line (leading blank lines and a BOM, which
+// carry no meaning, are allowed), with no event type other than "message",
+// no id, no retry, and a final blank line.
+func textEventShape(ev *sse.Event) bool {
+	if ev.Type != "" && ev.Type != "message" || ev.HasID || ev.Retry != -1 || ev.Unterminated {
+		return false
+	}
+	data := ev.Data
+	// With no '\n' in Data there was exactly one data line.
+	if bytes.IndexByte(data, '\n') >= 0 {
+		return false
+	}
+	raw := ev.Raw
+	raw = bytes.TrimPrefix(raw, bom)
+	i := 0
+	for i < len(raw) && (raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	raw = raw[i:]
+	if !bytes.HasPrefix(raw, dataField) {
+		return false
+	}
+	raw = raw[len(dataField):]
+	if len(raw) > 0 && raw[0] == ' ' {
+		raw = raw[1:]
+	}
+	if !bytes.HasPrefix(raw, data) {
+		return false
+	}
+	// Only line endings may follow: no other line in the block.
+	for _, b := range raw[len(data):] {
+		if b != '\n' && b != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	bom       = []byte{0xEF, 0xBB, 0xBF}
+	dataField = []byte("data:")
+)
+
+// chunkScan walks the JSON data of one event once, collecting everything
+// Classify needs.
+type chunkScan struct {
+	valid     bool // the data is a valid JSON object
+	isError   bool // non-null top-level "error" or "object":"error"
+	text      bool // still a text delta candidate
+	field     int  // deltaContent, deltaReasoningContent or deltaReasoning
+	ts, te    int  // span of the text string literal
+	hasRole   bool
+	answer    int
+	reasoning int
+}
+
+func (s *chunkScan) run(b []byte) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return
+	}
+	s.text = true
+	var seen [4]uint8
+	it := newObjIter(b, i, 1)
+	for {
+		ks, ke, vs, ok := it.next()
+		if !ok {
+			break
+		}
+		k := matchKey(b[ks:ke], topKeys)
+		if k >= 0 {
+			seen[k]++
+		}
+		switch k {
+		case topChoices:
+			if b[vs] != '[' {
+				s.text = false
+				it.skip()
+				continue
+			}
+			it.setEnd(s.choices(b, vs))
+		case topUsage:
+			if !isNull(b, vs) {
+				s.text = false
+			}
+			it.skip()
+		case topError:
+			if !isNull(b, vs) {
+				s.isError = true
+			}
+			it.skip()
+		case topObject:
+			if b[vs] == '"' {
+				end, _ := scanString(b, vs)
+				if end >= 0 && keyIs(b[vs:end], "error") {
+					s.isError = true
+				}
+				it.setEnd(end)
+			} else {
+				it.skip()
+			}
+		case keyAmbiguous:
+			s.text = false
+			it.skip()
+		default:
+			it.skip()
+		}
+	}
+	if it.err || skipWS(b, it.i) != len(b) {
+		return
+	}
+	s.valid = true
+	if seen[topChoices] != 1 || seen[topUsage] > 1 || seen[topError] > 1 || seen[topObject] > 1 {
+		s.text = false
+	}
+}
+
+// choices scans the choices array at b[i] and returns its end (or -1).
+func (s *chunkScan) choices(b []byte, i int) int {
+	it := newArrIter(b, i, 2)
+	for {
+		vs, ok := it.next()
+		if !ok {
+			break
+		}
+		if b[vs] != '{' {
+			s.text = false
+			it.skip()
+			continue
+		}
+		it.setEnd(s.choice(b, vs))
+	}
+	if it.err {
+		return -1
+	}
+	if it.n != 1 {
+		s.text = false
+	}
+	return it.i
+}
+
+// choice scans one choice object at b[i] and returns its end (or -1).
+func (s *chunkScan) choice(b []byte, i int) int {
+	var seen [4]uint8
+	it := newObjIter(b, i, 3)
+	for {
+		ks, ke, vs, ok := it.next()
+		if !ok {
+			break
+		}
+		k := matchKey(b[ks:ke], choiceKeys)
+		if k >= 0 {
+			seen[k]++
+		}
+		switch k {
+		case choiceIndex:
+			if c := b[vs]; c != '-' && (c < '0' || c > '9') && !isNull(b, vs) {
+				s.text = false
+			}
+			it.skip()
+		case choiceDelta:
+			if b[vs] != '{' {
+				s.text = false
+				it.skip()
+				continue
+			}
+			it.setEnd(s.delta(b, vs))
+		case keyAmbiguous:
+			s.text = false
+			it.skip()
+		default: // logprobs, finish_reason, unknown members
+			if !isNull(b, vs) {
+				s.text = false
+			}
+			it.skip()
+		}
+	}
+	if it.err {
+		return -1
+	}
+	for _, n := range seen {
+		if n > 1 {
+			s.text = false
+		}
+	}
+	if seen[choiceDelta] == 0 {
+		s.text = false
+	}
+	return it.i
+}
+
+// delta scans one delta object at b[i] and returns its end (or -1).
+func (s *chunkScan) delta(b []byte, i int) int {
+	var seen [4]uint8
+	texts := 0
+	it := newObjIter(b, i, 4)
+	for {
+		ks, ke, vs, ok := it.next()
+		if !ok {
+			break
+		}
+		k := matchKey(b[ks:ke], deltaKeys)
+		if k >= 0 {
+			seen[k]++
+		}
+		switch k {
+		case deltaContent, deltaReasoningContent, deltaReasoning:
+			if b[vs] != '"' {
+				if !isNull(b, vs) {
+					s.text = false
+				}
+				it.skip()
+				continue
+			}
+			end, _ := scanString(b, vs)
+			if end < 0 {
+				it.err = true
+				continue
+			}
+			it.i = end
+			n := countRunes(b[vs:end])
+			if k == deltaContent {
+				s.answer += n
+			} else {
+				s.reasoning += n
+			}
+			if end-vs == 2 { // ""
+				s.text = false
+				continue
+			}
+			texts++
+			s.field, s.ts, s.te = k, vs, end
+		case deltaRole:
+			if b[vs] == '"' {
+				s.hasRole = true
+			} else if !isNull(b, vs) {
+				s.text = false
+			}
+			it.skip()
+		case keyAmbiguous:
+			s.text = false
+			it.skip()
+		default:
+			if !isNull(b, vs) {
+				s.text = false
+			}
+			it.skip()
+		}
+	}
+	if it.err {
+		return -1
+	}
+	if texts != 1 {
+		s.text = false
+	}
+	for _, n := range seen {
+		if n > 1 {
+			s.text = false
+		}
+	}
+	return it.i
+}
+
+// AppendString appends s as a JSON string literal: quotes; escapes for '"',
+// '\\' and control characters below 0x20 (\n \r \t \b \f, else \u00XX);
+// every other byte raw (no HTML escaping of < > &, no escaping of non-ASCII).
+// s should be valid UTF-8; invalid bytes are copied as they are.
+func AppendString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if strPlain[c] {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		start = i + 1
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendTextEvent appends the SSE event "data: " + c.Prefix + the JSON
+// string literal of text + c.Suffix + "\n\n".
+func AppendTextEvent(dst []byte, c *Chunk, text []byte) []byte {
+	return AppendTextEventParts(dst, c.Prefix, text, c.Suffix)
+}
+
+// AppendTextEventParts appends "data: " + prefix + the JSON string literal
+// of text + suffix + "\n\n".
+func AppendTextEventParts(dst, prefix, text, suffix []byte) []byte {
+	dst = append(dst, "data: "...)
+	dst = append(dst, prefix...)
+	dst = AppendString(dst, text)
+	dst = append(dst, suffix...)
+	return append(dst, '\n', '\n')
+}
+
+// StripReasoning appends to dst a copy of the JSON object data with the
+// members "reasoning_content" and "reasoning" removed from choices[i].delta
+// for every i, when their value is a string or null (objects, arrays and
+// other values are left alone). Separating commas are removed along with
+// them so that the result stays valid JSON; every other byte is kept.
+// Keys are compared after decoding escapes, exactly (no case folding).
+//
+// It returns ok == false, and dst unchanged, if data is not a valid JSON
+// object with a "choices" array. removed is the number of runes of the
+// removed string values.
+func StripReasoning(dst, data []byte) (out []byte, removed int, ok bool) {
+	n0 := len(dst)
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return dst, 0, false
+	}
+	st := stripper{b: data, dst: dst}
+	hasChoices := false
+	it := newObjIter(data, i, 1)
+	for {
+		ks, ke, vs, ok := it.next()
+		if !ok {
+			break
+		}
+		if data[vs] == '[' && keyIs(data[ks:ke], "choices") {
+			hasChoices = true
+			it.setEnd(st.choices(vs))
+		} else {
+			it.skip()
+		}
+	}
+	if it.err || !hasChoices || skipWS(data, it.i) != len(data) {
+		return st.dst[:n0], 0, false
+	}
+	st.dst = append(st.dst, data[st.copied:]...)
+	return st.dst, st.removed, true
+}
+
+// stripper copies b to dst minus deleted ranges, which must be given in
+// increasing order.
+type stripper struct {
+	b       []byte
+	dst     []byte
+	copied  int // b[:copied] has been handled
+	removed int
+}
+
+func (st *stripper) del(from, to int) {
+	st.dst = append(st.dst, st.b[st.copied:from]...)
+	st.copied = to
+}
+
+func (st *stripper) choices(i int) int {
+	b := st.b
+	it := newArrIter(b, i, 2)
+	for {
+		vs, ok := it.next()
+		if !ok {
+			break
+		}
+		if b[vs] != '{' {
+			it.skip()
+			continue
+		}
+		ct := newObjIter(b, vs, 3)
+		for {
+			ks, ke, cvs, ok := ct.next()
+			if !ok {
+				break
+			}
+			if b[cvs] == '{' && keyIs(b[ks:ke], "delta") {
+				ct.setEnd(st.delta(cvs))
+			} else {
+				ct.skip()
+			}
+		}
+		if ct.err {
+			return -1
+		}
+		it.i = ct.i
+	}
+	if it.err {
+		return -1
+	}
+	return it.i
+}
+
+// delta copies the delta object at b[i] without its reasoning members.
+//
+// A removed member takes the separator before it along when a kept member
+// precedes it ("a":1, "reasoning":"x" → "a":1). Removed members at the
+// start of the object take the separator after them instead, up to the
+// next kept member's key, or, if none is kept, the whole content from the
+// first key to the last value.
+func (st *stripper) delta(i int) int {
+	b := st.b
+	it := newObjIter(b, i, 4)
+	pending := -1 // start of a run of leading removed members
+	keptBefore := false
+	prevEnd := 0
+	for {
+		ks, ke, vs, ok := it.next()
+		if !ok {
+			break
+		}
+		remove := false
+		key := b[ks:ke]
+		if (b[vs] == '"' || b[vs] == 'n') && (keyIs(key, FieldReasoningContent) || keyIs(key, FieldReasoning)) {
+			if b[vs] == '"' {
+				end, _ := scanString(b, vs)
+				if end >= 0 {
+					st.removed += countRunes(b[vs:end])
+				}
+				it.setEnd(end)
+				remove = true
+			} else {
+				it.skip()
+				remove = true
+			}
+		} else {
+			it.skip()
+		}
+		if it.err {
+			return -1
+		}
+		ve := it.i
+		if remove {
+			if keptBefore {
+				st.del(prevEnd, ve)
+			} else if pending < 0 {
+				pending = ks
+			}
+		} else {
+			if pending >= 0 {
+				st.del(pending, ks)
+				pending = -1
+			}
+			keptBefore = true
+		}
+		prevEnd = ve
+	}
+	if it.err {
+		return -1
+	}
+	if pending >= 0 {
+		st.del(pending, prevEnd)
+	}
+	return it.i
+}

@@ -1,0 +1,104 @@
+package pace
+
+import (
+	"fmt"
+	"time"
+)
+
+// Mode selects what the pacer does with text.
+type Mode uint8
+
+const (
+	// ModeOff forwards every block unchanged, as it arrives (heartbeats
+	// still fill silences).
+	ModeOff Mode = iota
+	// ModePace paces all text on one lane with MaxDelay.
+	ModePace
+	// ModeSplit paces reasoning and answer text on separate lanes, each
+	// with its own delay bound and rate; queued reasoning drains at once
+	// when the answer starts.
+	ModeSplit
+)
+
+// ParseMode parses the mode names of the Caddyfile and X-Relay-Mode.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "off":
+		return ModeOff, nil
+	case "pace":
+		return ModePace, nil
+	case "split-reasoning":
+		return ModeSplit, nil
+	}
+	return 0, fmt.Errorf("unknown smoothing mode %q (want off, pace or split-reasoning)", s)
+}
+
+func (m Mode) String() string {
+	switch m {
+	case ModePace:
+		return "pace"
+	case ModeSplit:
+		return "split-reasoning"
+	}
+	return "off"
+}
+
+// Defaults for zero Config fields.
+const (
+	DefaultMaxDelay          = 400 * time.Millisecond
+	DefaultReasoningMaxDelay = 1500 * time.Millisecond
+	DefaultMinInterval       = 30 * time.Millisecond
+	DefaultFlush             = 100 * time.Millisecond
+	DefaultQueueBytes        = 1 << 20
+)
+
+// Config tunes one paced stream. Zero fields take the defaults above,
+// except Heartbeat, where zero means no heartbeats.
+type Config struct {
+	Mode Mode
+
+	// MaxDelay bounds how long answer text (all text in ModePace) may be
+	// held; ReasoningMaxDelay does the same for reasoning text in
+	// ModeSplit.
+	MaxDelay          time.Duration
+	ReasoningMaxDelay time.Duration
+
+	// MinInterval is the spacing of paced emissions: at most one tick per
+	// interval while there is a backlog.
+	MinInterval time.Duration
+
+	// Heartbeat: after this much silence towards the client, send an SSE
+	// comment. Zero: never.
+	Heartbeat time.Duration
+
+	// HideReasoning drops reasoning text (reasoning_content, reasoning)
+	// from the output; it is still counted.
+	HideReasoning bool
+
+	// Flush bounds how long queued text may still take once a barrier
+	// event, [DONE], an error or the upstream's end arrived.
+	Flush time.Duration
+
+	// QueueBytes is the backlog size at which the stream stops reading the
+	// upstream until the client has taken some (back-pressure).
+	QueueBytes int
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxDelay <= 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.ReasoningMaxDelay <= 0 {
+		c.ReasoningMaxDelay = DefaultReasoningMaxDelay
+	}
+	if c.MinInterval <= 0 {
+		c.MinInterval = DefaultMinInterval
+	}
+	if c.Flush <= 0 {
+		c.Flush = DefaultFlush
+	}
+	if c.QueueBytes <= 0 {
+		c.QueueBytes = DefaultQueueBytes
+	}
+	return c
+}

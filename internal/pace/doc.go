@@ -1,0 +1,27 @@
+// Package pace re-paces an OpenAI chat.completion.chunk SSE stream: it
+// turns clustered upstream text (hundreds of deltas in a few milliseconds,
+// then seconds of silence) into a steady flow of events, with a hard bound
+// on the delay it adds, and without losing, reordering or corrupting a byte
+// of text.
+//
+// The pieces, each usable alone:
+//
+//   - [Classify] (chunk.go) decides what an upstream block is: a splittable
+//     text delta, or anything else, which passes unsplit (a barrier).
+//   - [Pacer] (pacer.go) is the scheduler: a FIFO of items and per-lane rate
+//     control, driven by explicit times, with no goroutines and no clock of
+//     its own, so it is tested on made-up timelines.
+//   - [Run] (stream.go) drives a Pacer for one HTTP stream: a reader
+//     goroutine, one timer, heartbeats and back-pressure.
+//
+// Rules that hold whatever the timing:
+//
+//   - One FIFO for everything: a text item may be split (its front sent,
+//     the rest kept at the head) or merged with the next ones, but it never
+//     overtakes anything, so per channel the output text equals the input.
+//   - Only the text value of a chunk changes; the rest of its JSON is kept
+//     byte for byte. A chunk sent whole is sent as the upstream's exact bytes.
+//   - Every text byte leaves by its arrival time plus its lane's max delay.
+//
+// The package has no Caddy imports.
+package pace

@@ -1,0 +1,410 @@
+package pace
+
+import (
+	"bytes"
+	"time"
+	"unicode/utf8"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/smoothness"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+)
+
+// Pacer is the re-pacing scheduler for one stream. Push feeds it upstream
+// blocks, End says the upstream is finished, and Next returns the bytes to
+// write at a given time and when to call it again. All times come from the
+// caller: the Pacer has no clock and starts no goroutines. It is not safe
+// for concurrent use.
+type Pacer struct {
+	cfg   Config
+	lanes [2]lane // laneAnswer, laneReasoning
+
+	items []item // the FIFO: items[head:] are queued
+	head  int
+	tight int    // items[:tight] already had their deadline tightened
+	arena []byte // bytes of queued items; item spans index into it
+
+	nextTick time.Time // earliest next paced emission
+	urgent   bool      // a deadline was pulled to now: tick at once
+
+	// Buffers reused across calls: scratch and strip on the Push side,
+	// out and text on the Next side.
+	scratch, strip, stripEv []byte
+	out, text               []byte
+	ev                      pendingEvent
+
+	rec          *smoothness.Recorder
+	hiddenRunes  int // reasoning runes hidden by HideReasoning
+	dropComments int // upstream comments not forwarded
+	eventsOut    int
+}
+
+const (
+	laneAnswer    = 0
+	laneReasoning = 1
+
+	// freshPiece is the size (in runes) of the first piece sent when a
+	// lane wakes from idle: a typical delta fits, so a stream that is
+	// already smooth passes through unchanged.
+	freshPiece = 16
+)
+
+// span is a byte range of the Pacer's arena.
+type span struct{ off, end int }
+
+func (s span) len() int { return s.end - s.off }
+
+// item is one queued upstream event: a text delta that may be split or
+// merged, or a barrier that is sent whole, in its turn.
+type item struct {
+	text     bool
+	kind     Kind // barriers: KindOther, KindDone, KindError, KindComment
+	lane     uint8
+	arrival  time.Time
+	deadline time.Time // text: when its last rune must have left
+
+	raw      span // the event as received (always stored first)
+	pre, suf span // text: the JSON around the text value
+	body     span // text: the decoded text; body.off advances as it is sent
+	runes    int  // text: runes not yet sent; barriers: visible runes carried
+	whole    bool // text: nothing of it sent yet
+}
+
+// pendingEvent is the output event being assembled from merged pieces.
+type pendingEvent struct {
+	open     bool
+	lane     uint8
+	pre, suf span
+	raw      span // the sole piece's raw event, when it is a whole item
+	pieces   int
+	whole    bool // the sole piece is a whole item
+	runes    int
+}
+
+// NewPacer returns a Pacer for one stream.
+func NewPacer(cfg Config) *Pacer {
+	cfg = cfg.withDefaults()
+	p := &Pacer{cfg: cfg, rec: smoothness.New()}
+	answer := cfg.MaxDelay
+	reasoning := cfg.MaxDelay
+	if cfg.Mode == ModeSplit {
+		reasoning = cfg.ReasoningMaxDelay
+	}
+	p.lanes[laneAnswer] = newLane(answer, cfg.MinInterval)
+	p.lanes[laneReasoning] = newLane(reasoning, cfg.MinInterval)
+	p.lanes[laneReasoning].patient = cfg.Mode == ModeSplit
+	p.rec.SetMaxDelay(max(answer, reasoning))
+	return p
+}
+
+// Push queues one upstream block received at now and returns its kind.
+func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
+	var c Chunk
+	c, p.scratch = Classify(ev, p.scratch[:0])
+	visible := c.AnswerRunes + c.ReasoningRunes
+	if c.Kind != KindComment {
+		p.rec.Input(now, visible)
+	}
+	switch {
+	case p.cfg.Mode == ModeOff:
+		p.pushBarrier(c.Kind, ev.Raw, visible, now)
+		return c.Kind
+	case c.Kind == KindComment:
+		// Paced streams send their own heartbeats; an upstream keep-alive
+		// carries nothing for the client.
+		p.dropComments++
+		return c.Kind
+	case p.cfg.HideReasoning && c.ReasoningRunes > 0:
+		p.pushHidden(ev, &c, now)
+		return c.Kind
+	case c.Kind == KindText:
+		p.pushText(&c, ev.Raw, now)
+		return c.Kind
+	}
+	p.pushBarrier(c.Kind, ev.Raw, visible, now)
+	return c.Kind
+}
+
+// pushHidden queues an event that carries reasoning text to hide: a pure
+// reasoning delta is dropped; anything else is sent without its reasoning
+// fields.
+func (p *Pacer) pushHidden(ev *sse.Event, c *Chunk, now time.Time) {
+	if c.Kind == KindText && !c.HasRole {
+		p.hiddenRunes += c.ReasoningRunes
+		return
+	}
+	stripped, removed, ok := StripReasoning(p.strip[:0], ev.Data)
+	if !ok {
+		p.pushBarrier(c.Kind, ev.Raw, c.AnswerRunes+c.ReasoningRunes, now)
+		return
+	}
+	p.strip = stripped
+	p.hiddenRunes += removed
+	p.stripEv = sse.AppendData(p.stripEv[:0], stripped)
+	p.pushBarrier(c.Kind, p.stripEv, c.AnswerRunes, now)
+}
+
+func (p *Pacer) pushText(c *Chunk, raw []byte, now time.Time) {
+	ln := uint8(laneAnswer)
+	if c.Channel == ChanReasoning && p.cfg.Mode == ModeSplit {
+		ln = laneReasoning
+	}
+	if p.cfg.Mode == ModeSplit && ln == laneAnswer && p.lanes[laneReasoning].backlog > 0 {
+		// The answer starts: queued reasoning goes now, so the answer is
+		// never queued behind it.
+		for i := p.head; i < len(p.items); i++ {
+			if it := &p.items[i]; it.text && it.lane == laneReasoning {
+				it.deadline = now
+			}
+		}
+		p.urgent = true
+	}
+	it := item{text: true, kind: KindText, lane: ln, arrival: now, whole: true}
+	it.deadline = now.Add(p.lanes[ln].maxDelay)
+	it.raw = p.store(raw)
+	it.pre = p.store(c.Prefix)
+	it.suf = p.store(c.Suffix)
+	it.body = p.store(c.Text)
+	it.runes = utf8.RuneCount(c.Text)
+	p.items = append(p.items, it)
+	p.lanes[ln].arrive(now, it.runes)
+}
+
+func (p *Pacer) pushBarrier(kind Kind, raw []byte, visible int, now time.Time) {
+	p.tighten(now)
+	p.items = append(p.items, item{kind: kind, arrival: now, raw: p.store(raw), runes: visible})
+}
+
+// End records that the upstream is finished (or broken) at now: the
+// backlog drains within Flush.
+func (p *Pacer) End(now time.Time) { p.tighten(now) }
+
+// tighten makes all queued text due within Flush of now, and speeds up
+// the lanes to match, because something that must not wait (a barrier,
+// the end) is behind it.
+func (p *Pacer) tighten(now time.Time) {
+	if p.tight < p.head {
+		p.tight = p.head
+	}
+	limit := now.Add(p.cfg.Flush)
+	any := false
+	for i := p.tight; i < len(p.items); i++ {
+		if it := &p.items[i]; it.text && it.deadline.After(limit) {
+			it.deadline = limit
+			any = true
+		}
+	}
+	p.tight = len(p.items)
+	if !any {
+		return
+	}
+	lag := p.cfg.Flush - p.cfg.MinInterval
+	if lag < p.cfg.MinInterval {
+		lag = p.cfg.MinInterval
+	}
+	for i := range p.lanes {
+		p.lanes[i].hurry(lag.Seconds())
+	}
+}
+
+// Next returns what to write at now, and when to call Next again (zero:
+// not until the next Push or End). The returned slice is valid until the
+// next call to Next.
+func (p *Pacer) Next(now time.Time) (out []byte, wake time.Time) {
+	p.out = p.out[:0]
+	p.sendBarriers(now)
+	if p.head < len(p.items) {
+		h := &p.items[p.head]
+		if p.urgent || !now.Before(p.nextTick) || !now.Before(h.deadline) {
+			p.tick(now)
+			p.sendBarriers(now)
+		}
+	}
+	p.compact()
+	if p.head < len(p.items) {
+		wake = p.nextTick
+		if d := p.items[p.head].deadline; d.Before(wake) {
+			wake = d
+		}
+	}
+	return p.out, wake
+}
+
+// tick sends one paced emission: every text item due before the next tick
+// in full, then one piece sized by the head lane's drain rate.
+func (p *Pacer) tick(now time.Time) {
+	p.urgent = false
+	horizon := now.Add(p.cfg.MinInterval)
+	due := p.head - 1
+	for i := p.head; i < len(p.items) && p.items[i].text; i++ {
+		if p.items[i].deadline.After(horizon) {
+			break // deadlines never decrease along the queue
+		}
+		due = i
+	}
+	for i := range p.lanes {
+		p.lanes[i].accrue(now)
+	}
+	budget := 0
+	if first := due + 1; first < len(p.items) && p.items[first].text {
+		l := &p.lanes[p.items[first].lane]
+		switch {
+		case l.fresh:
+			// The first delta after a pause leaves at once, whole unless
+			// it is large.
+			budget = max(1, int(l.credit))
+			if h := &p.items[first]; h.whole && h.runes <= freshPiece {
+				budget = max(budget, h.runes)
+			}
+		case l.credit >= 0:
+			budget = max(1, int(l.credit))
+		}
+	}
+	for idx := p.head; p.head < len(p.items) && p.items[p.head].text; idx++ {
+		it := &p.items[p.head]
+		nb, nr := it.body.len(), it.runes
+		if idx > due {
+			if budget <= 0 {
+				break
+			}
+			nb, nr = cutPoint(p.arena[it.body.off:it.body.end], it.runes, budget)
+			budget -= nr
+		}
+		p.sendPiece(it, nb, nr, now)
+		if it.runes > 0 {
+			break
+		}
+		p.pop()
+	}
+	p.closeEvent(now)
+	p.nextTick = horizon
+}
+
+// sendPiece adds the next nb bytes (nr runes) of a text item to the
+// output event, merging with the previous piece when both share the same
+// JSON envelope.
+func (p *Pacer) sendPiece(it *item, nb, nr int, now time.Time) {
+	ev := &p.ev
+	if ev.open && (ev.lane != it.lane || !p.sameEnvelope(ev, it)) {
+		p.closeEvent(now)
+	}
+	if !ev.open {
+		*ev = pendingEvent{open: true, lane: it.lane, pre: it.pre, suf: it.suf}
+		p.text = p.text[:0]
+	}
+	ev.pieces++
+	ev.whole = it.whole && nb == it.body.len()
+	ev.raw = it.raw
+	ev.runes += nr
+	p.text = append(p.text, p.arena[it.body.off:it.body.off+nb]...)
+	it.body.off += nb
+	it.runes -= nr
+	it.whole = false
+	p.lanes[it.lane].spend(nr)
+	p.rec.Lag(now.Sub(it.arrival), nr)
+}
+
+func (p *Pacer) sameEnvelope(ev *pendingEvent, it *item) bool {
+	a := p.arena
+	return bytes.Equal(a[ev.pre.off:ev.pre.end], a[it.pre.off:it.pre.end]) &&
+		bytes.Equal(a[ev.suf.off:ev.suf.end], a[it.suf.off:it.suf.end])
+}
+
+// closeEvent writes the assembled event: the upstream's exact bytes when
+// it is one whole item, else the envelope around the merged text.
+func (p *Pacer) closeEvent(now time.Time) {
+	ev := &p.ev
+	if !ev.open {
+		return
+	}
+	a := p.arena
+	if ev.pieces == 1 && ev.whole {
+		p.out = append(p.out, a[ev.raw.off:ev.raw.end]...)
+	} else {
+		p.out = AppendTextEventParts(p.out, a[ev.pre.off:ev.pre.end], p.text, a[ev.suf.off:ev.suf.end])
+	}
+	p.rec.Output(now, ev.runes)
+	p.eventsOut++
+	ev.open = false
+}
+
+// sendBarriers sends the non-text items at the head of the queue.
+func (p *Pacer) sendBarriers(now time.Time) {
+	for p.head < len(p.items) && !p.items[p.head].text {
+		it := &p.items[p.head]
+		p.out = append(p.out, p.arena[it.raw.off:it.raw.end]...)
+		if it.kind != KindComment {
+			p.rec.Output(now, it.runes)
+			p.eventsOut++
+			if it.runes > 0 {
+				p.rec.Lag(now.Sub(it.arrival), it.runes)
+			}
+		}
+		p.pop()
+	}
+}
+
+// pop removes the head item.
+func (p *Pacer) pop() { p.head++ }
+
+// store copies b into the arena.
+func (p *Pacer) store(b []byte) span {
+	s := span{off: len(p.arena)}
+	p.arena = append(p.arena, b...)
+	s.end = len(p.arena)
+	return s
+}
+
+// compact frees the space of sent items: all of it when the queue is
+// empty (the usual case between bursts), else when most of the arena is
+// dead.
+func (p *Pacer) compact() {
+	if p.head == len(p.items) {
+		p.items, p.head, p.tight, p.arena = p.items[:0], 0, 0, p.arena[:0]
+		return
+	}
+	base := p.items[p.head].raw.off
+	if base < 64<<10 || base < len(p.arena)/2 {
+		return
+	}
+	n := copy(p.arena, p.arena[base:])
+	p.arena = p.arena[:n]
+	live := copy(p.items, p.items[p.head:])
+	p.items = p.items[:live]
+	p.tight = max(0, p.tight-p.head)
+	p.head = 0
+	for i := range p.items {
+		it := &p.items[i]
+		for _, s := range []*span{&it.raw, &it.pre, &it.suf, &it.body} {
+			s.off -= base
+			s.end -= base
+		}
+	}
+}
+
+// Held is the number of bytes queued: the stream stops reading the
+// upstream while it is above Config.QueueBytes.
+func (p *Pacer) Held() int {
+	if p.head == len(p.items) {
+		return 0
+	}
+	return len(p.arena) - p.items[p.head].raw.off
+}
+
+// Empty reports whether nothing is queued.
+func (p *Pacer) Empty() bool { return p.head == len(p.items) }
+
+// Stats returns the stream's smoothness figures so far.
+func (p *Pacer) Stats() Stats {
+	return Stats{
+		Report:         p.rec.Report(),
+		HiddenRunes:    p.hiddenRunes,
+		DroppedComment: p.dropComments,
+	}
+}
+
+// Stats are a stream's smoothness figures and counters.
+type Stats struct {
+	smoothness.Report
+	HiddenRunes    int // reasoning runes not sent (reasoning hide)
+	DroppedComment int // upstream comments not forwarded
+}

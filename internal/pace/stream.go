@@ -1,0 +1,268 @@
+package pace
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+)
+
+// Output is the client side of a stream.
+type Output interface {
+	Write(p []byte) (int, error)
+	Flush() error
+}
+
+// Source yields the upstream's SSE blocks (an *sse.Reader).
+type Source interface {
+	Next() (sse.Event, error)
+}
+
+// End says how a stream ended.
+type End uint8
+
+const (
+	EndDone         End = iota // [DONE] was sent
+	EndEOF                     // the upstream closed the stream without [DONE]
+	EndUnterminated            // the upstream closed the stream in the middle of an event
+	EndBroken                  // reading the upstream failed (Result.Err)
+	EndClientGone              // the client went away; nothing more can be written
+)
+
+// Result is how a stream ended, with its figures.
+type Result struct {
+	End      End
+	Err      error // EndBroken: the read error
+	SawError bool  // the upstream sent an in-band error event
+	Stats    Stats
+}
+
+// heartbeatEvent is an SSE comment: every SSE parser ignores it, unlike
+// `event:`, `id:` or `retry:` lines, which crash some official SDKs.
+var heartbeatEvent = []byte(": keep-alive\n\n")
+
+// parsedDone is a well-formed [DONE] event, sent in place of one cut off
+// by the upstream's EOF.
+var parsedDone = func() sse.Event {
+	ev, err := sse.NewReader(strings.NewReader("data: [DONE]\n\n"), 0).Next()
+	if err != nil {
+		panic(err)
+	}
+	return ev.Clone()
+}()
+
+// Run relays one committed stream from src to out through a Pacer, until
+// [DONE], the upstream's end, or the client going away. first holds the
+// blocks already read from src (up to its first data event).
+//
+// A reader goroutine reads the upstream and queues events; the calling
+// goroutine owns out and writes paced emissions and heartbeats, waking on
+// new events or one timer, armed only while there is a backlog or a
+// heartbeat is due. When the backlog exceeds Config.QueueBytes the reader
+// stops reading (back-pressure through TCP, never loss). When the client
+// goes away (a write fails or ctx ends), Run calls abort, which must make
+// src.Next return (by cancelling the upstream request), and waits for the
+// reader to finish before returning.
+func Run(ctx context.Context, cfg Config, first []sse.Event, src Source, out Output, abort func()) Result {
+	cfg = cfg.withDefaults()
+	s := &stream{
+		cfg:   cfg,
+		p:     NewPacer(cfg),
+		src:   src,
+		wake:  make(chan struct{}, 1),
+		space: make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		exit:  make(chan struct{}),
+	}
+	now := time.Now()
+	for i := range first {
+		if s.push(&first[i], now) {
+			break
+		}
+	}
+	if !s.ended {
+		go s.read()
+	} else {
+		close(s.exit)
+	}
+	res := s.write(ctx, out)
+	if res.End == EndClientGone {
+		close(s.stop)
+		abort()
+	}
+	<-s.exit
+	s.mu.Lock()
+	res.Stats = s.p.Stats()
+	res.SawError = s.sawError
+	if res.End != EndClientGone {
+		res.End, res.Err = s.end, s.err
+	}
+	s.mu.Unlock()
+	return res
+}
+
+// stream is the shared state of Run's two goroutines; mu guards the Pacer
+// and the end fields.
+type stream struct {
+	cfg Config
+	src Source
+
+	mu       sync.Mutex
+	p        *Pacer
+	ended    bool // no more pushes
+	end      End
+	err      error
+	sawError bool
+
+	wake  chan struct{} // reader → writer: something was queued or it ended
+	space chan struct{} // writer → reader: the backlog shrank
+	stop  chan struct{} // closed when the writer gives up
+	exit  chan struct{} // closed when the reader is done
+}
+
+// push queues one block (mu held, or before the reader starts) and
+// reports whether the stream ended with it.
+func (s *stream) push(ev *sse.Event, now time.Time) bool {
+	if ev.Unterminated {
+		if ev.IsDone() {
+			// llama.cpp ends with "data: [DONE]" and no blank line.
+			done := parsedDone
+			s.p.Push(&done, now)
+			s.finish(EndDone, nil, now)
+			return true
+		}
+		s.finish(EndUnterminated, nil, now)
+		return true
+	}
+	switch s.p.Push(ev, now) {
+	case KindDone:
+		s.finish(EndDone, nil, now)
+		return true
+	case KindError:
+		s.sawError = true
+	}
+	return false
+}
+
+func (s *stream) finish(end End, err error, now time.Time) {
+	s.ended, s.end, s.err = true, end, err
+	s.p.End(now)
+}
+
+// read is the reader goroutine.
+func (s *stream) read() {
+	defer close(s.exit)
+	for {
+		ev, err := s.src.Next()
+		now := time.Now()
+		s.mu.Lock()
+		var done, full bool
+		switch {
+		case err == io.EOF:
+			s.finish(EndEOF, nil, now)
+			done = true
+		case err != nil:
+			s.finish(EndBroken, err, now)
+			done = true
+		default:
+			done = s.push(&ev, now)
+			full = s.p.Held() > s.cfg.QueueBytes
+		}
+		s.mu.Unlock()
+		signal(s.wake)
+		if done {
+			return
+		}
+		for full {
+			select {
+			case <-s.space:
+			case <-s.stop:
+				return
+			}
+			s.mu.Lock()
+			full = s.p.Held() > s.cfg.QueueBytes
+			s.mu.Unlock()
+		}
+	}
+}
+
+// write is the writer loop, on the caller's goroutine.
+func (s *stream) write(ctx context.Context, out Output) Result {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	lastWrite := time.Now()
+	for {
+		now := time.Now()
+		s.mu.Lock()
+		b, wake := s.p.Next(now)
+		finished := s.ended && s.p.Empty()
+		roomy := s.p.Held() <= s.cfg.QueueBytes
+		s.mu.Unlock()
+		if roomy {
+			signal(s.space)
+		}
+		if len(b) > 0 {
+			if err := writeFlush(out, b); err != nil {
+				return Result{End: EndClientGone, Err: err}
+			}
+			lastWrite = now
+		}
+		if finished {
+			return Result{}
+		}
+
+		due := wake
+		if s.cfg.Heartbeat > 0 {
+			if hb := lastWrite.Add(s.cfg.Heartbeat); due.IsZero() || hb.Before(due) {
+				due = hb
+			}
+		}
+		var tc <-chan time.Time
+		if !due.IsZero() {
+			d := time.Until(due)
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			tc = timer.C
+		}
+		select {
+		case <-s.wake:
+		case <-tc:
+			if s.cfg.Heartbeat > 0 && time.Since(lastWrite) >= s.cfg.Heartbeat {
+				if err := writeFlush(out, heartbeatEvent); err != nil {
+					return Result{End: EndClientGone, Err: err}
+				}
+				lastWrite = time.Now()
+			}
+		case <-ctx.Done():
+			return Result{End: EndClientGone, Err: ctx.Err()}
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+func writeFlush(out Output, b []byte) error {
+	if _, err := out.Write(b); err != nil {
+		return err
+	}
+	return out.Flush()
+}
+
+// signal wakes the other goroutine without blocking.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
