@@ -122,7 +122,7 @@ var fieldNames = [...]string{FieldContent, FieldReasoningContent, FieldReasoning
 // or absent "logprobs" and "finish_reason", a number or null "index", and no
 // other non-null member. In that delta, exactly one of "content",
 // "reasoning_content" and "reasoning" is a non-empty string, the others are
-// null or absent, "role" is a string or null, and every other member is
+// null, absent or "", "role" is a string or null, and every other member is
 // null. The string must decode to valid UTF-8 without lone surrogate
 // escapes. A duplicate of any of the keys named here, or a key that equals
 // one of them only under case folding, disqualifies the event. Other
@@ -409,8 +409,9 @@ func (s *chunkScan) delta(b []byte, i int) int {
 			} else {
 				s.reasoning += n
 			}
-			if end-vs == 2 { // ""
-				s.text = false
+			if end-vs == 2 {
+				// "": like null. OpenRouter and vLLM send "content":""
+				// beside the reasoning; each piece repeats it.
 				continue
 			}
 			texts++

@@ -179,9 +179,12 @@ func refText(m map[string]any) (ok, fffd bool) {
 			if v == nil {
 				continue
 			}
-			s, _ := v.(string)
-			if s == "" {
+			s, isString := v.(string)
+			if !isString {
 				return false, false
+			}
+			if s == "" {
+				continue // "" counts as null
 			}
 			texts++
 			fffd = strings.ContainsRune(s, utf8.RuneError)

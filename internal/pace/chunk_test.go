@@ -194,7 +194,7 @@ var classifyCases = []classifyCase{
 	{name: "content null only", raw: `data: {"choices":[{"delta":{"content":null}}]}` + "\n\n", kind: KindOther},
 	{name: "content number", raw: `data: {"choices":[{"delta":{"content":5}}]}` + "\n\n", kind: KindOther},
 	{name: "content object", raw: `data: {"choices":[{"delta":{"content":{"type":"text"}}}]}` + "\n\n", kind: KindOther},
-	{name: "content empty reasoning set", raw: `data: {"choices":[{"delta":{"content":"","reasoning_content":"ab"}}]}` + "\n\n", kind: KindOther, reasoning: 2},
+	{name: "content empty reasoning set", raw: `data: {"choices":[{"delta":{"content":"","reasoning_content":"ab"}}]}` + "\n\n", kind: KindText, field: "reasoning_content", text: "ab", reasoning: 2},
 	{name: "content and reasoning", raw: `data: {"choices":[{"delta":{"content":"a","reasoning_content":"b"}}]}` + "\n\n", kind: KindOther, answer: 1, reasoning: 1},
 	{name: "reasoning and reasoning_content", raw: `data: {"choices":[{"delta":{"reasoning":"a","reasoning_content":"bc"}}]}` + "\n\n", kind: KindOther, reasoning: 3},
 	{name: "role null", raw: `data: {"choices":[{"delta":{"role":null,"content":"ab"}}]}` + "\n\n", kind: KindText, field: "content", text: "ab", answer: 2},

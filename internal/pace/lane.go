@@ -5,8 +5,13 @@ import (
 	"time"
 )
 
-// gapTau is how fast the remembered largest gap fades.
-const gapTau = 2 * time.Second
+const (
+	// gapTau is how fast the remembered largest gap fades.
+	gapTau = time.Second
+	// overlap stretches a burst's drain a little past the expected next
+	// burst, so the output does not fall silent just before it arrives.
+	overlap = 1.15
+)
 
 // lane is the rate control for one kind of text (answer or reasoning).
 //
@@ -37,16 +42,21 @@ type lane struct {
 }
 
 func newLane(maxDelay, interval time.Duration) lane {
-	return lane{maxDelay: maxDelay, interval: interval, gap: 0.4 * maxDelay.Seconds()}
+	// Until the cadence is known, assume the longest lag: the first
+	// burst is spread as far as the bound allows instead of draining
+	// early and leaving a hole before the second.
+	return lane{maxDelay: maxDelay, interval: interval, gap: 0.6 * maxDelay.Seconds() / overlap}
 }
 
 // arrive records runes arriving at now and sets the drain rate.
 func (l *lane) arrive(now time.Time, runes int) {
 	if !l.last.IsZero() {
-		dt := now.Sub(l.last).Seconds()
-		l.gap *= math.Exp(-dt / gapTau.Seconds())
-		if dt <= l.maxDelay.Seconds() && dt > l.gap {
-			l.gap = dt
+		// A gap longer than the max delay cannot be bridged and says
+		// nothing about the cadence: it neither sets nor fades the
+		// estimate, so the burst after a long silence is paced like the
+		// ones before it.
+		if dt := now.Sub(l.last).Seconds(); dt <= l.maxDelay.Seconds() {
+			l.gap = max(dt, l.gap*math.Exp(-dt/gapTau.Seconds()))
 		}
 	}
 	l.last = now
@@ -85,7 +95,7 @@ func (l *lane) targetLag() float64 {
 	if l.patient {
 		return 0.8 * l.maxDelay.Seconds()
 	}
-	return min(max(l.gap, l.interval.Seconds()), 0.8*l.maxDelay.Seconds())
+	return min(max(overlap*l.gap, l.interval.Seconds()), 0.8*l.maxDelay.Seconds())
 }
 
 // setRate sets the drain rate so the backlog lasts lag seconds.

@@ -15,8 +15,9 @@ import (
 // caller: the Pacer has no clock and starts no goroutines. It is not safe
 // for concurrent use.
 type Pacer struct {
-	cfg   Config
-	lanes [2]lane // laneAnswer, laneReasoning
+	cfg       Config
+	tickEvery time.Duration // spacing of paced emissions; see tickInterval
+	lanes     [2]lane       // laneAnswer, laneReasoning
 
 	items []item // the FIFO: items[head:] are queued
 	head  int
@@ -83,17 +84,29 @@ type pendingEvent struct {
 // NewPacer returns a Pacer for one stream.
 func NewPacer(cfg Config) *Pacer {
 	cfg = cfg.withDefaults()
-	p := &Pacer{cfg: cfg, rec: smoothness.New()}
+	p := &Pacer{cfg: cfg, tickEvery: tickInterval(cfg.MinInterval), rec: smoothness.New()}
 	answer := cfg.MaxDelay
 	reasoning := cfg.MaxDelay
 	if cfg.Mode == ModeSplit {
 		reasoning = cfg.ReasoningMaxDelay
 	}
-	p.lanes[laneAnswer] = newLane(answer, cfg.MinInterval)
-	p.lanes[laneReasoning] = newLane(reasoning, cfg.MinInterval)
+	p.lanes[laneAnswer] = newLane(answer, p.tickEvery)
+	p.lanes[laneReasoning] = newLane(reasoning, p.tickEvery)
 	p.lanes[laneReasoning].patient = cfg.Mode == ModeSplit
-	p.rec.SetMaxDelay(max(answer, reasoning))
 	return p
+}
+
+// tickInterval is the spacing of paced emissions: min_interval, stretched
+// so that a whole number of ticks fits in 100 ms (30 ms becomes 33.3 ms).
+// With 30 ms ticks, successive 100 ms stretches would carry 4, 3, 3, 4 …
+// emissions, an unevenness of ±15 % that a reader (or any windowed rate
+// measure) sees even when every emission is the same size.
+func tickInterval(minInterval time.Duration) time.Duration {
+	const frame = 100 * time.Millisecond
+	if minInterval >= frame || minInterval <= 0 {
+		return minInterval
+	}
+	return frame / (frame / minInterval)
 }
 
 // Push queues one upstream block received at now and returns its kind.
@@ -102,6 +115,12 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	c, p.scratch = Classify(ev, p.scratch[:0])
 	visible := c.AnswerRunes + c.ReasoningRunes
 	if c.Kind != KindComment {
+		// Judge the silence after this event by its own lane's bound.
+		if c.Kind == KindText && c.Channel == ChanReasoning {
+			p.rec.SetMaxDelay(p.lanes[laneReasoning].maxDelay)
+		} else {
+			p.rec.SetMaxDelay(p.lanes[laneAnswer].maxDelay)
+		}
 		p.rec.Input(now, visible)
 	}
 	switch {
@@ -197,9 +216,9 @@ func (p *Pacer) tighten(now time.Time) {
 	if !any {
 		return
 	}
-	lag := p.cfg.Flush - p.cfg.MinInterval
-	if lag < p.cfg.MinInterval {
-		lag = p.cfg.MinInterval
+	lag := p.cfg.Flush - p.tickEvery
+	if lag < p.tickEvery {
+		lag = p.tickEvery
 	}
 	for i := range p.lanes {
 		p.lanes[i].hurry(lag.Seconds())
@@ -233,7 +252,7 @@ func (p *Pacer) Next(now time.Time) (out []byte, wake time.Time) {
 // in full, then one piece sized by the head lane's drain rate.
 func (p *Pacer) tick(now time.Time) {
 	p.urgent = false
-	horizon := now.Add(p.cfg.MinInterval)
+	horizon := now.Add(p.tickEvery)
 	due := p.head - 1
 	for i := p.head; i < len(p.items) && p.items[i].text; i++ {
 		if p.items[i].deadline.After(horizon) {

@@ -317,7 +317,13 @@ func TestClusteredTracesGetSmoother(t *testing.T) {
 			continue
 		}
 		arrs := arrivalsOf(t, tr)
-		for _, m := range []Mode{ModePace, ModeSplit} {
+		ms := []Mode{ModePace, ModeSplit}
+		if tr.Reasoning != "" {
+			// Reasoning clusters 600 ms apart can only be bridged by the
+			// reasoning lane's longer bound.
+			ms = []Mode{ModeSplit}
+		}
+		for _, m := range ms {
 			_, p := simulate(t, Config{Mode: m}, arrs)
 			st := p.Stats()
 			if st.InRateCV == 0 || st.OutRateCV > 0.3*st.InRateCV {

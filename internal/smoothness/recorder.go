@@ -28,6 +28,9 @@
 //     least half a window up to the last event; otherwise it is dropped.
 //     The windowed-rate CV is the population standard deviation of the
 //     window values divided by their mean, 0 with fewer than 2 windows.
+//     Windows that lie wholly inside the unfillable part of an input
+//     silence (below) are left out, on both sides: no relay can put text
+//     there, so they measure the upstream, not the relay's smoothness.
 //   - A stall is a gap longer than [StallThreshold] (250 ms) between two
 //     consecutive output events that both carry runes (events without
 //     runes in between do not end a stall).
@@ -100,6 +103,9 @@ type rateWindows struct {
 	// Welford state over closed windows.
 	n        int64
 	mean, m2 float64
+	// excluded counts empty windows to leave out (inside unfillable
+	// silences), applied when the CV is computed.
+	excluded int64
 }
 
 // side is the state of the input or the output.
@@ -170,6 +176,11 @@ func (r *Recorder) Input(t time.Time, runes int) {
 		if d := int64(r.lastRunDelay); ns-s > d {
 			r.silences[r.nSil%silenceRing] = span{s + d, ns}
 			r.nSil++
+			// Whole windows inside (s+d, ns), whatever the grid.
+			if k := (ns-s-d)/int64(Window) - 1; k > 0 {
+				r.in.rate.excluded += k
+				r.out.rate.excluded += k
+			}
 		}
 	}
 	r.in.markRune(ns)
@@ -277,6 +288,17 @@ func (w *rateWindows) pushZeros(k int64) {
 	w.n = n
 }
 
+// removeZeros takes k empty windows out again: the inverse of pushZeros.
+func (w *rateWindows) removeZeros(k int64) {
+	if k <= 0 || k >= w.n {
+		return
+	}
+	n := w.n - k
+	mean := w.mean * float64(w.n) / float64(n)
+	w.m2 -= mean * mean * float64(n) * float64(k) / float64(w.n)
+	w.mean, w.n = mean, n
+}
+
 // cv returns the CV over the closed windows plus the open one if it spans
 // at least half a window up to the last event.
 func (w rateWindows) cv() float64 {
@@ -286,6 +308,7 @@ func (w rateWindows) cv() float64 {
 	if w.last-(w.start+w.cur*int64(Window)) >= int64(Window)/2 {
 		w.push(float64(w.curRunes))
 	}
+	w.removeZeros(min(w.excluded, w.n-1))
 	if w.n < 2 || w.mean <= 0 {
 		return 0
 	}

@@ -132,8 +132,11 @@ func TestActiveIntervalIgnoresSilenceAndEmptyEvents(t *testing.T) {
 }
 
 func TestManyEmptyWindowsAtOnce(t *testing.T) {
-	// Two events an hour apart: 36000 windows, closed in O(1).
+	// Two events an hour apart: 36000 windows, closed in O(1). (A max
+	// delay over an hour keeps the silence fillable, so no window is left
+	// out.)
 	r := New()
+	r.SetMaxDelay(2 * time.Hour)
 	r.Input(at(0), 7)
 	r.Input(at(3600e3), 7)
 	r.Input(at(3600e3+60), 0)
@@ -367,5 +370,38 @@ func BenchmarkRecord(b *testing.B) {
 		r.Input(t, 3)
 		r.Output(t, 3)
 		r.Lag(ms(float64(i%500)), 3)
+	}
+}
+
+// Windows inside the unfillable part of an input silence are left out of
+// both sides' CV: two identical on-periods 10 s apart have the CV of one.
+func TestUnfillableSilenceLeftOutOfCV(t *testing.T) {
+	r := New() // max delay 400 ms
+	one := New()
+	for _, base := range []float64{0, 10000} {
+		for i := range 10 {
+			r.Input(at(base+float64(i)*100), 10)
+			r.Output(at(base+float64(i)*100+50), 10)
+			if base == 0 {
+				one.Input(at(float64(i)*100), 10)
+				one.Output(at(float64(i)*100+50), 10)
+			}
+		}
+	}
+	got, base := r.Report(), one.Report()
+	// The silence is 9.1 s; 0.4 s of it is fillable, and the grid may
+	// leave up to two partial windows: a few zero windows stay in.
+	if got.InRateCV > 0.6 || got.OutRateCV > 0.6 {
+		t.Fatalf("CV in %.2f out %.2f: the silence was counted (one period alone: %.2f)", got.InRateCV, got.OutRateCV, base.InRateCV)
+	}
+	r2 := New()
+	r2.SetMaxDelay(time.Minute) // the same silence is now fillable: it counts
+	for _, base := range []float64{0, 10000} {
+		for i := range 10 {
+			r2.Input(at(base+float64(i)*100), 10)
+		}
+	}
+	if cv := r2.Report().InRateCV; cv < 2 {
+		t.Fatalf("CV %.2f: a fillable silence must count", cv)
 	}
 }
