@@ -31,6 +31,9 @@ type earlyCommit struct {
 // startEarlyCommit arms the commit to happen after `after`.
 func startEarlyCommit(w http.ResponseWriter, after, heartbeat time.Duration) *earlyCommit {
 	ec := &earlyCommit{w: w, rc: http.NewResponseController(w), heartbeat: heartbeat}
+	// Held while the timer is stored, so fire (which locks) sees it.
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
 	ec.timer = time.AfterFunc(after, ec.fire)
 	return ec
 }
