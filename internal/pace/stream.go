@@ -68,6 +68,9 @@ var parsedDone = func() sse.Event {
 // reader to finish before returning.
 func Run(ctx context.Context, cfg Config, first []sse.Event, src Source, out Output, abort func()) Result {
 	cfg = cfg.withDefaults()
+	if cfg.Mode == ModeOff {
+		return runDirect(ctx, cfg, first, src, out, abort)
+	}
 	s := &stream{
 		cfg:   cfg,
 		p:     NewPacer(cfg),
@@ -82,6 +85,13 @@ func Run(ctx context.Context, cfg Config, first []sse.Event, src Source, out Out
 		if s.push(&first[i], now) {
 			break
 		}
+	}
+	if br, ok := src.(interface{ BeforeRead(func()) }); ok {
+		// Wake the writer once per upstream read, when every event of
+		// the read is queued, not once per event: one handoff and one
+		// flush per read.
+		br.BeforeRead(func() { signal(s.wake) })
+		s.batched = true
 	}
 	if !s.ended {
 		go s.read()
@@ -117,10 +127,11 @@ type stream struct {
 	err      error
 	sawError bool
 
-	wake  chan struct{} // reader → writer: something was queued or it ended
-	space chan struct{} // writer → reader: the backlog shrank
-	stop  chan struct{} // closed when the writer gives up
-	exit  chan struct{} // closed when the reader is done
+	wake    chan struct{} // reader → writer: something was queued or it ended
+	batched bool          // src signals wake before each read (see Run)
+	space   chan struct{} // writer → reader: the backlog shrank
+	stop    chan struct{} // closed when the writer gives up
+	exit    chan struct{} // closed when the reader is done
 }
 
 // push queues one block (mu held, or before the reader starts) and
@@ -172,7 +183,9 @@ func (s *stream) read() {
 			full = s.p.Held() > s.cfg.QueueBytes
 		}
 		s.mu.Unlock()
-		signal(s.wake)
+		if done || full || !s.batched {
+			signal(s.wake)
+		}
 		if done {
 			return
 		}

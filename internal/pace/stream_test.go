@@ -157,6 +157,12 @@ func TestRunTracesExact(t *testing.T) {
 }
 
 func TestRunHeartbeats(t *testing.T) {
+	for _, m := range modes {
+		testHeartbeats(t, m)
+	}
+}
+
+func testHeartbeats(t *testing.T, m Mode) {
 	synctest.Test(t, func(t *testing.T) {
 		ev := chunkEvent("content", "Hello")
 		steps := []traces.Step{
@@ -165,9 +171,9 @@ func TestRunHeartbeats(t *testing.T) {
 			{At: 40 * time.Second, Raw: []byte("data: [DONE]\n\n")},
 		}
 		out := &clientOut{}
-		res, _ := runTrace(t, Config{Mode: ModePace, Heartbeat: 15 * time.Second}, steps, out)
+		res, _ := runTrace(t, Config{Mode: m, Heartbeat: 15 * time.Second}, steps, out)
 		if res.End != EndDone {
-			t.Fatalf("ended %v", res.End)
+			t.Fatalf("%s: ended %v", m, res.End)
 		}
 		var beats []time.Duration
 		for _, w := range out.writes {
@@ -176,7 +182,7 @@ func TestRunHeartbeats(t *testing.T) {
 			}
 		}
 		if len(beats) != 2 || beats[0] != 15*time.Second || beats[1] != 30*time.Second {
-			t.Fatalf("heartbeats at %v, want at 15s and 30s", beats)
+			t.Fatalf("%s: heartbeats at %v, want at 15s and 30s", m, beats)
 		}
 	})
 }
@@ -215,6 +221,12 @@ func TestRunClientGone(t *testing.T) {
 }
 
 func TestRunContextCancel(t *testing.T) {
+	for _, m := range modes {
+		testContextCancel(t, m)
+	}
+}
+
+func testContextCancel(t *testing.T, m Mode) {
 	synctest.Test(t, func(t *testing.T) {
 		ev := chunkEvent("content", "Hello")
 		body := newStepBody([]traces.Step{{At: 0, Raw: ev.Raw}, {At: time.Hour, Raw: ev.Raw}})
@@ -222,9 +234,9 @@ func TestRunContextCancel(t *testing.T) {
 		first, _ := rd.Next()
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(5*time.Second, cancel)
-		res := Run(ctx, Config{Mode: ModePace, Heartbeat: time.Second}, []sse.Event{first.Clone()}, rd, &clientOut{}, body.abort)
+		res := Run(ctx, Config{Mode: m, Heartbeat: time.Second}, []sse.Event{first.Clone()}, rd, &clientOut{}, body.abort)
 		if res.End != EndClientGone || time.Since(body.start) != 5*time.Second {
-			t.Fatalf("ended %v after %v", res.End, time.Since(body.start))
+			t.Fatalf("%s: ended %v after %v", m, res.End, time.Since(body.start))
 		}
 	})
 }
@@ -233,7 +245,10 @@ func TestRunContextCancel(t *testing.T) {
 // QueueBytes plus one read ahead of what the client took.
 func TestRunBackPressure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ev := chunkEvent("content", strings.Repeat("word ", 50))
+		// Chunks with logprobs pass unsplit, so what the client receives
+		// is byte for byte what was read: the difference is what is held.
+		ev := parseOne(`data: {"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("word ", 50) +
+			`"},"logprobs":{"content":[]},"finish_reason":null}]}` + "\n\n")
 		var steps []traces.Step
 		for range 400 {
 			steps = append(steps, traces.Step{At: 0, Raw: ev.Raw})
@@ -248,7 +263,7 @@ func TestRunBackPressure(t *testing.T) {
 		maxAhead := 0
 		done := make(chan Result)
 		go func() {
-			done <- Run(context.Background(), Config{Mode: ModeOff, QueueBytes: limit}, []sse.Event{first.Clone()}, rd, out, body.abort)
+			done <- Run(context.Background(), Config{Mode: ModePace, QueueBytes: limit}, []sse.Event{first.Clone()}, rd, out, body.abort)
 		}()
 		for finished := false; !finished; {
 			select {

@@ -1,0 +1,171 @@
+package pace
+
+import (
+	"context"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+)
+
+// runDirect is Run for ModeOff: every block is written as soon as it is
+// read, so there is nothing to schedule and no second goroutine. The
+// calling goroutine reads and writes; a timer writes heartbeats when the
+// upstream is silent; mu serialises the two. Output is flushed once per
+// upstream read (when src supports BeforeRead), not once per event.
+func runDirect(ctx context.Context, cfg Config, first []sse.Event, src Source, out Output, abort func()) Result {
+	d := &direct{p: NewPacer(cfg), out: out, heartbeat: cfg.Heartbeat, lastWrite: time.Now()}
+	abort = sync.OnceFunc(abort)
+	// A client that goes away must also end a read that is waiting for
+	// the upstream.
+	stopAbort := context.AfterFunc(ctx, abort)
+	defer stopAbort()
+	if d.heartbeat > 0 {
+		d.mu.Lock()
+		d.timer = time.AfterFunc(d.heartbeat, d.beat)
+		d.mu.Unlock()
+		defer d.stop()
+	}
+	br, batched := src.(interface{ BeforeRead(func()) })
+	if batched {
+		br.BeforeRead(d.flush)
+	}
+
+	res := Result{}
+	sawError := false
+	handle := func(ev *sse.Event) (End, bool) {
+		now := time.Now()
+		if ev.Unterminated {
+			if !ev.IsDone() {
+				return EndUnterminated, true
+			}
+			done := parsedDone
+			ev = &done
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		kind := d.p.Push(ev, now)
+		b, _ := d.p.Next(now)
+		d.write(b, now)
+		if !batched || kind == KindDone {
+			d.flushLocked()
+		}
+		if kind == KindError {
+			sawError = true
+		}
+		return EndDone, kind == KindDone
+	}
+	for i := range first {
+		if end, stop := handle(&first[i]); stop {
+			res.End = end
+			return d.finish(res, sawError, abort)
+		}
+	}
+	for {
+		if d.failed() {
+			res.End = EndClientGone
+			return d.finish(res, sawError, abort)
+		}
+		ev, err := src.Next()
+		switch {
+		case ctx.Err() != nil:
+			res.End, res.Err = EndClientGone, ctx.Err()
+			return d.finish(res, sawError, abort)
+		case err == io.EOF:
+			res.End = EndEOF
+			return d.finish(res, sawError, abort)
+		case err != nil:
+			res.End, res.Err = EndBroken, err
+			return d.finish(res, sawError, abort)
+		}
+		if end, stop := handle(&ev); stop {
+			res.End = end
+			return d.finish(res, sawError, abort)
+		}
+	}
+}
+
+// direct is the state runDirect shares with its heartbeat timer.
+type direct struct {
+	mu        sync.Mutex
+	p         *Pacer
+	out       Output
+	heartbeat time.Duration
+	timer     *time.Timer
+	lastWrite time.Time
+	dirty     bool
+	err       error
+	stopped   bool
+}
+
+// write writes b (mu held).
+func (d *direct) write(b []byte, now time.Time) {
+	if len(b) == 0 || d.err != nil {
+		return
+	}
+	_, d.err = d.out.Write(b)
+	d.dirty = true
+	d.lastWrite = now
+}
+
+func (d *direct) flush() {
+	d.mu.Lock()
+	d.flushLocked()
+	d.mu.Unlock()
+}
+
+func (d *direct) flushLocked() {
+	if d.dirty && d.err == nil {
+		d.err = d.out.Flush()
+		d.dirty = false
+	}
+}
+
+func (d *direct) failed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err != nil
+}
+
+// beat runs on the timer: a heartbeat if the stream has been silent for
+// the whole interval, else a re-arm for when it will have been.
+func (d *direct) beat() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped || d.err != nil {
+		return
+	}
+	now := time.Now()
+	if idle := now.Sub(d.lastWrite); idle < d.heartbeat {
+		d.timer.Reset(d.heartbeat - idle)
+		return
+	}
+	d.write(heartbeatEvent, now)
+	d.flushLocked()
+	d.timer.Reset(d.heartbeat)
+}
+
+func (d *direct) stop() {
+	d.mu.Lock()
+	d.stopped = true
+	d.timer.Stop()
+	d.mu.Unlock()
+}
+
+// finish flushes, aborts the upstream if the client is gone, and fills in
+// the result.
+func (d *direct) finish(res Result, sawError bool, abort func()) Result {
+	d.mu.Lock()
+	d.flushLocked()
+	if d.err != nil && res.End != EndClientGone {
+		res.End, res.Err = EndClientGone, d.err
+	}
+	res.SawError = sawError
+	res.Stats = d.p.Stats()
+	d.mu.Unlock()
+	if res.End == EndClientGone {
+		abort()
+	}
+	return res
+}
