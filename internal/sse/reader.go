@@ -10,7 +10,7 @@ const (
 	// cap <= 0.
 	DefaultMaxEvent = 16 << 20
 
-	defaultBufSize = 16 << 10 // initial buffer size
+	defaultBufSize = 4 << 10 // initial buffer size; grows as needed
 	minReadSize    = 512      // compact before reading into less than this
 	maxEmptyReads  = 100      // consecutive (0, nil) reads before io.ErrNoProgress
 )
