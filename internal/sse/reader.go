@@ -11,8 +11,8 @@ const (
 	DefaultMaxEvent = 16 << 20
 
 	defaultBufSize = 4 << 10 // initial buffer size; grows as needed
-	minReadSize    = 512      // compact before reading into less than this
-	maxEmptyReads  = 100      // consecutive (0, nil) reads before io.ErrNoProgress
+	minReadSize    = 512     // compact before reading into less than this
+	maxEmptyReads  = 100     // consecutive (0, nil) reads before io.ErrNoProgress
 )
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
