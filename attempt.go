@@ -43,6 +43,7 @@ type attemptResult struct {
 	clientGone bool          // the client went away; stop everything
 
 	ttfb time.Duration // time to first byte (headers) of this attempt
+	ttft time.Duration // time to the commit point (first data event), on success
 }
 
 // attempt sends the request to one target and waits for the commit point:
@@ -135,6 +136,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		drain(resp.Body)
 		return fail(classTimeout, errors.New("timeout"))
 	}
+	res.ttft = time.Since(started)
 	return res
 }
 

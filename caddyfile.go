@@ -127,6 +127,16 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Failover = f
 
+		case "slo":
+			if h.SLO != nil {
+				return d.Err("slo is already specified; use one slo block")
+			}
+			slo, err := parseSLO(d)
+			if err != nil {
+				return err
+			}
+			h.SLO = slo
+
 		case "smoothing":
 			if h.Smoothing != nil {
 				return d.Err("smoothing is already specified; use one smoothing block")
@@ -138,7 +148,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Smoothing = s
 
 		default:
-			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover or smoothing", d.Val())
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing or slo", d.Val())
 		}
 	}
 
@@ -201,6 +211,23 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 			}
 			key := http.CanonicalHeaderKey(field)
 			u.Headers[key] = append(u.Headers[key], value)
+		case "region":
+			if !d.NextArg() {
+				return nil, d.Errf("upstream %q: expected `region <code>`", u.Name)
+			}
+			u.Region = d.Val()
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+		case "health_check":
+			if u.HealthCheck != nil {
+				return nil, d.Errf("upstream %q: health_check is already specified", u.Name)
+			}
+			hc, err := parseHealthCheck(d)
+			if err != nil {
+				return nil, err
+			}
+			u.HealthCheck = hc
 		case "transport":
 			if !d.NextArg() {
 				return nil, d.ArgErr()
@@ -218,7 +245,7 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 			}
 			u.TransportRaw = caddyconfig.JSONModuleObject(unm, "protocol", name, nil)
 		default:
-			return nil, d.Errf("unrecognized upstream subdirective %q; expected api_key, header or transport", d.Val())
+			return nil, d.Errf("unrecognized upstream subdirective %q; expected api_key, header, transport, region or health_check", d.Val())
 		}
 	}
 	return u, nil
@@ -268,8 +295,39 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				return nil, nil, err
 			}
 			m.Smoothing = s
+		case "slo":
+			if m.SLO != nil {
+				return nil, nil, d.Errf("model %q: slo is already specified; use one slo block", m.Alias)
+			}
+			slo, err := parseSLO(d)
+			if err != nil {
+				return nil, nil, err
+			}
+			m.SLO = slo
+		case "canary":
+			if m.Canary != nil {
+				return nil, nil, d.Errf("model %q: canary is already specified; one canary per model", m.Alias)
+			}
+			c, err := parseCanary(d)
+			if err != nil {
+				return nil, nil, err
+			}
+			pending = append(pending, pendingTarget{upstream: c.Upstream,
+				err: d.Errf("model %q: canary: unknown upstream %q; define it with `upstream %s <base_url>`", m.Alias, c.Upstream, c.Upstream)})
+			m.Canary = c
+		case "shadow":
+			if m.Shadow != nil {
+				return nil, nil, d.Errf("model %q: shadow is already specified; one shadow per model", m.Alias)
+			}
+			sh, err := parseShadow(d)
+			if err != nil {
+				return nil, nil, err
+			}
+			pending = append(pending, pendingTarget{upstream: sh.Upstream,
+				err: d.Errf("model %q: shadow: unknown upstream %q; define it with `upstream %s <base_url>`", m.Alias, sh.Upstream, sh.Upstream)})
+			m.Shadow = sh
 		default:
-			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to or smoothing", d.Val())
+			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, smoothing, slo, canary or shadow", d.Val())
 		}
 	}
 	if len(m.Targets) == 0 {
@@ -308,8 +366,23 @@ func parseTargetEdits(d *caddyfile.Dispenser, t *Target) error {
 			if d.NextArg() {
 				return d.ArgErr()
 			}
+		case "rank", "weight":
+			key := d.Val()
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return d.Errf("%s: expected `%s <n>`", key, key)
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return d.Errf("%s: %q is not a positive whole number", key, v)
+			}
+			if key == "rank" {
+				t.Rank = n
+			} else {
+				t.Weight = n
+			}
 		default:
-			return d.Errf("unrecognized target subdirective %q; expected set or unset", d.Val())
+			return d.Errf("unrecognized target subdirective %q; expected set, unset, rank or weight", d.Val())
 		}
 	}
 	return nil

@@ -29,6 +29,8 @@ type ClientKey struct {
 //	    api_key <key>
 //	    header <field> <value>
 //	    transport http { ... }
+//	    region <code>
+//	    health_check { ... }
 //	}
 type Upstream struct {
 	// The name that model routes (`to <name>`), logs and the
@@ -53,6 +55,13 @@ type Upstream struct {
 	// (timeouts, TLS, keepalive, versions). Default: reverse_proxy's http
 	// transport with its defaults (3s dial timeout).
 	TransportRaw json.RawMessage `json:"transport,omitempty" caddy:"namespace=http.reverse_proxy.transport inline_key=protocol"`
+
+	// `region <code>`: where the upstream runs, e.g. `eu`. A request's
+	// `X-Region-Hint: <code>` prefers healthy targets in that region.
+	Region string `json:"region,omitempty"`
+
+	// `health_check { ... }`: active probes of this upstream.
+	HealthCheck *HealthCheck `json:"health_check,omitempty"`
 }
 
 // ModelRoute maps a model alias that clients ask for to an ordered failover
@@ -64,8 +73,13 @@ type Upstream struct {
 //	    to <upstream> [<upstream_model>] [{
 //	        set <json_field> <value>
 //	        unset <json_field>
+//	        rank <n>
+//	        weight <n>
 //	    }]
 //	    smoothing [<mode>] { ... }
+//	    slo { ... }
+//	    canary <upstream> [<model>] <percent> { ... }
+//	    shadow <upstream> [<model>] <percent> { ... }
 //	}
 type ModelRoute struct {
 	// The model name clients use. `*` matches any model name that has no
@@ -79,6 +93,17 @@ type ModelRoute struct {
 	// `smoothing ...`: overrides the relay-level smoothing for this model;
 	// settings left out keep the relay-level values.
 	Smoothing *Smoothing `json:"smoothing,omitempty"`
+
+	// `slo { ... }`: overrides the relay-level SLO for this model's
+	// targets; settings left out keep the relay-level values.
+	SLO *SLO `json:"slo,omitempty"`
+
+	// `canary ...`: a canary target tried first for a stable slice of
+	// requests.
+	Canary *Canary `json:"canary,omitempty"`
+
+	// `shadow ...`: a target that gets background copies of requests.
+	Shadow *Shadow `json:"shadow,omitempty"`
 }
 
 // Target is one step of a failover chain: an upstream and what to send it.
@@ -97,6 +122,14 @@ type Target struct {
 	// `unset <json_field>` removes a field (dotted for nested) of the request
 	// body for this target.
 	Unset []string `json:"unset,omitempty"`
+
+	// `rank <n>`: targets of equal rank form a pool, tried in a
+	// latency-aware weighted order before the next rank. Default: the
+	// target's position in the chain (1, 2, ...), i.e. no pooling.
+	Rank int `json:"rank,omitempty"`
+
+	// `weight <n>`: the target's share within its pool. Default: 1.
+	Weight int `json:"weight,omitempty"`
 }
 
 // Failover says when and how often the relay moves on to the next target.

@@ -48,12 +48,18 @@ func TestFailover503StormMovesToNextTarget(t *testing.T) {
 		if got := resp.Header.Get("X-Relay-Model"); got != "model-b" {
 			t.Errorf("X-Relay-Model = %q, want model-b", got)
 		}
-		if got := resp.Header.Get("X-Relay-Attempts"); got != "2" {
-			t.Errorf("X-Relay-Attempts = %q, want 2", got)
+		// After 3 consecutive failures a is ejected (passive health):
+		// later requests go straight to b.
+		want := "2"
+		if i >= 3 {
+			want = "1"
+		}
+		if got := resp.Header.Get("X-Relay-Attempts"); got != want {
+			t.Errorf("request %d: X-Relay-Attempts = %q, want %s", i, got, want)
 		}
 	}
-	if len(a.requests()) != 5 || len(b.requests()) != 5 {
-		t.Errorf("a got %d, b got %d requests; want 5 each", len(a.requests()), len(b.requests()))
+	if len(a.requests()) != 3 || len(b.requests()) != 5 {
+		t.Errorf("a got %d, b got %d requests; want 3 (then ejected) and 5", len(a.requests()), len(b.requests()))
 	}
 	if m := b.requests()[0].body["model"]; m != "model-b" {
 		t.Errorf("b received model %v, want model-b", m)

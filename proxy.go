@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/health"
 )
 
 // serve answers one client request: authenticate, route, then relay.
@@ -127,8 +129,15 @@ func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rec *request
 func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, rt *route, body *requestBody, rest string, pol smoothPolicy) {
 	ctx := r.Context()
 	deadline := rec.start.Add(h.tryDur)
-	cur := newChainCursor(len(rt.targets), h.attempts)
+	order, canaryFirst := h.orderTargets(rt, r, body, rec.start)
+	cur := newChainCursor(len(order), h.attempts)
 	var timedOut bool
+	if primary := h.startShadow(rt.shadow, r, body, rest); primary != nil {
+		// Keep the client's answer to compare the shadow's with.
+		cw := &captureWriter{ResponseWriter: w}
+		w = cw
+		defer func() { primary <- cw.text(body.stream) }()
+	}
 	var ec *earlyCommit
 	if body.stream && pol.earlyCommit > 0 {
 		ec = startEarlyCommit(w, pol.earlyCommit-time.Since(rec.start), pol.cfg.Heartbeat)
@@ -139,9 +148,13 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 		if !ok {
 			break
 		}
-		t := rt.targets[st.idx]
+		t := order[st.idx]
 		if st.skip != "" {
 			rec.note(t, st.skip)
+			continue
+		}
+		if now := time.Now(); st.idx < len(order)-1 && t.health.Status(now, t.slo) == health.HalfOpen && !t.health.ClaimTrial(now) {
+			rec.note(t, "skipped: recovering, and its one trial request is in flight")
 			continue
 		}
 		if st.wait > 0 && !sleepCtx(ctx, st.wait) {
@@ -149,7 +162,12 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 			rec.status = statusClientClosed
 			return
 		}
+		started := time.Now()
 		res := h.attempt(ctx, r, t, body, rest, deadline)
+		h.recordAttempt(t, res, started)
+		if canaryFirst && st.idx == 0 {
+			rt.canary.record(res, started)
+		}
 		rec.attempts++
 		cur.tried(st.idx, time.Now(), res.retryAfter)
 		h.logAttempt(rec, t, res)

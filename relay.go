@@ -60,6 +60,10 @@ type Relay struct {
 	// with a heartbeat after 15s of silence.
 	Smoothing *Smoothing `json:"smoothing,omitempty"`
 
+	// `slo { ... }`: the service level every target must meet to keep its
+	// place in its chain (a model block may override it).
+	SLO *SLO `json:"slo,omitempty"`
+
 	logger    *zap.Logger
 	keys      keyring
 	upstreams map[string]*upstreamRuntime
@@ -71,6 +75,8 @@ type Relay struct {
 	attempts  int
 	firstByte time.Duration
 	tryDur    time.Duration
+	poolKeys  []poolKey // references held in the health, canary and shadow pools
+	probes    []*prober
 }
 
 // CaddyModule returns the Caddy module information.
@@ -118,6 +124,8 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if err := h.compileFailover(); err != nil {
 		return err
 	}
+	h.startProbes(ctx)
+	registerRelay(h)
 	h.logger.Info("llm_relay ready",
 		zap.Int("upstreams", len(h.upstreams)),
 		zap.Int("models", len(h.Models)),
@@ -183,6 +191,13 @@ func (h *Relay) Validate() error {
 // Cleanup closes idle upstream connections. In-flight requests keep running:
 // Caddy cleans up an old config while its streams may still be served.
 func (h *Relay) Cleanup() error {
+	unregisterRelay(h)
+	for _, p := range h.probes {
+		p.stop()
+	}
+	for _, pk := range h.poolKeys {
+		_, _ = pk.pool.Delete(pk.key)
+	}
 	for _, u := range h.upstreams {
 		u.cleanup()
 	}

@@ -59,15 +59,18 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 		rec.status = statusClientClosed
 	case pace.EndEOF:
 		if !result.SawError {
+			h.recordBroken(t, rec.start)
 			h.endWithError(out, rec, "upstream_stream_truncated", "The upstream closed the stream before it was complete.")
 		}
 	case pace.EndUnterminated:
+		h.recordBroken(t, rec.start)
 		h.endWithError(out, rec, "upstream_stream_truncated", "The upstream closed the stream in the middle of an event.")
 	case pace.EndBroken:
 		if r.Context().Err() != nil {
 			rec.status = statusClientClosed
 			return
 		}
+		h.recordBroken(t, rec.start)
 		rec.note(t, logDetail(&publicError{msg: "stream broke", cause: result.Err}))
 		h.endWithError(out, rec, "upstream_stream_interrupted", "The upstream stream broke off before it was complete.")
 	}

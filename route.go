@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/health"
 )
 
 // route is a compiled ModelRoute.
@@ -13,13 +15,20 @@ type route struct {
 	alias   string
 	targets []*target
 	smooth  smoothPolicy
+	canary  *canaryRuntime // nil: none
+	shadow  *shadowRuntime // nil: none
 }
 
 // target is a compiled Target.
 type target struct {
-	up    *upstreamRuntime
-	model string // "" = forward the client's model unchanged
-	edits []bodyEdit
+	up     *upstreamRuntime
+	model  string // "" = forward the client's model unchanged
+	edits  []bodyEdit
+	rank   int
+	weight int
+	health *health.Target // shared across reloads; see health_state.go
+	entry  *healthEntry
+	slo    health.SLO
 }
 
 // bodyEdit is one `set` or `unset` of a request body field, by path.
@@ -52,7 +61,13 @@ func (h *Relay) compileRoutes() error {
 			if !ok {
 				return fmt.Errorf("model %q: target %d: unknown upstream %q (define it with `upstream %s <base_url>`)", m.Alias, j+1, t.Upstream, t.Upstream)
 			}
-			ct := &target{up: up, model: t.Model}
+			ct := &target{up: up, model: t.Model, rank: t.Rank, weight: max(1, t.Weight)}
+			if ct.rank == 0 {
+				ct.rank = j + 1
+			}
+			if err := h.attachHealth(ct, resolveSLO(h.SLO, m.SLO)); err != nil {
+				return fmt.Errorf("model %q: target %d: %w", m.Alias, j+1, err)
+			}
 			for _, field := range slices.Sorted(maps.Keys(t.Set)) {
 				val := t.Set[field]
 				if !json.Valid(val) {
@@ -70,6 +85,9 @@ func (h *Relay) compileRoutes() error {
 				ct.edits = append(ct.edits, bodyEdit{path: strings.Split(field, ".")})
 			}
 			rt.targets = append(rt.targets, ct)
+		}
+		if err := h.compileCanaryShadow(rt, m); err != nil {
+			return fmt.Errorf("model %q: %w", m.Alias, err)
 		}
 		if m.Alias == "*" {
 			if h.wildcard != nil {

@@ -14,6 +14,7 @@ import (
 // secrets resolved, transport loaded.
 type upstreamRuntime struct {
 	name      string
+	region    string
 	base      string // base URL without trailing slash, e.g. https://api.x.com/v1
 	auth      string // "Bearer <key>", or "" when no api_key is set
 	headers   http.Header
@@ -31,6 +32,7 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 	}
 	rt := &upstreamRuntime{
 		name:    u.Name,
+		region:  u.Region,
 		base:    strings.TrimSuffix(base.String(), "/"),
 		headers: make(http.Header, len(u.Headers)),
 		cleanup: func() {},
@@ -93,7 +95,8 @@ var hopHeaders = []string{
 
 // clientOnlyHeaders carry the client's credentials or state with the relay
 // and must never reach a provider.
-var clientOnlyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Cookie"}
+// X-Region-Hint is the relay's own routing hint.
+var clientOnlyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Cookie", "X-Region-Hint"}
 
 // upstreamHeader builds the headers of an upstream request from the
 // client's: hop-by-hop, credentials and X-Relay-* headers removed, the

@@ -1,0 +1,153 @@
+package llmrelay
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/health"
+)
+
+// Health state lives in process-wide pools keyed by what it describes, not
+// in the handler: on a config reload the new handler is provisioned before
+// the old one is cleaned up, so it finds the same entries and the measured
+// windows, cooldowns and canary decisions carry over.
+var (
+	targetPool = caddy.NewUsagePool()
+	canaryPool = caddy.NewUsagePool()
+	shadowPool = caddy.NewUsagePool()
+)
+
+// pooled wraps a value for a UsagePool, which wants a Destructor.
+type pooled[T any] struct{ v T }
+
+func (pooled[T]) Destruct() error { return nil }
+
+// healthKey names a target's health state: the upstream (name and base
+// URL, so pointing a name elsewhere starts afresh) and the model sent.
+func healthKey(up *upstreamRuntime, model string) string {
+	return up.name + "|" + up.base + "|" + model
+}
+
+// defaultSLO and defaultPolicy apply when no slo block says otherwise.
+var defaultPolicy = health.Policy{FailuresToEject: 3, BaseCooldown: 10 * time.Second, MaxCooldown: 5 * time.Minute}
+
+// resolveSLO merges a model's slo block over the relay's.
+func resolveSLO(relay, model *SLO) health.SLO {
+	var s health.SLO
+	for _, b := range []*SLO{relay, model} {
+		if b == nil {
+			continue
+		}
+		if b.TTFT != 0 {
+			s.TTFT = time.Duration(b.TTFT)
+		}
+		if b.Success != 0 {
+			s.Success = b.Success
+		}
+		if b.Window != 0 {
+			s.Window = b.Window
+		}
+		if b.MinSamples != 0 {
+			s.MinSamples = b.MinSamples
+		}
+	}
+	if s.Window == 0 {
+		s.Window = 50
+	}
+	if s.MinSamples == 0 {
+		s.MinSamples = 10
+	}
+	return s
+}
+
+// healthEntry is a target's shared health state.
+type healthEntry struct {
+	t       *health.Target
+	recheck atomic.Int64 // unix ns of the last live request let through while degraded
+}
+
+// attachHealth gives a compiled target its shared health state.
+func (h *Relay) attachHealth(t *target, slo health.SLO) error {
+	key := healthKey(t.up, t.model)
+	v, _, err := targetPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return pooled[*healthEntry]{&healthEntry{t: health.NewTarget(t.up.name+" ("+modelLabel(t.model)+")", slo.Window)}}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.poolKeys = append(h.poolKeys, poolKey{targetPool, key})
+	t.entry = v.(pooled[*healthEntry]).v
+	t.health = t.entry.t
+	t.slo = slo
+	return nil
+}
+
+// recheckEvery is how often a degraded target still gets one live
+// request first: without traffic its window could never show that it
+// recovered.
+const recheckEvery = time.Second
+
+// claimRecheck reports whether this request should try the degraded
+// target first, at most once per recheckEvery.
+func (e *healthEntry) claimRecheck(now time.Time) bool {
+	last := e.recheck.Load()
+	if now.UnixNano()-last < int64(recheckEvery) {
+		return false
+	}
+	return e.recheck.CompareAndSwap(last, now.UnixNano())
+}
+
+func modelLabel(m string) string {
+	if m == "" {
+		return "client's model"
+	}
+	return m
+}
+
+// poolKey is one reference this handler holds in a pool, released at
+// Cleanup.
+type poolKey struct {
+	pool *caddy.UsagePool
+	key  string
+}
+
+// recordAttempt feeds an attempt's outcome to its target's health, and
+// logs any change of status.
+func (h *Relay) recordAttempt(t *target, res *attemptResult, at time.Time) {
+	if t.health == nil || res.clientGone {
+		return
+	}
+	s := health.Sample{At: at, Duration: time.Since(at)}
+	switch {
+	case res.resp != nil && res.resp.StatusCode < 300:
+		s.OK, s.TTFT = true, res.ttft
+	case res.resp != nil:
+		return // a non-retryable answer (a 400 about the request) says nothing about health
+	}
+	h.logChange(t.health.Record(s, t.slo, defaultPolicy))
+}
+
+// recordBroken counts a committed stream that broke as a failure.
+func (h *Relay) recordBroken(t *target, at time.Time) {
+	if t.health != nil {
+		h.logChange(t.health.Record(health.Sample{At: at, Duration: time.Since(at)}, t.slo, defaultPolicy))
+	}
+}
+
+// logChange logs a status change of a target: ejections and degradations
+// as warnings, recoveries as info.
+func (h *Relay) logChange(c *health.Change) {
+	if c == nil {
+		return
+	}
+	fields := []zap.Field{zap.String("target", c.Target), zap.String("from", c.From.String()),
+		zap.String("to", c.To.String()), zap.String("reason", c.Reason)}
+	if c.To == health.Healthy || c.To == health.HalfOpen {
+		h.logger.Info("target "+c.To.String(), fields...)
+		return
+	}
+	h.logger.Warn("target "+c.To.String(), fields...)
+}

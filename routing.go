@@ -1,0 +1,77 @@
+package llmrelay
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/health"
+)
+
+// regionHeader is a client's routing hint: a region code, or `auto` for
+// the lowest measured latency. It never reaches an upstream.
+const regionHeader = "X-Region-Hint"
+
+// orderTargets returns the order in which this request tries its chain:
+// the canary target first when the request falls into the canary's
+// bucket, then the chain's targets by health (healthy before degraded
+// before ejected, by rank, latency-aware within a pool, the region hint
+// first). Nothing is left out: when every target is out, the least bad
+// one is still tried.
+func (h *Relay) orderTargets(rt *route, r *http.Request, body *requestBody, now time.Time) (order []*target, canaryFirst bool) {
+	cands := make([]health.Candidate, len(rt.targets))
+	for i, t := range rt.targets {
+		// Log what time alone changed (a cooldown ended, bad samples
+		// aged out).
+		h.logChange(t.health.Check(now, t.slo))
+		cands[i] = health.Candidate{T: t.health, SLO: t.slo, Rank: t.rank, Weight: t.weight, Region: t.up.region}
+	}
+	rnd := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	idx := health.Order(cands, now, r.Header.Get(regionHeader), rnd)
+	order = make([]*target, 0, len(idx)+1)
+	if c := rt.canary; c != nil && c.selects(r, body, now) {
+		order = append(order, c.target)
+		canaryFirst = true
+	}
+	// The first degraded target whose recheck is due goes first, so a
+	// recovered target is noticed from live traffic.
+	for k, i := range idx {
+		t := rt.targets[i]
+		if k > 0 && t.health.Status(now, t.slo) == health.Degraded && t.entry.claimRecheck(now) {
+			copy(idx[1:k+1], idx[:k])
+			idx[0] = i
+			break
+		}
+	}
+	for _, i := range idx {
+		order = append(order, rt.targets[i])
+	}
+	return order, canaryFirst
+}
+
+// canaryKey is the value a request's canary bucket is computed from, ""
+// when the request has none (it then stays on the chain).
+func canaryKey(spec string, r *http.Request, body *requestBody) string {
+	switch {
+	case spec == "body:user":
+		var u string
+		if raw, ok := body.fields["user"]; ok {
+			_ = json.Unmarshal(raw, &u)
+		}
+		return u
+	case len(spec) > len("header:") && spec[:len("header:")] == "header:":
+		return r.Header.Get(spec[len("header:"):])
+	}
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,201 @@
+package llmrelay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+)
+
+// shadowTimeout bounds one shadow copy, so a hanging shadow target cannot
+// hold a slot for ever.
+const shadowTimeout = 5 * time.Minute
+
+// maxCapture is how much of the client's answer is kept to compare with a
+// shadow's, and how much of a shadow's body is read.
+const maxCapture = 256 << 10
+
+// startShadow sends a sampled copy of the request to the route's shadow
+// target in the background and returns a channel for the client's answer
+// text (to compare with), or nil when no copy was sent. The copy never
+// delays or changes the client's response: it runs on its own goroutine
+// and context, and a copy beyond max_concurrent is dropped and counted.
+func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBody, rest string) chan<- string {
+	if sr == nil || !shadow.Sample(sr.percent, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))) {
+		return nil
+	}
+	primary := make(chan string, 1)
+	hdr := r.Header.Clone()
+	query := r.URL.RawQuery
+	started := sr.runner.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shadowTimeout)
+		defer cancel()
+		res := shadowCall(ctx, sr.target, hdr, query, body, rest)
+		var text string
+		select {
+		case text = <-primary:
+		case <-ctx.Done():
+		}
+		sr.runner.Record(res, text)
+	})
+	if !started {
+		return nil
+	}
+	return primary
+}
+
+// shadowCall sends one shadow copy and reads the whole answer.
+func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, body *requestBody, rest string) shadow.Result {
+	start := time.Now()
+	var res shadow.Result
+	payload, err := body.forTarget(t)
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.up.url(rest, query), bytes.NewReader(payload))
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	req.Header = t.up.upstreamHeader(hdr)
+	req.ContentLength = int64(len(payload))
+	resp, err := t.up.transport.RoundTrip(req)
+	if err != nil {
+		res.Err = unwrapURLError(err).Error()
+		res.Duration = time.Since(start)
+		return res
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	var text answerText
+	if isEventStream(resp.Header) {
+		rd := sse.NewReader(io.LimitReader(resp.Body, 16<<20), 0)
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				break
+			}
+			if !ev.HasData || ev.IsDone() {
+				continue
+			}
+			if res.TTFT == 0 {
+				res.TTFT = time.Since(start)
+			}
+			text.addChunk(ev.Data)
+		}
+	} else {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxCapture))
+		res.TTFT = time.Since(start)
+		text.addMessage(b)
+	}
+	res.Duration = time.Since(start)
+	res.OK = resp.StatusCode < 300 && text.sawAnswer
+	res.Text = text.b.String()
+	res.CompletionTokens, res.ReasoningTokens = text.completion, text.reasoning
+	return res
+}
+
+// answerText collects the answer text and usage of a chat completion, from
+// stream chunks or a whole response.
+type answerText struct {
+	b                     strings.Builder
+	completion, reasoning int
+	sawAnswer             bool
+}
+
+type usageJSON struct {
+	CompletionTokens        int `json:"completion_tokens"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func (a *answerText) addChunk(data []byte) {
+	var c struct {
+		Choices []struct {
+			Delta struct {
+				Content *string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+		Usage *usageJSON `json:"usage"`
+	}
+	if json.Unmarshal(data, &c) != nil {
+		return
+	}
+	a.sawAnswer = true
+	for _, ch := range c.Choices {
+		if ch.Delta.Content != nil && a.b.Len() < maxCapture {
+			a.b.WriteString(*ch.Delta.Content)
+		}
+	}
+	a.usage(c.Usage)
+}
+
+func (a *answerText) addMessage(b []byte) {
+	var c struct {
+		Choices []struct {
+			Message struct {
+				Content *string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Usage *usageJSON `json:"usage"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return
+	}
+	a.sawAnswer = len(c.Choices) > 0
+	if len(c.Choices) > 0 && c.Choices[0].Message.Content != nil {
+		a.b.WriteString(*c.Choices[0].Message.Content)
+	}
+	a.usage(c.Usage)
+}
+
+func (a *answerText) usage(u *usageJSON) {
+	if u != nil {
+		a.completion, a.reasoning = u.CompletionTokens, u.CompletionTokensDetails.ReasoningTokens
+	}
+}
+
+// captureWriter keeps the first bytes of the client's answer, for the
+// shadow comparison.
+type captureWriter struct {
+	http.ResponseWriter
+	buf bytes.Buffer
+}
+
+func (cw *captureWriter) Write(b []byte) (int, error) {
+	if room := maxCapture - cw.buf.Len(); room > 0 {
+		cw.buf.Write(b[:min(len(b), room)])
+	}
+	return cw.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (cw *captureWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
+
+// text extracts the answer text from what the client got.
+func (cw *captureWriter) text(stream bool) string {
+	var a answerText
+	if !stream {
+		a.addMessage(cw.buf.Bytes())
+		return a.b.String()
+	}
+	rd := sse.NewReader(bytes.NewReader(cw.buf.Bytes()), 0)
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			return a.b.String()
+		}
+		if ev.HasData && !ev.IsDone() {
+			a.addChunk(ev.Data)
+		}
+	}
+}

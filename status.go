@@ -1,0 +1,191 @@
+package llmrelay
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/canary"
+	"github.com/llmrelay/caddy-llm-relay/internal/health"
+	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
+)
+
+func init() {
+	caddy.RegisterModule(AdminStatus{})
+	caddy.RegisterModule(StatusHandler{})
+	httpcaddyfile.RegisterHandlerDirective("llm_relay_status", parseStatusCaddyfile)
+	httpcaddyfile.RegisterDirectiveOrder("llm_relay_status", httpcaddyfile.Before, "reverse_proxy")
+}
+
+// liveRelays are the provisioned relay handlers, for the status view.
+var liveRelays = struct {
+	sync.Mutex
+	m map[*Relay]struct{}
+}{m: map[*Relay]struct{}{}}
+
+func registerRelay(h *Relay) {
+	liveRelays.Lock()
+	liveRelays.m[h] = struct{}{}
+	liveRelays.Unlock()
+}
+
+func unregisterRelay(h *Relay) {
+	liveRelays.Lock()
+	delete(liveRelays.m, h)
+	liveRelays.Unlock()
+}
+
+// Status is the JSON view of the relays' routing state.
+type Status struct {
+	Time     time.Time          `json:"time"`
+	Targets  []targetStatus     `json:"targets"`
+	Canaries []canary.Snapshot  `json:"canaries"`
+	Shadows  []shadowStatusView `json:"shadows"`
+}
+
+type targetStatus struct {
+	health.Snapshot
+	Upstream string   `json:"upstream"`
+	Model    string   `json:"model"`
+	Region   string   `json:"region,omitempty"`
+	Models   []string `json:"aliases"` // the model aliases whose chains use it
+}
+
+type shadowStatusView struct {
+	Alias    string       `json:"alias"`
+	Upstream string       `json:"upstream"`
+	Model    string       `json:"model"`
+	Percent  float64      `json:"percent"`
+	Stats    shadow.Stats `json:"stats"`
+}
+
+// buildStatus collects the state of every live relay. Entries shared by
+// several handlers (a reload in progress, two sites using the same
+// upstream) appear once.
+func buildStatus(now time.Time) Status {
+	st := Status{Time: now.UTC(), Targets: []targetStatus{}, Canaries: []canary.Snapshot{}, Shadows: []shadowStatusView{}}
+	seenT := map[*health.Target]int{}
+	seenC := map[*canary.Canary]bool{}
+	seenS := map[*shadow.Runner]bool{}
+	addTarget := func(t *target, alias string) {
+		if i, ok := seenT[t.health]; ok {
+			for _, a := range st.Targets[i].Models {
+				if a == alias {
+					return
+				}
+			}
+			st.Targets[i].Models = append(st.Targets[i].Models, alias)
+			return
+		}
+		seenT[t.health] = len(st.Targets)
+		st.Targets = append(st.Targets, targetStatus{Snapshot: t.health.Snapshot(now, t.slo),
+			Upstream: t.up.name, Model: modelLabel(t.model), Region: t.up.region, Models: []string{alias}})
+	}
+	liveRelays.Lock()
+	defer liveRelays.Unlock()
+	for h := range liveRelays.m {
+		routes := make([]*route, 0, len(h.routes)+1)
+		for _, rt := range h.routes {
+			routes = append(routes, rt)
+		}
+		if h.wildcard != nil {
+			routes = append(routes, h.wildcard)
+		}
+		for _, rt := range routes {
+			for _, t := range rt.targets {
+				addTarget(t, rt.alias)
+			}
+			if c := rt.canary; c != nil {
+				addTarget(c.target, rt.alias)
+				if !seenC[c.c] {
+					seenC[c.c] = true
+					st.Canaries = append(st.Canaries, c.c.Snapshot(now))
+				}
+			}
+			if s := rt.shadow; s != nil && !seenS[s.runner] {
+				seenS[s.runner] = true
+				st.Shadows = append(st.Shadows, shadowStatusView{Alias: rt.alias, Upstream: s.target.up.name,
+					Model: modelLabel(s.target.model), Percent: s.percent, Stats: s.runner.Stats()})
+			}
+		}
+	}
+	return st
+}
+
+func writeStatus(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(buildStatus(time.Now()))
+}
+
+// AdminStatus serves the status on Caddy's admin API at
+// GET /llm_relay/status.
+type AdminStatus struct{}
+
+// CaddyModule returns the Caddy module information.
+func (AdminStatus) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "admin.api.llm_relay", New: func() caddy.Module { return new(AdminStatus) }}
+}
+
+// Routes returns the admin routes.
+func (AdminStatus) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{{
+		Pattern: "/llm_relay/status",
+		Handler: caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			if r.Method != http.MethodGet {
+				return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errMethodNotAllowed(r.Method, r.URL.Path)}
+			}
+			return writeStatus(w)
+		}),
+	}}
+}
+
+// StatusHandler serves the same status on a site, for when the admin API
+// is off or not reachable. Protect it like any internal page.
+//
+// Caddyfile: `llm_relay_status` (no options), e.g. under `handle /relay-status`.
+type StatusHandler struct{}
+
+// CaddyModule returns the Caddy module information.
+func (StatusHandler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.llm_relay_status", New: func() caddy.Module { return new(StatusHandler) }}
+}
+
+// ServeHTTP writes the status.
+func (StatusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", http.MethodGet)
+		writeAPIError(w, errMethodNotAllowed(r.Method, r.URL.Path))
+		return nil
+	}
+	return writeStatus(w)
+}
+
+// UnmarshalCaddyfile: the directive takes no arguments or block.
+func (s *StatusHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next()
+	if d.NextArg() || d.NextBlock(0) {
+		return d.Errf("llm_relay_status takes no arguments or block")
+	}
+	return nil
+}
+
+func parseStatusCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	s := new(StatusHandler)
+	err := s.UnmarshalCaddyfile(h.Dispenser)
+	return s, err
+}
+
+var (
+	_ caddy.AdminRouter           = AdminStatus{}
+	_ caddyhttp.MiddlewareHandler = StatusHandler{}
+	_ caddyfile.Unmarshaler       = (*StatusHandler)(nil)
+)
