@@ -165,6 +165,7 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 		started := time.Now()
 		res := h.attempt(ctx, r, t, body, rest, deadline)
 		h.recordAttempt(t, res, started)
+		observeAttempt(t, res)
 		if canaryFirst && st.idx == 0 {
 			rt.canary.record(res, started)
 		}

@@ -124,6 +124,9 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if err := h.compileFailover(); err != nil {
 		return err
 	}
+	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	h.startProbes(ctx)
 	registerRelay(h)
 	h.logger.Info("llm_relay ready",

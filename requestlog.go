@@ -103,6 +103,7 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 		extra.Add(zap.String("llm_upstream", rl.upstream))
 		extra.Add(zap.Int("llm_attempts", rl.attempts))
 	}
+	observeRequest(rl)
 	c := h.logger.Check(zapcore.InfoLevel, "relayed")
 	if c == nil {
 		return

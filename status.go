@@ -47,6 +47,20 @@ type Status struct {
 	Targets  []targetStatus     `json:"targets"`
 	Canaries []canary.Snapshot  `json:"canaries"`
 	Shadows  []shadowStatusView `json:"shadows"`
+
+	// For the metrics gauges.
+	canaryShares []canaryShare
+	budgets      []keyBudget
+}
+
+type canaryShare struct {
+	alias, upstream string
+	share           float64
+}
+
+type keyBudget struct {
+	key       string
+	remaining float64
 }
 
 type targetStatus struct {
@@ -106,6 +120,7 @@ func buildStatus(now time.Time) Status {
 				if !seenC[c.c] {
 					seenC[c.c] = true
 					st.Canaries = append(st.Canaries, c.c.Snapshot(now))
+					st.canaryShares = append(st.canaryShares, canaryShare{rt.alias, c.target.up.name, c.c.Share()})
 				}
 			}
 			if s := rt.shadow; s != nil && !seenS[s.runner] {

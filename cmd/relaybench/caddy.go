@@ -60,21 +60,48 @@ http://:%[3]d {
 	bind 127.0.0.1
 	reverse_proxy 127.0.0.1:%[1]d
 }
+
+# relay+shadow (-shadow): the relay with every request also copied to a
+# slow shadow simulator (200 ms to first byte), for comparison with relay
+http://:%[7]d {
+	bind 127.0.0.1
+	llm_relay {
+		upstream sim http://127.0.0.1:%[1]d/v1
+		upstream slow http://127.0.0.1:%[8]d/v1
+		model sim-reasoner {
+			to sim
+			shadow slow 100 {
+				max_concurrent 16
+			}
+		}
+	}
+}
+
+http://:%[8]d {
+	bind 127.0.0.1
+	llm_simulator {
+		seed 2
+		reasoning_tokens %[4]d
+		content_tokens %[5]d
+		pattern steady %[6]s
+		ttfb 200ms
+	}
+}
 `
 
 // siteURLs are the base URLs of the three sites.
 type siteURLs struct {
-	sim, relay, proxy string
+	sim, relay, proxy, shadowed string
 }
 
 // startCaddy picks three free ports, adapts the Caddyfile and loads it.
 func startCaddy(o options) (siteURLs, error) {
-	ports, err := freePorts(3)
+	ports, err := freePorts(5)
 	if err != nil {
 		return siteURLs{}, err
 	}
 	src := fmt.Sprintf(caddyfileTemplate, ports[0], ports[1], ports[2], o.reasoningTokens, o.contentTokens,
-		strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64))
+		strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64), ports[3], ports[4])
 	adapter := caddyconfig.GetAdapter("caddyfile")
 	if adapter == nil {
 		return siteURLs{}, fmt.Errorf("the caddyfile config adapter is not registered")
@@ -94,7 +121,7 @@ func startCaddy(o options) (siteURLs, error) {
 		return siteURLs{}, fmt.Errorf("loading the config: %w", err)
 	}
 	base := func(p int) string { return fmt.Sprintf("http://127.0.0.1:%d", p) }
-	return siteURLs{sim: base(ports[0]), relay: base(ports[1]), proxy: base(ports[2])}, nil
+	return siteURLs{sim: base(ports[0]), relay: base(ports[1]), proxy: base(ports[2]), shadowed: base(ports[3])}, nil
 }
 
 var stopOnce sync.Once

@@ -86,6 +86,7 @@ type options struct {
 	cpuProfile      string
 	memProfile      string
 	printConfig     bool
+	shadow          bool
 }
 
 func parseFlags() options {
@@ -102,6 +103,7 @@ func parseFlags() options {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile (whole run) to this file at the end")
 	flag.BoolVar(&o.printConfig, "print-config", false, "print the Caddyfile and its JSON, then exit")
+	flag.BoolVar(&o.shadow, "shadow", false, "compare the relay with every request shadowed to a slow simulator (relay+shadow) against the plain relay, instead of relay against reverse_proxy")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./cmd/relaybench [flags]\n\n"+
 			"Benchmarks llm_relay against a plain reverse_proxy, both in front of\n"+
@@ -152,6 +154,12 @@ func main() {
 	targets := []*target{
 		{name: "relay", url: sites.relay + "/v1/chat/completions"},
 		{name: "reverse_proxy", url: sites.proxy + "/v1/chat/completions"},
+	}
+	if o.shadow {
+		targets = []*target{
+			{name: "relay+shadow", url: sites.shadowed + "/v1/chat/completions"},
+			{name: "relay", url: sites.relay + "/v1/chat/completions"},
+		}
 	}
 
 	// A first request to each target, so a broken setup fails fast with

@@ -77,14 +77,15 @@ func report(w io.Writer, results []*result, perTarget int) {
 	}
 
 	relay, proxy := sums[0], sums[1]
+	a, b := relay.name, proxy.name
 	if relay.ok == 0 || proxy.ok == 0 {
-		fmt.Fprintf(w, "\nno successful requests to compare; goal relay p50 <= %.2fx reverse_proxy: UNKNOWN\n", goalP50Ratio)
+		fmt.Fprintf(w, "\nno successful requests to compare; goal %s p50 <= %.2fx %s: UNKNOWN\n", a, goalP50Ratio, b)
 		return
 	}
 	p50 := ratio(relay.p50, proxy.p50)
-	fmt.Fprintf(w, "\nrelay / reverse_proxy: p50 %.3fx, p99 %.3fx, req/s %.3fx\n",
-		p50, ratio(relay.p99, proxy.p99), relay.rps/proxy.rps)
-	fmt.Fprintf(w, "relay overhead at p50: %+.3fms per request\n", float64(relay.p50-proxy.p50)/1e6)
+	fmt.Fprintf(w, "\n%s / %s: p50 %.3fx, p99 %.3fx, req/s %.3fx\n",
+		a, b, p50, ratio(relay.p99, proxy.p99), relay.rps/proxy.rps)
+	fmt.Fprintf(w, "%s overhead at p50: %+.3fms per request\n", a, float64(relay.p50-proxy.p50)/1e6)
 	verdict := "MET"
 	if p50 > goalP50Ratio {
 		verdict = "NOT MET"
@@ -92,7 +93,7 @@ func report(w io.Writer, results []*result, perTarget int) {
 	if relay.errs > 0 || proxy.errs > 0 {
 		verdict += " (but there were errors; see above)"
 	}
-	fmt.Fprintf(w, "goal relay p50 <= %.2fx reverse_proxy: %s (%.3fx)\n", goalP50Ratio, verdict, p50)
+	fmt.Fprintf(w, "goal %s p50 <= %.2fx %s: %s (%.3fx)\n", a, goalP50Ratio, b, verdict, p50)
 }
 
 func ratio(a, b time.Duration) float64 {

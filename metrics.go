@@ -1,0 +1,185 @@
+package llmrelay
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The relay's Prometheus metrics. They are process-wide, so counts carry
+// over config reloads, and registered into each config's registry (Caddy
+// makes one per load and serves it on the admin /metrics). Every label
+// value comes from the config (aliases, upstream names, key names, fixed
+// outcome words), never from a client's model name or a key token, so the
+// series stay bounded.
+var (
+	metricRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llm_relay", Name: "requests_total",
+		Help: "Requests relayed, by model alias, the upstream that answered (\"none\" if none) and outcome.",
+	}, []string{"alias", "upstream", "outcome"})
+	metricAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llm_relay", Name: "attempts_total",
+		Help: "Upstream attempts, by upstream and result (ok, failed, passed_through).",
+	}, []string{"upstream", "result"})
+	metricFailovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llm_relay", Name: "failovers_total",
+		Help: "Requests that needed more than one attempt, by model alias.",
+	}, []string{"alias"})
+	metricTTFT = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "llm_relay", Name: "time_to_first_token_seconds",
+		Help:    "Time from the request to the commit point (first data event of a stream, first byte otherwise), by upstream.",
+		Buckets: []float64{.05, .1, .25, .5, 1, 2, 4, 8, 16, 32, 64},
+	}, []string{"upstream"})
+	metricDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "llm_relay", Name: "request_duration_seconds",
+		Help:    "Whole request duration, by model alias.",
+		Buckets: []float64{.1, .25, .5, 1, 2, 5, 10, 20, 40, 80, 160, 320},
+	}, []string{"alias"})
+	metricOutputGap = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "llm_relay", Name: "stream_output_gap_p99_seconds",
+		Help:    "Per stream, the p99 gap between events sent to the client, by smoothing mode.",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"mode"})
+	metricAddedLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "llm_relay", Name: "stream_added_lag_p99_seconds",
+		Help:    "Per stream, the p99 delay the re-pacer added to text, by smoothing mode.",
+		Buckets: []float64{.001, .01, .05, .1, .2, .4, .8, 1.6, 3.2},
+	}, []string{"mode"})
+	metricTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llm_relay", Name: "tokens_total",
+		Help: "Tokens by key name, model alias and kind (prompt, completion, reasoning, cached).",
+	}, []string{"key", "alias", "kind"})
+	metricCost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llm_relay", Name: "cost_usd_total",
+		Help: "Cost in US dollars by key name (from the price table).",
+	}, []string{"key"})
+)
+
+var collectors = []prometheus.Collector{metricRequests, metricAttempts, metricFailovers, metricTTFT,
+	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, stateCollector{}}
+
+// registerMetrics adds the relay's collectors to a config's registry; a
+// second relay handler in the same config finds them there already.
+func registerMetrics(reg *prometheus.Registry) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range collectors {
+		if err := reg.Register(c); err != nil {
+			if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); !ok {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// stateCollector exports gauges computed at scrape time from the live
+// relays: upstream health, canary share, key budget remaining.
+type stateCollector struct{}
+
+var (
+	descHealth = prometheus.NewDesc("llm_relay_target_healthy",
+		"1 if the target (upstream and model) is healthy, 0.5 if degraded or recovering (half-open), 0 if ejected.",
+		[]string{"upstream", "model"}, nil)
+	descCanary = prometheus.NewDesc("llm_relay_canary_share_percent",
+		"The share of requests a canary currently gets (0 after a rollback).",
+		[]string{"alias", "upstream"}, nil)
+	descBudget = prometheus.NewDesc("llm_relay_budget_remaining_usd",
+		"What a key may still spend in its current budget period.",
+		[]string{"key"}, nil)
+)
+
+func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descHealth
+	ch <- descCanary
+	ch <- descBudget
+}
+
+func (stateCollector) Collect(ch chan<- prometheus.Metric) {
+	st := buildStatus(time.Now())
+	seen := map[[2]string]bool{} // a reload in progress may show a name twice
+	for _, t := range st.Targets {
+		if seen[[2]string{t.Upstream, t.Model}] {
+			continue
+		}
+		seen[[2]string{t.Upstream, t.Model}] = true
+		v := 1.0
+		switch t.Status {
+		case "degraded", "half-open":
+			v = 0.5
+		case "ejected":
+			v = 0
+		}
+		ch <- prometheus.MustNewConstMetric(descHealth, prometheus.GaugeValue, v, t.Upstream, t.Model)
+	}
+	for _, c := range st.canaryShares {
+		if seen[[2]string{"canary " + c.alias, c.upstream}] {
+			continue
+		}
+		seen[[2]string{"canary " + c.alias, c.upstream}] = true
+		ch <- prometheus.MustNewConstMetric(descCanary, prometheus.GaugeValue, c.share, c.alias, c.upstream)
+	}
+	for _, k := range st.budgets {
+		ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, k.remaining, k.key)
+	}
+}
+
+// observeRequest records a finished request's metrics.
+func observeRequest(rl *requestLog) {
+	alias, upstream := rl.alias, rl.upstream
+	if alias == "" {
+		alias = "none" // rejected before routing; the client's model name is not a label
+	}
+	if upstream == "" {
+		upstream = "none"
+	}
+	metricRequests.WithLabelValues(alias, upstream, outcomeOf(rl)).Inc()
+	if rl.attempts > 1 {
+		metricFailovers.WithLabelValues(alias).Inc()
+	}
+	if rl.upstream != "" {
+		metricTTFT.WithLabelValues(rl.upstream).Observe(rl.ttfb.Seconds())
+	}
+	if rl.alias != "" {
+		metricDuration.WithLabelValues(alias).Observe(time.Since(rl.start).Seconds())
+	}
+	if s := rl.smooth; s != nil && s.EventsOut > 1 {
+		metricOutputGap.WithLabelValues(rl.mode).Observe(s.OutGap.P99.Seconds())
+		metricAddedLag.WithLabelValues(rl.mode).Observe(s.Lag.P99.Seconds())
+	}
+}
+
+// outcomeOf classifies a finished request in a few fixed words.
+func outcomeOf(rl *requestLog) string {
+	switch {
+	case rl.status == statusClientClosed:
+		return "client_closed"
+	case rl.streamError != "":
+		return "stream_error"
+	case rl.status >= 500:
+		return "upstream_error"
+	case rl.status == 429:
+		return "rate_limited"
+	case rl.status >= 400:
+		return "client_error"
+	case rl.status == 0:
+		return "none"
+	}
+	return "ok"
+}
+
+// observeAttempt records one upstream attempt.
+func observeAttempt(t *target, res *attemptResult) {
+	result := "failed"
+	switch {
+	case res.clientGone:
+		result = "client_closed"
+	case res.resp != nil && res.resp.StatusCode < 300:
+		result = "ok"
+	case res.resp != nil:
+		result = "passed_through"
+	}
+	metricAttempts.WithLabelValues(t.up.name, result).Inc()
+}
