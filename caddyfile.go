@@ -79,12 +79,24 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch d.Val() {
 		case "key":
 			args := d.RemainingArgs()
+			var tail []string
+			for i, a := range args {
+				if a == "budget" && i >= 1 {
+					args, tail = args[:i], args[i:]
+					break
+				}
+			}
 			if len(args) < 1 || len(args) > 2 {
 				return d.Errf("key: expected `key <token> [<name>]`, got %d arguments", len(args))
 			}
 			k := ClientKey{Token: args[0]}
 			if len(args) == 2 {
 				k.Name = args[1]
+			}
+			if tail != nil {
+				if err := parseKeyBudget(d, &k, tail); err != nil {
+					return err
+				}
 			}
 			h.Keys = append(h.Keys, k)
 
@@ -127,6 +139,39 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Failover = f
 
+		case "reasoning_budget":
+			if h.ReasoningBudget != nil {
+				return d.Err("reasoning_budget is already specified")
+			}
+			b, err := parseReasoningBudget(d)
+			if err != nil {
+				return err
+			}
+			h.ReasoningBudget = b
+
+		case "adaptive_effort":
+			if h.AdaptiveEffort != nil {
+				return d.Err("adaptive_effort is already specified; use one block")
+			}
+			a, err := parseAdaptiveEffort(d)
+			if err != nil {
+				return err
+			}
+			h.AdaptiveEffort = a
+
+		case "price":
+			model, p, err := parsePrice(d)
+			if err != nil {
+				return err
+			}
+			if _, dup := h.Prices[model]; dup {
+				return d.Errf("price %s is defined twice", model)
+			}
+			if h.Prices == nil {
+				h.Prices = map[string]Price{}
+			}
+			h.Prices[model] = p
+
 		case "slo":
 			if h.SLO != nil {
 				return d.Err("slo is already specified; use one slo block")
@@ -148,7 +193,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Smoothing = s
 
 		default:
-			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing or slo", d.Val())
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, adaptive_effort or price", d.Val())
 		}
 	}
 
@@ -304,6 +349,24 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				return nil, nil, err
 			}
 			m.SLO = slo
+		case "reasoning_budget":
+			if m.ReasoningBudget != nil {
+				return nil, nil, d.Errf("model %q: reasoning_budget is already specified", m.Alias)
+			}
+			b, err := parseReasoningBudget(d)
+			if err != nil {
+				return nil, nil, err
+			}
+			m.ReasoningBudget = b
+		case "adaptive_effort":
+			if m.AdaptiveEffort != nil {
+				return nil, nil, d.Errf("model %q: adaptive_effort is already specified", m.Alias)
+			}
+			a, err := parseAdaptiveEffort(d)
+			if err != nil {
+				return nil, nil, err
+			}
+			m.AdaptiveEffort = a
 		case "canary":
 			if m.Canary != nil {
 				return nil, nil, d.Errf("model %q: canary is already specified; one canary per model", m.Alias)
@@ -327,7 +390,7 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				err: d.Errf("model %q: shadow: unknown upstream %q; define it with `upstream %s <base_url>`", m.Alias, sh.Upstream, sh.Upstream)})
 			m.Shadow = sh
 		default:
-			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, smoothing, slo, canary or shadow", d.Val())
+			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, smoothing, slo, canary, shadow, reasoning_budget or adaptive_effort", d.Val())
 		}
 	}
 	if len(m.Targets) == 0 {

@@ -87,7 +87,7 @@ func (h *Relay) compileCanaryShadow(rt *route, m *ModelRoute) error {
 		// Keyed by everything that defines it: a reload with the same
 		// canary keeps its state (a rollback stays rolled back); a changed
 		// canary starts afresh.
-		key := fmt.Sprintf("%s|%s|%v|%v|%v", rt.alias, healthKey(t.up, t.model), steps, guard, c.PromoteEvery)
+		key := fmt.Sprintf("%s|%s|%s|%v|%v|%v", rt.alias, healthKey(t.up, t.model), c.Key, steps, guard, c.PromoteEvery)
 		name := rt.alias + " → " + t.up.name + " (" + modelLabel(t.model) + ")"
 		v, _, err := canaryPool.LoadOrNew(key, func() (caddy.Destructor, error) {
 			return pooled[*canary.Canary]{canary.New(name, steps, guard, time.Duration(c.PromoteEvery), time.Now())}, nil

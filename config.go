@@ -9,7 +9,7 @@ import (
 // ClientKey is one key a client may present to the relay, as
 // `Authorization: Bearer <token>` or `x-api-key: <token>`.
 //
-// Caddyfile: `key <token> [<name>]`
+// Caddyfile: `key <token> [<name>] [budget <usd> per day|month]`
 type ClientKey struct {
 	// The token. It may be a placeholder such as `{env.RELAY_KEY}`, resolved
 	// once at load (an empty value fails the load), or `sha256:<hex>`, the
@@ -19,6 +19,12 @@ type ClientKey struct {
 	// A name for logs and metrics; the token itself is never logged.
 	// Default: `key-<n>`, n counting from 1 in config order.
 	Name string `json:"name,omitempty"`
+
+	// `budget <usd> per day|month` (after the name): once the key has
+	// spent this much (by the price table) in the current UTC day or
+	// month, it gets 429 budget_exceeded until the period rolls over.
+	Budget       float64 `json:"budget,omitempty"`
+	BudgetPeriod string  `json:"budget_period,omitempty"`
 }
 
 // Upstream is one OpenAI-compatible provider endpoint.
@@ -104,6 +110,11 @@ type ModelRoute struct {
 
 	// `shadow ...`: a target that gets background copies of requests.
 	Shadow *Shadow `json:"shadow,omitempty"`
+
+	// `reasoning_budget ...` and `adaptive_effort { ... }`: override the
+	// relay-level ones for this model.
+	ReasoningBudget *ReasoningBudget `json:"reasoning_budget,omitempty"`
+	AdaptiveEffort  *AdaptiveEffort  `json:"adaptive_effort,omitempty"`
 }
 
 // Target is one step of a failover chain: an upstream and what to send it.

@@ -87,7 +87,7 @@ type Canary struct {
 
 	// `guard { ... }`: when the canary's window breaks these, its share
 	// drops to 0 at once.
-	Guard CanaryGuard `json:"guard,omitempty"`
+	Guard CanaryGuard `json:"guard,omitzero"`
 
 	// `promote <percent...> every <duration>`: the next shares, each taken
 	// after the guard held for the duration.

@@ -119,9 +119,9 @@ func (h *Relay) lateAnswer(w http.ResponseWriter, rec *requestLog, t *target, re
 
 // lateStream relays an attempt's stream after an early commit: the
 // headers are already out, so only the events follow.
-func (h *Relay) lateStream(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) {
+func (h *Relay) lateStream(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
 	defer res.finish()
 	defer res.resp.Body.Close()
 	rec.commit(t, res.resp.StatusCode)
-	h.streamOut(w, r, rec, t, res, pol)
+	return h.streamOut(w, r, rec, t, res, pol)
 }

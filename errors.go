@@ -61,6 +61,16 @@ func errInvalidRelayMode(from, value string) *apiError {
 		Message: "Invalid smoothing mode '" + value + "' in " + from + "; use off, pace or split-reasoning."}
 }
 
+func errInvalidReasoningBudget(v string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_reasoning_budget",
+		Message: "Invalid X-Relay-Reasoning-Budget '" + v + "'; give a positive number of tokens."}
+}
+
+func errBudgetExceeded(key, period string) *apiError {
+	return &apiError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exceeded",
+		Message: "The key '" + key + "' has used up its " + period + " budget on this relay; it renews at the start of the next " + period + " (UTC)."}
+}
+
 func errAllFailed(summary string) *apiError {
 	return &apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "all_upstreams_failed",
 		Message: "All upstream attempts failed: " + summary}

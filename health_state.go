@@ -73,7 +73,9 @@ type healthEntry struct {
 func (h *Relay) attachHealth(t *target, slo health.SLO) error {
 	key := healthKey(t.up, t.model)
 	v, _, err := targetPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return pooled[*healthEntry]{&healthEntry{t: health.NewTarget(t.up.name+" ("+modelLabel(t.model)+")", slo.Window)}}, nil
+		// The ring holds more than any one window: a reload or another
+		// model may judge the same target over a longer window.
+		return pooled[*healthEntry]{&healthEntry{t: health.NewTarget(t.up.name+" ("+modelLabel(t.model)+")", max(slo.Window, minHealthRing))}}, nil
 	})
 	if err != nil {
 		return err
@@ -84,6 +86,9 @@ func (h *Relay) attachHealth(t *target, slo health.SLO) error {
 	t.slo = slo
 	return nil
 }
+
+// minHealthRing is the fewest samples a target keeps (about 40 KiB).
+const minHealthRing = 1000
 
 // recheckEvery is how often a degraded target still gets one live
 // request first: without traffic its window could never show that it

@@ -21,7 +21,7 @@ func newKeyring(keys []ClientKey, repl *caddy.Replacer) (keyring, error) {
 	for i, k := range keys {
 		name := k.Name
 		if name == "" {
-			name = fmt.Sprintf("key-%d", i+1)
+			name = defaultKeyName(i)
 		}
 		var digest [sha256.Size]byte
 		if hexDigest, ok := strings.CutPrefix(k.Token, "sha256:"); ok {
@@ -76,3 +76,6 @@ func clientToken(r *http.Request) string {
 	}
 	return strings.TrimSpace(r.Header.Get("X-Api-Key"))
 }
+
+// defaultKeyName names the i-th configured key (from 0) that has no name.
+func defaultKeyName(i int) string { return fmt.Sprintf("key-%d", i+1) }

@@ -24,6 +24,10 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.key = key
+	if period, over := h.overBudget(key); over {
+		h.reject(w, rec, errBudgetExceeded(key, period))
+		return
+	}
 
 	rest, ok := v1Rest(r.URL.Path)
 	if !ok {
@@ -74,7 +78,18 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		pol.cfg.Mode = mode
 	}
 	rec.mode = pol.cfg.Mode.String()
+	reason, err := requestBudget(r, rt.reason)
+	if err != nil {
+		e, _ := asAPIError(err)
+		h.reject(w, rec, e)
+		return
+	}
+	body.budget = reason.budget
+	pol.cfg.ReasoningBudget, pol.cfg.BudgetAction = reason.budget, reason.action
+	rec.effort = applyEffort(body, raw, reason.effort)
+	pol.cfg.DropUsage = askForUsage(body)
 	h.relay(w, r, rec, rt, body, rest, pol)
+	h.accountRequest(rec, raw)
 }
 
 // v1Rest returns what follows the first `/v1/` of the path, so the relay
@@ -132,12 +147,18 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 	order, canaryFirst := h.orderTargets(rt, r, body, rec.start)
 	cur := newChainCursor(len(order), h.attempts)
 	var timedOut bool
-	if primary := h.startShadow(rt.shadow, r, body, rest); primary != nil {
-		// Keep the client's answer to compare the shadow's with.
+	primary := h.startShadow(rt.shadow, r, body, rest)
+	if primary != nil || !body.stream {
+		// Keep the client's answer: for its usage (non-stream) and to
+		// compare a shadow's with.
 		cw := &captureWriter{ResponseWriter: w}
 		w = cw
-		defer func() { primary <- cw.text(body.stream) }()
+		rec.capture = cw
+		if primary != nil {
+			defer func() { primary <- cw.text(body.stream) }()
+		}
 	}
+	committed := false // a reasoning budget failover went on after the response was committed
 	var ec *earlyCommit
 	if body.stream && pol.earlyCommit > 0 {
 		ec = startEarlyCommit(w, pol.earlyCommit-time.Since(rec.start), pol.cfg.Heartbeat)
@@ -178,16 +199,22 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 			ec.stop()
 			rec.status = statusClientClosed
 			return
-		case res.resp != nil && ec.stop():
-			if res.events != nil {
-				h.lateStream(w, r, rec, t, res, pol)
-			} else {
+		case res.resp != nil && (committed || ec.stop()):
+			if res.events == nil {
 				h.lateAnswer(w, rec, t, res)
+				return
 			}
-			return
+			if !h.lateStream(w, r, rec, t, res, pol) {
+				return
+			}
+			committed = true
+			continue
 		case res.resp != nil:
-			h.respond(w, r, rec, t, res, pol)
-			return
+			if !h.respond(w, r, rec, t, res, pol) {
+				return
+			}
+			committed = true // the stream's reasoning ran over budget: fail over on the same stream
+			continue
 		}
 		rec.note(t, res.err.Error())
 		if res.tryExpired {
@@ -203,7 +230,7 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 	if timedOut || !time.Now().Before(deadline) {
 		e = errUpstreamTimeout(rec.summary())
 	}
-	if ec.stop() {
+	if committed || ec.stop() {
 		h.lateFailure(w, rec, e)
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 	"go.uber.org/zap"
 )
 
@@ -64,19 +66,32 @@ type Relay struct {
 	// place in its chain (a model block may override it).
 	SLO *SLO `json:"slo,omitempty"`
 
-	logger    *zap.Logger
-	keys      keyring
-	upstreams map[string]*upstreamRuntime
-	routes    map[string]*route
-	wildcard  *route
-	modelList []byte // the GET /v1/models answer, built once
-	triggers  triggerSet
-	backoff   backoffPolicy
-	attempts  int
-	firstByte time.Duration
-	tryDur    time.Duration
-	poolKeys  []poolKey // references held in the health, canary and shadow pools
-	probes    []*prober
+	// `reasoning_budget <tokens> [<action>]`: see ReasoningBudget.
+	ReasoningBudget *ReasoningBudget `json:"reasoning_budget,omitempty"`
+
+	// `adaptive_effort { ... }`: see AdaptiveEffort.
+	AdaptiveEffort *AdaptiveEffort `json:"adaptive_effort,omitempty"`
+
+	// `price <model> { ... }`: the price table for cost per request and
+	// key budgets. Keyed by model name (or prefix ending in `*`).
+	Prices map[string]Price `json:"prices,omitempty"`
+
+	logger      *zap.Logger
+	keys        keyring
+	upstreams   map[string]*upstreamRuntime
+	routes      map[string]*route
+	wildcard    *route
+	modelList   []byte // the GET /v1/models answer, built once
+	triggers    triggerSet
+	backoff     backoffPolicy
+	attempts    int
+	firstByte   time.Duration
+	tryDur      time.Duration
+	poolKeys    []poolKey // references held in the health, canary and shadow pools
+	prices      *usage.PriceTable
+	keyPeriods  map[string]string // key name → budget period, for keys with a budget
+	provisioned time.Time
+	probes      []*prober
 }
 
 // CaddyModule returns the Caddy module information.
@@ -124,10 +139,12 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if err := h.compileFailover(); err != nil {
 		return err
 	}
+	h.compileSpend()
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	h.startProbes(ctx)
+	h.provisioned = time.Now()
 	registerRelay(h)
 	h.logger.Info("llm_relay ready",
 		zap.Int("upstreams", len(h.upstreams)),

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
 // requestLog collects what one request did, for its single log line, the
@@ -34,6 +35,12 @@ type requestLog struct {
 	out         *countingWriter
 	mode        string      // the stream's smoothing mode
 	smooth      *pace.Stats // a stream's smoothness figures
+	effort      string      // reasoning_effort set by adaptive_effort
+	usage       *usage.Usage
+	cost        float64
+	priced      bool
+	budgetHits  int // reasoning budget failovers
+	capture     *captureWriter
 }
 
 func newRequestLog() *requestLog {
@@ -131,6 +138,21 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 	}
 	if rl.smooth != nil {
 		fields = append(fields, zap.String("smoothing", rl.mode), zap.Object("smoothness", smoothFields{rl.smooth}))
+	}
+	if rl.effort != "" {
+		fields = append(fields, zap.String("reasoning_effort", rl.effort))
+	}
+	if rl.budgetHits > 0 {
+		fields = append(fields, zap.Int("reasoning_budget_failovers", rl.budgetHits))
+	}
+	if u := rl.usage; u != nil {
+		fields = append(fields, zap.String("tokens", usage.FormatTokens(u.Prompt)+" in, "+usage.FormatTokens(u.Completion)+" out ("+
+			usage.FormatTokens(u.Reasoning)+" reasoning, "+usage.FormatTokens(u.Cached)+" cached)"),
+			zap.Int("prompt_tokens", u.Prompt), zap.Int("completion_tokens", u.Completion),
+			zap.Int("reasoning_tokens", u.Reasoning), zap.Int("cached_tokens", u.Cached), zap.Bool("usage_estimated", u.Estimated))
+		if rl.priced {
+			fields = append(fields, zap.String("cost", usage.FormatUSD(rl.cost)))
+		}
 	}
 	c.Write(fields...)
 }

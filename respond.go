@@ -11,7 +11,10 @@ import (
 
 // respond commits an attempt's response to the client: headers first, then
 // the body; SSE streams go through streamOut.
-func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) {
+// It reports whether the relay should fail over to the next target on the
+// same (committed) stream: the stream's reasoning ran over its budget with
+// the failover action.
+func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
 	defer res.finish()
 	defer res.resp.Body.Close()
 	rec.commit(t, res.resp.StatusCode)
@@ -35,12 +38,12 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 			rec.note(t, "body interrupted after commit")
 			panic(http.ErrAbortHandler)
 		}
-		return
+		return false
 	}
 
 	setStreamHeaders(hdr)
 	w.WriteHeader(res.resp.StatusCode)
-	h.streamOut(w, r, rec, t, res, pol)
+	return h.streamOut(w, r, rec, t, res, pol)
 }
 
 // streamOut relays a committed SSE stream through the re-pacer (which in
@@ -49,14 +52,23 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 // error event nothing is added; any other end gets one in-band error
 // event and no [DONE], so no client mistakes a broken stream for a
 // complete one.
-func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) {
+func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
 	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
 	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
 	rec.smooth = &result.Stats
 	switch result.End {
+	case pace.EndReasoningBudget:
+		if pol.cfg.BudgetAction == pace.BudgetFailover {
+			rec.budgetHits++
+			rec.note(t, "reasoning passed the budget of "+strconv.Itoa(pol.cfg.ReasoningBudget)+" tokens before any answer: failing over")
+			return true
+		}
+		h.endWithError(out, rec, "reasoning_budget_exceeded",
+			"The reasoning passed this request's budget of "+strconv.Itoa(pol.cfg.ReasoningBudget)+" tokens.")
 	case pace.EndDone:
 	case pace.EndClientGone:
 		rec.status = statusClientClosed
+		return false
 	case pace.EndEOF:
 		if !result.SawError {
 			h.recordBroken(t, rec.start)
@@ -68,12 +80,13 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 	case pace.EndBroken:
 		if r.Context().Err() != nil {
 			rec.status = statusClientClosed
-			return
+			return false
 		}
 		h.recordBroken(t, rec.start)
 		rec.note(t, logDetail(&publicError{msg: "stream broke", cause: result.Err}))
 		h.endWithError(out, rec, "upstream_stream_interrupted", "The upstream stream broke off before it was complete.")
 	}
+	return false
 }
 
 // eventWriter is the client side of a stream, for the pacer.

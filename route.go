@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
@@ -17,6 +18,7 @@ type route struct {
 	smooth  smoothPolicy
 	canary  *canaryRuntime // nil: none
 	shadow  *shadowRuntime // nil: none
+	reason  reasoningPolicy
 }
 
 // target is a compiled Target.
@@ -89,6 +91,9 @@ func (h *Relay) compileRoutes() error {
 		if err := h.compileCanaryShadow(rt, m); err != nil {
 			return fmt.Errorf("model %q: %w", m.Alias, err)
 		}
+		if rt.reason, err = resolveReasoning(h, m); err != nil {
+			return fmt.Errorf("model %q: %w", m.Alias, err)
+		}
 		if m.Alias == "*" {
 			if h.wildcard != nil {
 				return fmt.Errorf("model \"*\": defined twice")
@@ -132,6 +137,7 @@ type requestBody struct {
 	model     string
 	stream    bool
 	relayMode string // relay.mode, the client's smoothing mode
+	budget    int    // the request's reasoning budget, for `set ... {llm_relay.reasoning_budget}`
 }
 
 // parseRequestBody parses a client body. It returns errInvalidJSON,
@@ -174,7 +180,14 @@ func (rb *requestBody) forTarget(t *target) ([]byte, error) {
 		fields["model"] = m
 	}
 	for _, e := range t.edits {
-		if err := applyEdit(fields, e.path, e.value); err != nil {
+		value := e.value
+		if string(value) == budgetPlaceholder {
+			if rb.budget == 0 {
+				continue
+			}
+			value = json.RawMessage(strconv.Itoa(rb.budget))
+		}
+		if err := applyEdit(fields, e.path, value); err != nil {
 			return nil, err
 		}
 	}

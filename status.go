@@ -2,7 +2,9 @@ package llmrelay
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,34 +86,33 @@ type shadowStatusView struct {
 // upstream) appear once.
 func buildStatus(now time.Time) Status {
 	st := Status{Time: now.UTC(), Targets: []targetStatus{}, Canaries: []canary.Snapshot{}, Shadows: []shadowStatusView{}}
-	seenT := map[*health.Target]int{}
+	// One entry per target and SLO: a target shared by models with
+	// different SLOs can be healthy for one and degraded for another.
+	type targetKey struct {
+		t   *health.Target
+		slo health.SLO
+	}
+	seenT := map[targetKey]int{}
 	seenC := map[*canary.Canary]bool{}
 	seenS := map[*shadow.Runner]bool{}
 	addTarget := func(t *target, alias string) {
-		if i, ok := seenT[t.health]; ok {
-			for _, a := range st.Targets[i].Models {
-				if a == alias {
-					return
-				}
+		k := targetKey{t.health, t.slo}
+		if i, ok := seenT[k]; ok {
+			if !slices.Contains(st.Targets[i].Models, alias) {
+				st.Targets[i].Models = append(st.Targets[i].Models, alias)
 			}
-			st.Targets[i].Models = append(st.Targets[i].Models, alias)
 			return
 		}
-		seenT[t.health] = len(st.Targets)
+		seenT[k] = len(st.Targets)
 		st.Targets = append(st.Targets, targetStatus{Snapshot: t.health.Snapshot(now, t.slo),
 			Upstream: t.up.name, Model: modelLabel(t.model), Region: t.up.region, Models: []string{alias}})
 	}
 	liveRelays.Lock()
 	defer liveRelays.Unlock()
-	for h := range liveRelays.m {
-		routes := make([]*route, 0, len(h.routes)+1)
-		for _, rt := range h.routes {
-			routes = append(routes, rt)
-		}
-		if h.wildcard != nil {
-			routes = append(routes, h.wildcard)
-		}
-		for _, rt := range routes {
+	relays := slices.Collect(maps.Keys(liveRelays.m))
+	slices.SortFunc(relays, func(a, b *Relay) int { return a.provisioned.Compare(b.provisioned) })
+	for _, h := range relays {
+		for _, rt := range h.routesInOrder() {
 			for _, t := range rt.targets {
 				addTarget(t, rt.alias)
 			}
@@ -204,3 +205,20 @@ var (
 	_ caddyhttp.MiddlewareHandler = StatusHandler{}
 	_ caddyfile.Unmarshaler       = (*StatusHandler)(nil)
 )
+
+// routesInOrder returns the compiled routes in config order.
+func (h *Relay) routesInOrder() []*route {
+	out := make([]*route, 0, len(h.Models))
+	for _, m := range h.Models {
+		if m.Alias == "*" {
+			if h.wildcard != nil {
+				out = append(out, h.wildcard)
+			}
+			continue
+		}
+		if rt, ok := h.routes[m.Alias]; ok {
+			out = append(out, rt)
+		}
+	}
+	return out
+}

@@ -43,6 +43,33 @@ func (m Mode) String() string {
 	return "off"
 }
 
+// BudgetAction is what a stream does when its reasoning passes the budget.
+type BudgetAction uint8
+
+const (
+	// BudgetTruncate stops forwarding reasoning and lets the answer
+	// through.
+	BudgetTruncate BudgetAction = iota
+	// BudgetFailover ends the stream so the relay can move to the next
+	// target, when no answer text has been sent yet (else it truncates).
+	BudgetFailover
+	// BudgetError ends the stream with an in-band error.
+	BudgetError
+)
+
+// ParseBudgetAction parses truncate, failover or error.
+func ParseBudgetAction(s string) (BudgetAction, error) {
+	switch s {
+	case "", "truncate":
+		return BudgetTruncate, nil
+	case "failover":
+		return BudgetFailover, nil
+	case "error":
+		return BudgetError, nil
+	}
+	return 0, fmt.Errorf("unknown reasoning budget action %q (want truncate, failover or error)", s)
+}
+
 // Defaults for zero Config fields.
 const (
 	DefaultMaxDelay          = 400 * time.Millisecond
@@ -72,8 +99,19 @@ type Config struct {
 	Heartbeat time.Duration
 
 	// HideReasoning drops reasoning text (reasoning_content, reasoning)
-	// from the output; it is still counted.
+	// from the output; it is still counted. It applies in every mode.
 	HideReasoning bool
+
+	// ReasoningBudget caps the reasoning tokens (estimated from the
+	// text) of a stream; 0 = no cap. BudgetAction says what happens when
+	// the count passes it.
+	ReasoningBudget int
+	BudgetAction    BudgetAction
+
+	// DropUsage drops the usage-only chunk (empty choices, a usage
+	// object), for clients that did not ask for it; its usage is still
+	// read.
+	DropUsage bool
 
 	// Flush bounds how long queued text may still take once a barrier
 	// event, [DONE], an error or the upstream's end arrived.

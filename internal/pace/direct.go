@@ -54,6 +54,10 @@ func runDirect(ctx context.Context, cfg Config, first []sse.Event, src Source, o
 		if kind == KindError {
 			sawError = true
 		}
+		if d.p.OverBudget() {
+			d.flushLocked()
+			return EndReasoningBudget, true
+		}
 		return EndDone, kind == KindDone
 	}
 	for i := range first {

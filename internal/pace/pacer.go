@@ -2,11 +2,13 @@ package pace
 
 import (
 	"bytes"
+	"encoding/json"
 	"time"
 	"unicode/utf8"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/smoothness"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
 // Pacer is the re-pacing scheduler for one stream. Push feeds it upstream
@@ -34,6 +36,11 @@ type Pacer struct {
 	ev                      pendingEvent
 
 	rec          *smoothness.Recorder
+	hiding       bool // reasoning is being dropped: HideReasoning, or a truncating budget ran out
+	reasoningTok int  // estimated reasoning tokens so far
+	answerSeen   bool // answer text has been queued
+	overBudget   bool // the reasoning budget ran out (failover or error)
+	usage        []byte
 	hiddenRunes  int // reasoning runes hidden by HideReasoning
 	dropComments int // upstream comments not forwarded
 	eventsOut    int
@@ -84,7 +91,7 @@ type pendingEvent struct {
 // NewPacer returns a Pacer for one stream.
 func NewPacer(cfg Config) *Pacer {
 	cfg = cfg.withDefaults()
-	p := &Pacer{cfg: cfg, tickEvery: tickInterval(cfg.MinInterval), rec: smoothness.New()}
+	p := &Pacer{cfg: cfg, tickEvery: tickInterval(cfg.MinInterval), rec: smoothness.New(), hiding: cfg.HideReasoning}
 	answer := cfg.MaxDelay
 	reasoning := cfg.MaxDelay
 	if cfg.Mode == ModeSplit {
@@ -123,7 +130,19 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 		}
 		p.rec.Input(now, visible)
 	}
+	if c.ReasoningRunes > 0 {
+		p.countReasoning(&c)
+	}
+	if c.AnswerRunes > 0 {
+		p.answerSeen = true
+	}
+	if c.Kind == KindOther && bytes.Contains(ev.Data, usageKey) && p.readUsage(ev.Data) {
+		return c.Kind // the usage-only chunk, which the client did not ask for
+	}
 	switch {
+	case p.hiding && c.ReasoningRunes > 0:
+		p.pushHidden(ev, &c, now)
+		return c.Kind
 	case p.cfg.Mode == ModeOff:
 		p.pushBarrier(c.Kind, ev.Raw, visible, now)
 		return c.Kind
@@ -132,9 +151,6 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 		// carries nothing for the client.
 		p.dropComments++
 		return c.Kind
-	case p.cfg.HideReasoning && c.ReasoningRunes > 0:
-		p.pushHidden(ev, &c, now)
-		return c.Kind
 	case c.Kind == KindText:
 		p.pushText(&c, ev.Raw, now)
 		return c.Kind
@@ -142,6 +158,50 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	p.pushBarrier(c.Kind, ev.Raw, visible, now)
 	return c.Kind
 }
+
+var usageKey = []byte(`"usage"`)
+
+// readUsage keeps the usage object of a chunk, and reports whether the
+// chunk is a usage-only chunk to drop.
+func (p *Pacer) readUsage(data []byte) (drop bool) {
+	var c struct {
+		Choices []json.RawMessage `json:"choices"`
+		Usage   json.RawMessage   `json:"usage"`
+	}
+	if json.Unmarshal(data, &c) != nil || len(c.Usage) == 0 || string(c.Usage) == "null" {
+		return false
+	}
+	p.usage = append(p.usage[:0], c.Usage...)
+	return p.cfg.DropUsage && len(c.Choices) == 0
+}
+
+// countReasoning adds an event's reasoning to the budget count and
+// applies the budget's action once it runs out.
+func (p *Pacer) countReasoning(c *Chunk) {
+	n := max(1, (c.ReasoningRunes+3)/4)
+	if c.Kind == KindText && c.Channel == ChanReasoning {
+		n = max(1, usage.EstimateTokens(c.Text))
+	}
+	p.reasoningTok += n
+	if p.cfg.ReasoningBudget <= 0 || p.reasoningTok <= p.cfg.ReasoningBudget || p.overBudget {
+		return
+	}
+	switch {
+	case p.cfg.BudgetAction == BudgetError,
+		p.cfg.BudgetAction == BudgetFailover && !p.answerSeen:
+		p.overBudget = true
+		p.hiding = true // nothing more of it goes out while the stream ends
+	default:
+		p.hiding = true
+	}
+}
+
+// OverBudget reports whether the reasoning budget ran out with the error
+// or failover action: the stream must end.
+func (p *Pacer) OverBudget() bool { return p.overBudget }
+
+// AnswerSeen reports whether any answer text came from the upstream.
+func (p *Pacer) AnswerSeen() bool { return p.answerSeen }
 
 // pushHidden queues an event that carries reasoning text to hide: a pure
 // reasoning delta is dropped; anything else is sent without its reasoning
@@ -415,15 +475,19 @@ func (p *Pacer) Empty() bool { return p.head == len(p.items) }
 // Stats returns the stream's smoothness figures so far.
 func (p *Pacer) Stats() Stats {
 	return Stats{
-		Report:         p.rec.Report(),
-		HiddenRunes:    p.hiddenRunes,
-		DroppedComment: p.dropComments,
+		Report:          p.rec.Report(),
+		HiddenRunes:     p.hiddenRunes,
+		DroppedComment:  p.dropComments,
+		ReasoningTokens: p.reasoningTok,
+		Usage:           p.usage,
 	}
 }
 
 // Stats are a stream's smoothness figures and counters.
 type Stats struct {
 	smoothness.Report
-	HiddenRunes    int // reasoning runes not sent (reasoning hide)
-	DroppedComment int // upstream comments not forwarded
+	HiddenRunes     int    // reasoning runes not sent (reasoning hide, or a truncating budget)
+	DroppedComment  int    // upstream comments not forwarded
+	ReasoningTokens int    // estimated reasoning tokens seen
+	Usage           []byte // the upstream's usage object, if it sent one
 }

@@ -30,6 +30,7 @@ const (
 	EndUnterminated            // the upstream closed the stream in the middle of an event
 	EndBroken                  // reading the upstream failed (Result.Err)
 	EndClientGone              // the client went away; nothing more can be written
+	EndReasoningBudget         // the reasoning budget ran out (action error or failover)
 )
 
 // Result is how a stream ended, with its figures.
@@ -154,6 +155,10 @@ func (s *stream) push(ev *sse.Event, now time.Time) bool {
 		return true
 	case KindError:
 		s.sawError = true
+	}
+	if s.p.OverBudget() {
+		s.finish(EndReasoningBudget, nil, now)
+		return true
 	}
 	return false
 }

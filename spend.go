@@ -1,0 +1,114 @@
+package llmrelay
+
+import (
+	"encoding/json"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
+)
+
+// ledger is the process-wide spend per key name: it survives config
+// reloads, and two sites naming the same key share it.
+var ledger = usage.NewLedger()
+
+// compileSpend sets up the price table and the key budgets.
+func (h *Relay) compileSpend() {
+	table := make(map[string]usage.Price, len(h.Prices))
+	for m, p := range h.Prices {
+		table[m] = usage.Price{Input: p.Input, Output: p.Output, CachedInput: p.CachedInput}
+	}
+	h.prices = usage.NewPriceTable(table)
+	h.keyPeriods = map[string]string{}
+	for i, k := range h.Keys {
+		name := k.Name
+		if name == "" {
+			name = defaultKeyName(i)
+		}
+		b := usage.Budget{Limit: k.Budget, Period: usage.Day}
+		if k.BudgetPeriod == "month" {
+			b.Period = usage.Month
+		}
+		ledger.SetBudget(name, b)
+		if k.Budget > 0 {
+			h.keyPeriods[name] = b.Period.String()
+		}
+	}
+}
+
+// overBudget reports whether the key has used up its budget.
+func (h *Relay) overBudget(key string) (period string, over bool) {
+	period, has := h.keyPeriods[key]
+	if !has {
+		return "", false
+	}
+	ok, _ := ledger.Allow(key, time.Now())
+	return period, !ok
+}
+
+// account records a finished request's usage and cost against its key,
+// logs the budget alerts it crossed, and updates the metrics.
+func (h *Relay) account(rec *requestLog, raw json.RawMessage, estimate func() usage.Usage) {
+	u, ok := usage.ParseUsage(raw)
+	if !ok {
+		if estimate == nil {
+			return
+		}
+		u = estimate()
+		u.Estimated = true
+	}
+	rec.usage = &u
+	price, priced := h.prices.Lookup(rec.model)
+	if !priced {
+		price, priced = h.prices.Lookup(rec.alias)
+	}
+	if priced {
+		rec.cost = price.Cost(u)
+		rec.priced = true
+	}
+	key := rec.key
+	if key == "" {
+		key = "anonymous"
+	}
+	for _, a := range ledger.Add(key, rec.cost, u, time.Now()) {
+		h.logger.Warn("key budget alert", zap.String("key", a.Key), zap.Int("threshold_percent", a.Threshold),
+			zap.String("spent", usage.FormatUSD(a.Spent)), zap.String("budget", usage.FormatUSD(a.Limit)),
+			zap.String("period", a.Period), zap.String("alert", a.String()))
+	}
+	alias := rec.alias
+	metricTokens.WithLabelValues(key, alias, "prompt").Add(float64(u.Prompt))
+	metricTokens.WithLabelValues(key, alias, "completion").Add(float64(u.Completion))
+	metricTokens.WithLabelValues(key, alias, "reasoning").Add(float64(u.Reasoning))
+	metricTokens.WithLabelValues(key, alias, "cached").Add(float64(u.Cached))
+	if priced {
+		metricCost.WithLabelValues(key).Add(rec.cost)
+	}
+}
+
+// accountRequest accounts a relayed request: the upstream's usage (the
+// stream's usage chunk, or the body's usage object), else an estimate
+// marked as such.
+func (h *Relay) accountRequest(rec *requestLog, raw []byte) {
+	if rec.upstream == "" || rec.status >= 300 && rec.status != statusClientClosed {
+		return // nothing was generated for the client
+	}
+	var usageRaw json.RawMessage
+	outRunes := 0
+	switch {
+	case rec.smooth != nil:
+		usageRaw = rec.smooth.Usage
+		outRunes = rec.smooth.RunesOut
+	case rec.capture != nil:
+		var b struct {
+			Usage json.RawMessage `json:"usage"`
+		}
+		if json.Unmarshal(rec.capture.buf.Bytes(), &b) == nil {
+			usageRaw = b.Usage
+		}
+		outRunes = rec.capture.buf.Len() / 2
+	}
+	h.account(rec, usageRaw, func() usage.Usage {
+		return usage.Usage{Prompt: usage.EstimatePrompt(raw), Completion: (outRunes + 3) / 4}
+	})
+}
