@@ -25,12 +25,12 @@ type Source interface {
 type End uint8
 
 const (
-	EndDone         End = iota // [DONE] was sent
-	EndEOF                     // the upstream closed the stream without [DONE]
-	EndUnterminated            // the upstream closed the stream in the middle of an event
-	EndBroken                  // reading the upstream failed (Result.Err)
-	EndClientGone              // the client went away; nothing more can be written
-	EndReasoningBudget         // the reasoning budget ran out (action error or failover)
+	EndDone            End = iota // [DONE] was sent
+	EndEOF                        // the upstream closed the stream without [DONE]
+	EndUnterminated               // the upstream closed the stream in the middle of an event
+	EndBroken                     // reading the upstream failed (Result.Err)
+	EndClientGone                 // the client went away; nothing more can be written
+	EndReasoningBudget            // the reasoning budget ran out (action error or failover)
 )
 
 // Result is how a stream ended, with its figures.
