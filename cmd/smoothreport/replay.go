@@ -91,7 +91,7 @@ func replay(ctx context.Context, client *http.Client, url string, up *upstream, 
 	s := &stream{trace: t}
 	ctx, cancel := context.WithTimeout(ctx, t.Duration()+15*time.Second)
 	defer cancel()
-	body := fmt.Sprintf(`{"model":%q,"stream":true,"messages":[{"role":"user","content":"x"}]}`, t.Name)
+	body := fmt.Sprintf(`{"model":%q,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]}`, t.Name)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		s.err = err
