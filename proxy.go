@@ -84,7 +84,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, rec, e)
 		return
 	}
-	body.budget = reason.budget
+	body.budget, rec.budget = reason.budget, reason.budget
 	pol.cfg.ReasoningBudget, pol.cfg.BudgetAction = reason.budget, reason.action
 	rec.effort = applyEffort(body, raw, reason.effort)
 	pol.cfg.DropUsage = askForUsage(body)

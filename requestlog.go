@@ -40,6 +40,7 @@ type requestLog struct {
 	cost        float64
 	priced      bool
 	budgetHits  int // reasoning budget failovers
+	budget      int // the request's reasoning budget (0: none)
 	capture     *captureWriter
 }
 

@@ -59,8 +59,8 @@ type Smoothing struct {
 	Heartbeat *caddy.Duration `json:"heartbeat,omitempty"`
 
 	// `reasoning show|hide`: `hide` removes reasoning text
-	// (`reasoning_content` and `reasoning` delta fields) from paced
-	// streams; it is still counted. Default: `show`.
+	// (`reasoning_content` and `reasoning` delta fields) from streams, in
+	// every mode; it is still counted. Default: `show`.
 	Reasoning string `json:"reasoning,omitempty"`
 
 	// `early_commit <duration>`: when a stream's first upstream data event

@@ -59,6 +59,13 @@ func (h *Relay) account(rec *requestLog, raw json.RawMessage, estimate func() us
 		u.Estimated = true
 	}
 	rec.usage = &u
+	if rec.budget > 0 && u.Reasoning > rec.budget && !u.Estimated {
+		// The upstream reasoned past the budget: a non-stream answer (only
+		// the upstream's own knob applies), or a stream the relay cut.
+		h.logger.Warn("reasoning budget overrun", zap.String("key", rec.key), zap.String("alias", rec.alias),
+			zap.String("upstream", rec.upstream), zap.Int("reasoning_tokens", u.Reasoning), zap.Int("budget", rec.budget),
+			zap.Bool("stream", rec.stream))
+	}
 	price, priced := h.prices.Lookup(rec.model)
 	if !priced {
 		price, priced = h.prices.Lookup(rec.alias)

@@ -1,6 +1,7 @@
 package llmrelay
 
 import (
+	"cmp"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/canary"
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
 	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
 func init() {
@@ -50,19 +52,32 @@ type Status struct {
 	Canaries []canary.Snapshot  `json:"canaries"`
 	Shadows  []shadowStatusView `json:"shadows"`
 
+	Keys []keyStatus `json:"keys"`
+
 	// For the metrics gauges.
 	canaryShares []canaryShare
-	budgets      []keyBudget
+}
+
+// keyStatus is a client key's spend in its current period.
+type keyStatus struct {
+	Key       string  `json:"key"`
+	Budget    string  `json:"budget,omitempty"` // e.g. "$50.00 per day"
+	Spent     string  `json:"spent"`
+	Remaining string  `json:"remaining,omitempty"`
+	Blocked   bool    `json:"blocked"`
+	SpentUSD  float64 `json:"spent_usd"`
+	Requests  int64   `json:"requests"`
+	Tokens    struct {
+		Prompt     int64 `json:"prompt"`
+		Completion int64 `json:"completion"`
+		Reasoning  int64 `json:"reasoning"`
+		Cached     int64 `json:"cached"`
+	} `json:"tokens"`
 }
 
 type canaryShare struct {
 	alias, upstream string
 	share           float64
-}
-
-type keyBudget struct {
-	key       string
-	remaining float64
 }
 
 type targetStatus struct {
@@ -85,7 +100,7 @@ type shadowStatusView struct {
 // several handlers (a reload in progress, two sites using the same
 // upstream) appear once.
 func buildStatus(now time.Time) Status {
-	st := Status{Time: now.UTC(), Targets: []targetStatus{}, Canaries: []canary.Snapshot{}, Shadows: []shadowStatusView{}}
+	st := Status{Time: now.UTC(), Targets: []targetStatus{}, Canaries: []canary.Snapshot{}, Shadows: []shadowStatusView{}, Keys: []keyStatus{}}
 	// One entry per target and SLO: a target shared by models with
 	// different SLOs can be healthy for one and degraded for another.
 	type targetKey struct {
@@ -109,6 +124,29 @@ func buildStatus(now time.Time) Status {
 	}
 	liveRelays.Lock()
 	defer liveRelays.Unlock()
+	keys := map[string]bool{}
+	for h := range liveRelays.m {
+		for i, k := range h.Keys {
+			keys[cmp.Or(k.Name, defaultKeyName(i))] = true
+		}
+		if h.keys.open() {
+			keys["anonymous"] = true
+		}
+	}
+	for _, k := range ledger.Snapshot(now) {
+		if !keys[k.Key] {
+			continue // a key no longer configured
+		}
+		ks := keyStatus{Key: k.Key, Spent: usage.FormatUSD(k.Spent), SpentUSD: k.Spent, Blocked: k.Blocked,
+			Requests: k.ThisPeriod.Requests}
+		if k.Budget.Limit > 0 {
+			ks.Budget = k.Budget.String()
+			ks.Remaining = usage.FormatUSD(k.Remaining)
+		}
+		ks.Tokens.Prompt, ks.Tokens.Completion = k.ThisPeriod.Prompt, k.ThisPeriod.Completion
+		ks.Tokens.Reasoning, ks.Tokens.Cached = k.ThisPeriod.Reasoning, k.ThisPeriod.Cached
+		st.Keys = append(st.Keys, ks)
+	}
 	relays := slices.Collect(maps.Keys(liveRelays.m))
 	slices.SortFunc(relays, func(a, b *Relay) int { return a.provisioned.Compare(b.provisioned) })
 	for _, h := range relays {

@@ -99,6 +99,7 @@ func TestReasoningBudgetActions(t *testing.T) {
 	for _, action := range []string{"truncate", "failover", "error"} {
 		t.Run(action, func(t *testing.T) {
 			logFile := startRelay(t, `llm_relay {
+				key sk-test-client
 				upstream big http://127.0.0.1:9083/big/v1
 				upstream small http://127.0.0.1:9083/small/v1
 				model m {
@@ -107,7 +108,7 @@ func TestReasoningBudgetActions(t *testing.T) {
 					reasoning_budget 10 `+action+`
 				}
 			}`, usageSims)
-			resp := post(t, streamBody)
+			resp := post(t, streamBody, "Authorization", "Bearer sk-test-client")
 			body := readAll(t, resp)
 			p := parseStream(t, body)
 			if resp.StatusCode != 200 {
@@ -126,9 +127,14 @@ func TestReasoningBudgetActions(t *testing.T) {
 					!strings.HasPrefix(bigR, strings.TrimSuffix(p.reasoning, smallR)) {
 					t.Fatalf("failover: done %v, content %q (want %q), reasoning %q", p.done, p.content, smallC, p.reasoning)
 				}
-				waitFor(t, 2*time.Second, "the log line", func() bool {
+				waitFor(t, 5*time.Second, "the log line", func() bool {
 					return strings.Contains(readLog(t, logFile), `"reasoning_budget_failovers":1`)
 				})
+				// The official SDK takes the joined stream as one answer.
+				got := streamGo(t, "m")
+				if strings.Join(got.content, "") != smallC || got.finish != "stop" {
+					t.Fatalf("openai-go: content %q finish %q", strings.Join(got.content, ""), got.finish)
+				}
 			case "error":
 				if p.done || p.errCode != "reasoning_budget_exceeded" || p.content != "" {
 					t.Fatalf("error: done %v, code %q, content %q", p.done, p.errCode, p.content)
@@ -281,6 +287,10 @@ func TestCostAndKeyBudget(t *testing.T) {
 	if n := strings.Count(readLog(t, logFile), `"threshold_percent":100,`); n != 1 {
 		t.Errorf("100%% alert logged %d times after a rejected request", n)
 	}
+	// The status view and the gauge show the spend.
+	st := scrapeStatus(t)
+	mustContain(t, st, `"key": "cheap"`, `"blocked": true`, `"budget": "$0.00002 daily"`)
+	mustContain(t, scrapeMetrics(t), `llm_relay_budget_remaining_usd{key="cheap"} 0`)
 }
 
 func scrapeMetrics(t *testing.T) string {
@@ -338,4 +348,35 @@ func TestMetricsAcrossReload(t *testing.T) {
 	if got := metricValue(t, scrapeMetrics(t), `llm_relay_requests_total{alias="metered",outcome="ok",upstream="small"}`); got != before+4 {
 		t.Fatalf("after reload requests_total = %v, want %v", got, before+4)
 	}
+}
+
+// Non-streaming: the relay cannot cut, so it reports the overrun from the
+// upstream's usage.
+func TestReasoningBudgetOverrunReported(t *testing.T) {
+	logFile := startRelay(t, `llm_relay {
+		upstream big http://127.0.0.1:9083/big/v1
+		model m {
+			to big
+			reasoning_budget 10
+		}
+	}`, usageSims)
+	resp := post(t, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	if readAll(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	waitFor(t, 5*time.Second, "the overrun warning", func() bool {
+		return strings.Contains(readLog(t, logFile), `"msg":"reasoning budget overrun"`)
+	})
+	mustContain(t, readLog(t, logFile), `"reasoning_tokens":60`, `"budget":10`)
+}
+
+func scrapeStatus(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://localhost:2999/llm_relay/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
