@@ -103,7 +103,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	res.resp = resp
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		if !h.triggers.retryable(classStatus, resp.StatusCode) {
+		if !h.triggers.retryable(classStatus, resp.StatusCode) && !upstreamAuthFailure(resp.StatusCode) {
 			timer.Stop() // pass through as is: committed from here on
 			res.body = bodyReaders.Get().(*bufio.Reader)
 			res.body.Reset(resp.Body)
@@ -265,4 +265,12 @@ func logDetail(err error) string {
 		return pe.msg + ": " + pe.cause.Error()
 	}
 	return err.Error()
+}
+
+// upstreamAuthFailure reports a status that means the upstream rejected
+// the relay's own credentials. Such answers are never passed through (their
+// bodies may quote part of the upstream key, and they say nothing the
+// client could fix); the relay moves on to the next target instead.
+func upstreamAuthFailure(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
 }

@@ -62,6 +62,20 @@ func (ec *earlyCommit) fire() {
 	}
 }
 
+// keepAliveCommitted sends heartbeats on an already committed stream while the
+// relay looks for the next target (after a reasoning budget failover).
+func keepAliveCommitted(w http.ResponseWriter, pol smoothPolicy) *earlyCommit {
+	ec := &earlyCommit{w: w, rc: http.NewResponseController(w), heartbeat: pol.cfg.Heartbeat, committed: true}
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	first := pol.cfg.Heartbeat
+	if first <= 0 {
+		first = time.Hour // no heartbeats; the timer only keeps stop simple
+	}
+	ec.timer = time.AfterFunc(first, ec.fire)
+	return ec
+}
+
 // stop ends the heartbeats and reports whether the response was committed.
 // A nil earlyCommit was never armed.
 func (ec *earlyCommit) stop() bool {

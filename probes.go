@@ -29,9 +29,13 @@ func (h *Relay) startProbes(ctx caddy.Context) {
 			continue
 		}
 		up := h.upstreams[u.Name]
+		// One entry per health state: chain, canary and shadow targets
+		// (and aliases) sending the same model share one.
 		var targets []*target
+		seen := map[*healthEntry]bool{}
 		h.eachTarget(func(t *target) {
-			if t.up == up {
+			if t.up == up && !seen[t.entry] {
+				seen[t.entry] = true
 				targets = append(targets, t)
 			}
 		})

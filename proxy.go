@@ -1,6 +1,7 @@
 package llmrelay
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -67,6 +68,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.alias = rt.alias
 	rec.stream = body.stream
+	rec.chat = rest == "chat/completions"
 	pol := rt.smooth
 	mode, ok, err := requestMode(r, body)
 	if err != nil {
@@ -145,17 +147,22 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 	ctx := r.Context()
 	deadline := rec.start.Add(h.tryDur)
 	order, canaryFirst := h.orderTargets(rt, r, body, rec.start)
-	cur := newChainCursor(len(order), h.attempts)
+	attempts := h.attempts
+	if canaryFirst && attempts > 0 {
+		attempts++ // the canary does not use up one of the chain's attempts
+	}
+	cur := newChainCursor(len(order), attempts)
+	canaryTried := false
 	var timedOut bool
 	primary := h.startShadow(rt.shadow, r, body, rest)
-	if primary != nil || !body.stream {
+	if primary != nil || (!body.stream && rest == "chat/completions") {
 		// Keep the client's answer: for its usage (non-stream) and to
-		// compare a shadow's with.
+		// compare a shadow's with (parsed on the shadow's goroutine).
 		cw := &captureWriter{ResponseWriter: w}
 		w = cw
 		rec.capture = cw
 		if primary != nil {
-			defer func() { primary <- cw.text(body.stream) }()
+			defer func() { primary <- bytes.Clone(cw.buf.Bytes()) }()
 		}
 	}
 	committed := false // a reasoning budget failover went on after the response was committed
@@ -173,6 +180,12 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 		if st.skip != "" {
 			rec.note(t, st.skip)
 			continue
+		}
+		if canaryFirst && st.idx == 0 {
+			if canaryTried {
+				continue // the chain repeats; the canary had its one try
+			}
+			canaryTried = true
 		}
 		if now := time.Now(); st.idx < len(order)-1 && t.health.Status(now, t.slo) == health.HalfOpen && !t.health.ClaimTrial(now) {
 			rec.note(t, "skipped: recovering, and its one trial request is in flight")
@@ -208,12 +221,17 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 				return
 			}
 			committed = true
+			ec, deadline = keepAliveCommitted(w, pol), time.Now().Add(h.tryDur)
 			continue
 		case res.resp != nil:
 			if !h.respond(w, r, rec, t, res, pol) {
 				return
 			}
-			committed = true // the stream's reasoning ran over budget: fail over on the same stream
+			// The stream's reasoning ran over budget: fail over on the same
+			// stream, with heartbeats while the next target is tried, and
+			// a fresh try_duration for it.
+			committed = true
+			ec, deadline = keepAliveCommitted(w, pol), time.Now().Add(h.tryDur)
 			continue
 		}
 		rec.note(t, res.err.Error())
@@ -221,7 +239,7 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 			timedOut = true
 			break
 		}
-		if !h.triggers.retryable(res.class, res.status) {
+		if !h.triggers.retryable(res.class, res.status) && !upstreamAuthFailure(res.status) {
 			timedOut = res.class == classTimeout
 			break
 		}

@@ -42,6 +42,8 @@ type requestLog struct {
 	budgetHits  int // reasoning budget failovers
 	budget      int // the request's reasoning budget (0: none)
 	capture     *captureWriter
+	chat        bool        // a chat completion (where usage can be estimated)
+	earlier     usage.Usage // usage of streams given up for a reasoning budget failover
 }
 
 func newRequestLog() *requestLog {

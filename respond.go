@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
 // respond commits an attempt's response to the client: headers first, then
@@ -55,6 +56,13 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
 	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
 	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
+	if rec.smooth != nil {
+		// An earlier stream of this request, given up for a reasoning
+		// budget failover: its usage still counts.
+		if u, ok := usage.ParseUsage(rec.smooth.Usage); ok {
+			rec.earlier = rec.earlier.Add(u)
+		}
+	}
 	rec.smooth = &result.Stats
 	switch result.End {
 	case pace.EndReasoningBudget:
@@ -115,12 +123,20 @@ func streamErrorEvent(code, msg string) []byte {
 	return sse.AppendData(nil, b)
 }
 
-// copyHeader copies upstream response headers, except hop-by-hop ones.
+// upstreamOnlyHeaders describe the relay's account at the provider, not the
+// client's: never forwarded to clients.
+var upstreamOnlyHeaders = []string{"Set-Cookie", "Openai-Organization", "Openai-Project"}
+
+// copyHeader copies upstream response headers, except hop-by-hop ones and
+// the provider account's.
 func copyHeader(dst, src http.Header) {
 	for k, v := range src {
 		dst[k] = v
 	}
 	for _, k := range hopHeaders {
 		delete(dst, k) // hopHeaders are in canonical form
+	}
+	for _, k := range upstreamOnlyHeaders {
+		delete(dst, k)
 	}
 }

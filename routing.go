@@ -2,7 +2,6 @@ package llmrelay
 
 import (
 	"encoding/json"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"time"
@@ -30,10 +29,11 @@ func (h *Relay) orderTargets(rt *route, r *http.Request, body *requestBody, now 
 		h.logChange(t.health.Check(now, t.slo))
 		cands[i] = health.Candidate{T: t.health, SLO: t.slo, Rank: t.rank, Weight: t.weight, Region: t.up.region}
 	}
-	rnd := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	idx := health.Order(cands, now, r.Header.Get(regionHeader), rnd)
+	idx := health.Order(cands, now, r.Header.Get(regionHeader), nil) // nil: the global, goroutine-safe source
 	order = make([]*target, 0, len(idx)+1)
-	if c := rt.canary; c != nil && c.selects(r, body, now) {
+	// An ejected canary is left out: until its guard decides, every
+	// request in its bucket would pay its failure first.
+	if c := rt.canary; c != nil && c.target.health.Status(now, c.target.slo) != health.Ejected && c.selects(r, body, now) {
 		order = append(order, c.target)
 		canaryFirst = true
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -27,23 +26,31 @@ const maxCapture = 256 << 10
 // text (to compare with), or nil when no copy was sent. The copy never
 // delays or changes the client's response: it runs on its own goroutine
 // and context, and a copy beyond max_concurrent is dropped and counted.
-func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBody, rest string) chan<- string {
-	if sr == nil || !shadow.Sample(sr.percent, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))) {
+func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBody, rest string) chan<- []byte {
+	if sr == nil || !shadow.Sample(sr.percent, nil) {
 		return nil
 	}
-	primary := make(chan string, 1)
+	primary := make(chan []byte, 1)
 	hdr := r.Header.Clone()
 	query := r.URL.RawQuery
+	stream := body.stream
 	started := sr.runner.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shadowTimeout)
 		defer cancel()
 		res := shadowCall(ctx, sr.target, hdr, query, body, rest)
-		var text string
-		select {
-		case text = <-primary:
-		case <-ctx.Done():
-		}
-		sr.runner.Record(res, text)
+		// The comparison waits for the client's answer without holding a
+		// max_concurrent slot: the slot bounds calls to the shadow target.
+		go func() {
+			var text string
+			select {
+			case b := <-primary:
+				if res.OK {
+					text = answerOf(b, stream)
+				}
+			case <-time.After(shadowTimeout):
+			}
+			sr.runner.Record(res, text)
+		}()
 	})
 	if !started {
 		return nil
@@ -164,31 +171,60 @@ func (a *answerText) usage(u *usageJSON) {
 	}
 }
 
-// captureWriter keeps the first bytes of the client's answer, for the
-// shadow comparison.
+// captureWriter keeps the first bytes of the client's answer (for the
+// shadow comparison and a non-stream answer's usage) and its last ones
+// (where the usage of an answer longer than that is).
 type captureWriter struct {
 	http.ResponseWriter
-	buf bytes.Buffer
+	buf  bytes.Buffer
+	tail []byte
 }
+
+const captureTail = 8 << 10
 
 func (cw *captureWriter) Write(b []byte) (int, error) {
 	if room := maxCapture - cw.buf.Len(); room > 0 {
 		cw.buf.Write(b[:min(len(b), room)])
+	} else {
+		cw.tail = append(cw.tail, b...)
+		if len(cw.tail) > 2*captureTail {
+			cw.tail = append(cw.tail[:0], cw.tail[len(cw.tail)-captureTail:]...)
+		}
 	}
 	return cw.ResponseWriter.Write(b)
+}
+
+// usage returns the usage object of a captured non-stream answer.
+func (cw *captureWriter) usage() json.RawMessage {
+	var b struct {
+		Usage json.RawMessage `json:"usage"`
+	}
+	if json.Unmarshal(cw.buf.Bytes(), &b) == nil {
+		return b.Usage
+	}
+	// Longer than the capture: the usage object is near the end.
+	i := bytes.LastIndex(cw.tail, []byte(`"usage"`))
+	if i < 0 {
+		return nil
+	}
+	dec := json.NewDecoder(io.MultiReader(strings.NewReader("{"), bytes.NewReader(cw.tail[i:])))
+	if dec.Decode(&b) != nil {
+		return nil
+	}
+	return b.Usage
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (cw *captureWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
 
-// text extracts the answer text from what the client got.
-func (cw *captureWriter) text(stream bool) string {
+// answerOf extracts the answer text from what the client got.
+func answerOf(captured []byte, stream bool) string {
 	var a answerText
 	if !stream {
-		a.addMessage(cw.buf.Bytes())
+		a.addMessage(captured)
 		return a.b.String()
 	}
-	rd := sse.NewReader(bytes.NewReader(cw.buf.Bytes()), 0)
+	rd := sse.NewReader(bytes.NewReader(captured), 0)
 	for {
 		ev, err := rd.Next()
 		if err != nil {

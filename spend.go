@@ -51,13 +51,15 @@ func (h *Relay) overBudget(key string) (period string, over bool) {
 // logs the budget alerts it crossed, and updates the metrics.
 func (h *Relay) account(rec *requestLog, raw json.RawMessage, estimate func() usage.Usage) {
 	u, ok := usage.ParseUsage(raw)
-	if !ok {
-		if estimate == nil {
-			return
-		}
+	switch {
+	case ok:
+	case estimate != nil:
 		u = estimate()
 		u.Estimated = true
+	case rec.earlier == (usage.Usage{}):
+		return
 	}
+	u = u.Add(rec.earlier) // streams given up for a reasoning budget failover
 	rec.usage = &u
 	if rec.budget > 0 && u.Reasoning > rec.budget && !u.Estimated {
 		// The upstream reasoned past the budget: a non-stream answer (only
@@ -107,15 +109,16 @@ func (h *Relay) accountRequest(rec *requestLog, raw []byte) {
 		usageRaw = rec.smooth.Usage
 		outRunes = rec.smooth.RunesOut
 	case rec.capture != nil:
-		var b struct {
-			Usage json.RawMessage `json:"usage"`
-		}
-		if json.Unmarshal(rec.capture.buf.Bytes(), &b) == nil {
-			usageRaw = b.Usage
-		}
+		usageRaw = rec.capture.usage()
 		outRunes = rec.capture.buf.Len() / 2
 	}
-	h.account(rec, usageRaw, func() usage.Usage {
-		return usage.Usage{Prompt: usage.EstimatePrompt(raw), Completion: (outRunes + 3) / 4}
-	})
+	var estimate func() usage.Usage
+	if rec.chat && rec.streamError == "" {
+		// Only a chat completion that was delivered is estimated: the
+		// formula means nothing for other endpoints or error answers.
+		estimate = func() usage.Usage {
+			return usage.Usage{Prompt: usage.EstimatePrompt(raw), Completion: (outRunes + 3) / 4}
+		}
+	}
+	h.account(rec, usageRaw, estimate)
 }

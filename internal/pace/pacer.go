@@ -136,7 +136,7 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	if c.AnswerRunes > 0 {
 		p.answerSeen = true
 	}
-	if c.Kind == KindOther && bytes.Contains(ev.Data, usageKey) && p.readUsage(ev.Data) {
+	if c.Kind == KindOther && hasUsageObject(ev.Data) && p.readUsage(ev.Data) {
 		return c.Kind // the usage-only chunk, which the client did not ask for
 	}
 	switch {
@@ -159,7 +159,17 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	return c.Kind
 }
 
-var usageKey = []byte(`"usage"`)
+var (
+	usageObject      = []byte(`"usage":{`)
+	usageObjectSpace = []byte(`"usage": {`)
+)
+
+// hasUsageObject is a cheap test for a usage object (not `"usage":null`,
+// which OpenAI puts in every chunk once usage is requested), so the JSON
+// is decoded only for the one chunk that carries it.
+func hasUsageObject(data []byte) bool {
+	return bytes.Contains(data, usageObject) || bytes.Contains(data, usageObjectSpace)
+}
 
 // readUsage keeps the usage object of a chunk, and reports whether the
 // chunk is a usage-only chunk to drop.
