@@ -6,6 +6,7 @@ package llmrelay
 import (
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -90,6 +91,8 @@ type Relay struct {
 	poolKeys    []poolKey // references held in the health, canary and shadow pools
 	prices      *usage.PriceTable
 	keyPeriods  map[string]string // key name → budget period, for keys with a budget
+	keyBudgets  map[string]usage.Budget
+	budgetsOnce *sync.Once
 	provisioned time.Time
 	probes      []*prober
 }

@@ -2,6 +2,7 @@ package llmrelay
 
 import (
 	"encoding/json"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,6 +22,8 @@ func (h *Relay) compileSpend() {
 	}
 	h.prices = usage.NewPriceTable(table)
 	h.keyPeriods = map[string]string{}
+	h.keyBudgets = map[string]usage.Budget{}
+	h.budgetsOnce = new(sync.Once)
 	for i, k := range h.Keys {
 		name := k.Name
 		if name == "" {
@@ -30,15 +33,29 @@ func (h *Relay) compileSpend() {
 		if k.BudgetPeriod == "month" {
 			b.Period = usage.Month
 		}
-		ledger.SetBudget(name, b)
+		h.keyBudgets[name] = b
 		if k.Budget > 0 {
 			h.keyPeriods[name] = b.Period.String()
 		}
 	}
 }
 
+// applyBudgets hands this handler's key budgets to the ledger. It runs at
+// the handler's first request, not at Provision: a config that fails to
+// load after this handler was provisioned must not change the budgets the
+// running config enforces. (Two sites giving one key name different
+// budgets share one ledger entry: the last one to serve a request wins.)
+func (h *Relay) applyBudgets() {
+	h.budgetsOnce.Do(func() {
+		for name, b := range h.keyBudgets {
+			ledger.SetBudget(name, b)
+		}
+	})
+}
+
 // overBudget reports whether the key has used up its budget.
 func (h *Relay) overBudget(key string) (period string, over bool) {
+	h.applyBudgets()
 	period, has := h.keyPeriods[key]
 	if !has {
 		return "", false
