@@ -30,7 +30,7 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //
 //	llm_relay [<matcher>] {
 //	    # clients
-//	    key <token> [<name>]
+//	    key <token> [<name>] [budget <usd> per day|month]
 //	    max_body <size>
 //
 //	    # providers
@@ -38,6 +38,8 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //	        api_key <key>
 //	        header <field> <value>
 //	        transport http { ... }
+//	        region <code>
+//	        health_check { uri <path>; interval <duration>; timeout <duration> }
 //	    }
 //
 //	    # routing
@@ -45,8 +47,14 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //	        to <upstream> [<upstream_model>] [{
 //	            set <json_field> <value>
 //	            unset <json_field>
+//	            rank <n>
+//	            weight <n>
 //	        }]
+//	        canary <upstream> [<model>] <percent> { key ...; guard { ... }; promote ... }
+//	        shadow <upstream> [<model>] <percent> { max_concurrent <n> }
+//	        smoothing ... | slo { ... } | reasoning_budget ... | adaptive_effort { ... }
 //	    }
+//	    slo { ttft <duration>; success <ratio>; window <n>; min_samples <n> }
 //
 //	    # failover
 //	    failover {
@@ -66,7 +74,15 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //	        reasoning show|hide
 //	        early_commit <duration>
 //	    }
+//
+//	    # reasoning and money
+//	    reasoning_budget <tokens> [truncate|failover|error]
+//	    adaptive_effort { below <tokens> <effort>; else <effort>; client_effort keep|override }
+//	    price <model> { input <usd>; output <usd>; cached_input <usd> }
 //	}
+//
+// The types in config.go, config_health.go and config_usage.go document
+// each option.
 func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	if d.NextArg() {
