@@ -120,16 +120,7 @@ func TestCaddyfileHealthErrors(t *testing.T) {
 		{"shadow max", model("\t\tshadow u 5 {\n\t\t\tmax_concurrent none\n\t\t}"), []string{`shadow max_concurrent: "none" is not a positive whole number`, "Testfile:6"}},
 		{"guard ratio", model("\t\tcanary u 5 {\n\t\t\tguard {\n\t\t\t\terror_rate 2\n\t\t\t}\n\t\t}"), []string{`guard error_rate: "2" is not a ratio`, "Testfile:7"}},
 	} {
-		_, err := cfParse(t, tc.in)
-		if err == nil {
-			t.Errorf("%s: no error", tc.name)
-			continue
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error %q does not contain %q", tc.name, err, w)
-			}
-		}
+		expectParseError(t, tc.name, tc.in, tc.want...)
 	}
 }
 

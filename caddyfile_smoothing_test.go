@@ -103,16 +103,7 @@ func TestCaddyfileSmoothingErrors(t *testing.T) {
 		{"model smoothing twice", "llm_relay {\n\tupstream u http://u/v1\n\tmodel m {\n\t\tto u\n\t\tsmoothing pace\n\t\tsmoothing off\n\t}\n}",
 			[]string{`model "m": smoothing is already specified`, "Testfile:6"}},
 	} {
-		_, err := cfParse(t, tc.in)
-		if err == nil {
-			t.Errorf("%s: no error", tc.name)
-			continue
-		}
-		for _, w := range tc.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error %q does not contain %q", tc.name, err, w)
-			}
-		}
+		expectParseError(t, tc.name, tc.in, tc.want...)
 	}
 }
 
@@ -127,5 +118,21 @@ func TestSmoothingJSONValidation(t *testing.T) {
 	err := cfProvision(t, r)
 	if err == nil || !strings.Contains(err.Error(), `smoothing: unknown smoothing mode "turbo"`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// expectParseError fails unless parsing in gives an error containing every
+// want (the message and the Testfile:<line> it names).
+func expectParseError(t *testing.T, name, in string, want ...string) {
+	t.Helper()
+	_, err := cfParse(t, in)
+	if err == nil {
+		t.Errorf("%s: no error", name)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %q does not contain %q", name, err, w)
+		}
 	}
 }
