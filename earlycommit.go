@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
@@ -38,8 +39,6 @@ func startEarlyCommit(w http.ResponseWriter, after, heartbeat time.Duration) *ea
 	return ec
 }
 
-var keepAlive = []byte(": keep-alive\n\n")
-
 func (ec *earlyCommit) fire() {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
@@ -54,7 +53,7 @@ func (ec *earlyCommit) fire() {
 	}
 	// A first comment right away also pushes the headers through proxies
 	// that hold them until body bytes come.
-	if _, err := ec.w.Write(keepAlive); err != nil || ec.rc.Flush() != nil {
+	if _, err := ec.w.Write(pace.HeartbeatEvent); err != nil || ec.rc.Flush() != nil {
 		return // the client is gone; the handler notices through its context
 	}
 	if ec.heartbeat > 0 {

@@ -122,7 +122,7 @@ type poolKey struct {
 // recordAttempt feeds an attempt's outcome to its target's health, and
 // logs any change of status.
 func (h *Relay) recordAttempt(t *target, res *attemptResult, at time.Time) {
-	if t.health == nil || res.clientGone {
+	if res.clientGone {
 		return
 	}
 	s := health.Sample{At: at, Duration: time.Since(at)}
@@ -137,9 +137,7 @@ func (h *Relay) recordAttempt(t *target, res *attemptResult, at time.Time) {
 
 // recordBroken counts a committed stream that broke as a failure.
 func (h *Relay) recordBroken(t *target, at time.Time) {
-	if t.health != nil {
-		h.logChange(t.health.Record(health.Sample{At: at, Duration: time.Since(at)}, t.slo, defaultPolicy))
-	}
+	h.logChange(t.health.Record(health.Sample{At: at, Duration: time.Since(at)}, t.slo, defaultPolicy))
 }
 
 // logChange logs a status change of a target: ejections and degradations

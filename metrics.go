@@ -121,9 +121,9 @@ func (stateCollector) Collect(ch chan<- prometheus.Metric) {
 		seen[[2]string{"canary " + c.alias, c.upstream}] = true
 		ch <- prometheus.MustNewConstMetric(descCanary, prometheus.GaugeValue, c.share, c.alias, c.upstream)
 	}
-	for _, k := range ledger.Snapshot(time.Now()) {
-		if k.Budget.Limit > 0 && configuredKey(k.Key) {
-			ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, k.Remaining, k.Key)
+	for _, k := range st.Keys { // configured keys only
+		if k.hasBudget {
+			ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, k.remaining, k.Key)
 		}
 	}
 }
@@ -184,17 +184,4 @@ func observeAttempt(t *target, res *attemptResult) {
 		result = "passed_through"
 	}
 	metricAttempts.WithLabelValues(t.up.name, result).Inc()
-}
-
-// configuredKey reports whether a live relay has a budget on the key
-// name: the ledger outlives configs, the gauge shows current keys only.
-func configuredKey(name string) bool {
-	liveRelays.Lock()
-	defer liveRelays.Unlock()
-	for h := range liveRelays.m {
-		if _, ok := h.keyPeriods[name]; ok {
-			return true
-		}
-	}
-	return false
 }

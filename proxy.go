@@ -146,7 +146,8 @@ func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rec *request
 func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, rt *route, body *requestBody, rest string, pol smoothPolicy) {
 	ctx := r.Context()
 	deadline := rec.start.Add(h.tryDur)
-	order, canaryFirst := h.orderTargets(rt, r, body, rec.start)
+	pl := h.orderTargets(rt, r, body, rec.start)
+	order, canaryFirst := pl.targets, pl.canaryFirst
 	attempts := h.attempts
 	if canaryFirst && attempts > 0 {
 		attempts++ // the canary does not use up one of the chain's attempts
@@ -187,7 +188,11 @@ func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, r
 			}
 			canaryTried = true
 		}
-		if now := time.Now(); st.idx < len(order)-1 && t.health.Status(now, t.slo) == health.HalfOpen && !t.health.ClaimTrial(now) {
+		// A recovering target takes one trial request at a time (unless it
+		// is the last resort). Its status is re-read only when the claim
+		// fails: it may have recovered since the order was made.
+		if now := time.Now(); pl.halfOpen[st.idx] && st.idx < len(order)-1 && !t.health.ClaimTrial(now) &&
+			t.health.Status(now, t.slo) == health.HalfOpen {
 			rec.note(t, "skipped: recovering, and its one trial request is in flight")
 			continue
 		}

@@ -15,13 +15,21 @@ import (
 // the lowest measured latency. It never reaches an upstream.
 const regionHeader = "X-Region-Hint"
 
+// plan is the order in which one request tries its chain.
+type plan struct {
+	targets     []*target
+	halfOpen    []bool // targets[i] was recovering (half-open) when ordered: claim its trial first
+	canaryFirst bool   // targets[0] is the canary
+}
+
 // orderTargets returns the order in which this request tries its chain:
 // the canary target first when the request falls into the canary's
 // bucket, then the chain's targets by health (healthy before degraded
 // before ejected, by rank, latency-aware within a pool, the region hint
 // first). Nothing is left out: when every target is out, the least bad
-// one is still tried.
-func (h *Relay) orderTargets(rt *route, r *http.Request, body *requestBody, now time.Time) (order []*target, canaryFirst bool) {
+// one is still tried. Each target's health is judged once, by
+// health.Order.
+func (h *Relay) orderTargets(rt *route, r *http.Request, body *requestBody, now time.Time) plan {
 	cands := make([]health.Candidate, len(rt.targets))
 	for i, t := range rt.targets {
 		// Log what time alone changed (a cooldown ended, bad samples
@@ -30,27 +38,30 @@ func (h *Relay) orderTargets(rt *route, r *http.Request, body *requestBody, now 
 		cands[i] = health.Candidate{T: t.health, SLO: t.slo, Rank: t.rank, Weight: t.weight, Region: t.up.region}
 	}
 	idx := health.Order(cands, now, r.Header.Get(regionHeader), nil) // nil: the global, goroutine-safe source
-	order = make([]*target, 0, len(idx)+1)
+	p := plan{targets: make([]*target, 0, len(idx)+1), halfOpen: make([]bool, 0, len(idx)+1)}
 	// An ejected canary is left out: until its guard decides, every
 	// request in its bucket would pay its failure first.
-	if c := rt.canary; c != nil && c.target.health.Status(now, c.target.slo) != health.Ejected && c.selects(r, body, now) {
-		order = append(order, c.target)
-		canaryFirst = true
+	if c := rt.canary; c != nil {
+		if st := c.target.health.Status(now, c.target.slo); st != health.Ejected && c.selects(r, body, now) {
+			p.targets = append(p.targets, c.target)
+			p.halfOpen = append(p.halfOpen, st == health.HalfOpen)
+			p.canaryFirst = true
+		}
 	}
 	// The first degraded target whose recheck is due goes first, so a
 	// recovered target is noticed from live traffic.
 	for k, i := range idx {
-		t := rt.targets[i]
-		if k > 0 && t.health.Status(now, t.slo) == health.Degraded && t.entry.claimRecheck(now) {
+		if k > 0 && cands[i].Status == health.Degraded && rt.targets[i].entry.claimRecheck(now) {
 			copy(idx[1:k+1], idx[:k])
 			idx[0] = i
 			break
 		}
 	}
 	for _, i := range idx {
-		order = append(order, rt.targets[i])
+		p.targets = append(p.targets, rt.targets[i])
+		p.halfOpen = append(p.halfOpen, cands[i].Status == health.HalfOpen)
 	}
-	return order, canaryFirst
+	return p
 }
 
 // canaryKey is the value a request's canary bucket is computed from, ""

@@ -67,6 +67,8 @@ type keyStatus struct {
 	Blocked   bool    `json:"blocked"`
 	SpentUSD  float64 `json:"spent_usd"`
 	Requests  int64   `json:"requests"`
+	remaining float64 // for the budget gauge; only when hasBudget
+	hasBudget bool
 	Tokens    struct {
 		Prompt     int64 `json:"prompt"`
 		Completion int64 `json:"completion"`
@@ -142,6 +144,7 @@ func buildStatus(now time.Time) Status {
 		if k.Budget.Limit > 0 {
 			ks.Budget = k.Budget.String()
 			ks.Remaining = usage.FormatUSD(k.Remaining)
+			ks.remaining, ks.hasBudget = k.Remaining, true
 		}
 		ks.Tokens.Prompt, ks.Tokens.Completion = k.ThisPeriod.Prompt, k.ThisPeriod.Completion
 		ks.Tokens.Reasoning, ks.Tokens.Cached = k.ThisPeriod.Reasoning, k.ThisPeriod.Cached

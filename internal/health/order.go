@@ -26,6 +26,10 @@ type Candidate struct {
 	Rank   int     // chain position tier: lower first; equal ranks form a pool
 	Weight int     // within a pool (<= 0: 1)
 	Region string  // "" = none
+
+	// Status is set by Order: the status it judged the target by, so a
+	// caller need not judge it again.
+	Status Status
 }
 
 // cand is a Candidate as Order sees it.
@@ -78,6 +82,7 @@ func Order(cands []Candidate, now time.Time, hint string, rnd *rand.Rand) []int 
 			x.st, x.lat, x.until = c.T.view(now, c.SLO.WithDefaults())
 		}
 		cs[i] = x
+		cands[i].Status = x.st
 		switch x.st {
 		case Healthy, HalfOpen:
 			nu++

@@ -61,6 +61,12 @@ func TestOrderClasses(t *testing.T) {
 			t.Errorf("hint %q: %v, want %v", hint, got, want)
 		}
 	}
+	// Order reports the status it judged each candidate by.
+	for i, want := range []Status{Ejected, Degraded, Healthy, HalfOpen, Ejected, Healthy} {
+		if cands[i].Status != want {
+			t.Errorf("cands[%d].Status = %s, want %s", i, cands[i].Status, want)
+		}
+	}
 	if got := Order(nil, now, "", nil); got == nil || len(got) != 0 {
 		t.Errorf("Order(nil) = %#v", got)
 	}

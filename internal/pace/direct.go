@@ -145,7 +145,7 @@ func (d *direct) beat() {
 		d.timer.Reset(d.heartbeat - idle)
 		return
 	}
-	d.write(heartbeatEvent, now)
+	d.write(HeartbeatEvent, now)
 	d.flushLocked()
 	d.timer.Reset(d.heartbeat)
 }

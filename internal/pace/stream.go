@@ -41,9 +41,10 @@ type Result struct {
 	Stats    Stats
 }
 
-// heartbeatEvent is an SSE comment: every SSE parser ignores it, unlike
-// `event:`, `id:` or `retry:` lines, which crash some official SDKs.
-var heartbeatEvent = []byte(": keep-alive\n\n")
+// HeartbeatEvent is an SSE comment: every SSE parser ignores it, unlike
+// `event:`, `id:` or `retry:` lines, which crash some official SDKs. Do
+// not modify it.
+var HeartbeatEvent = []byte(": keep-alive\n\n")
 
 // parsedDone is a well-formed [DONE] event, sent in place of one cut off
 // by the upstream's EOF.
@@ -256,7 +257,7 @@ func (s *stream) write(ctx context.Context, out Output) Result {
 		case <-s.wake:
 		case <-tc:
 			if s.cfg.Heartbeat > 0 && time.Since(lastWrite) >= s.cfg.Heartbeat {
-				if err := writeFlush(out, heartbeatEvent); err != nil {
+				if err := writeFlush(out, HeartbeatEvent); err != nil {
 					return Result{End: EndClientGone, Err: err}
 				}
 				lastWrite = time.Now()
