@@ -67,8 +67,10 @@ type cand struct {
 //     it (case-insensitively) come first, then the others, each group in
 //     the order of rule 2.
 //
-// rnd may be nil (the global source is used then); a *rand.Rand is not
-// safe for concurrent use, so share one only under a lock.
+// Order sets each candidate's Status, so cands must not be shared with a
+// concurrent call. rnd may be nil (the global source is used then); a
+// *rand.Rand is not safe for concurrent use, so share one only under a
+// lock.
 func Order(cands []Candidate, now time.Time, hint string, rnd *rand.Rand) []int {
 	n := len(cands)
 	cs := make([]cand, n)

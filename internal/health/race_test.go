@@ -1,6 +1,7 @@
 package health
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,7 @@ func TestConcurrentRecordAndOrder(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
+			cands := slices.Clone(cands) // Order writes each candidate's Status
 			rnd := seeded(uint64(w))
 			hint := []string{"", HintAuto, "eu", "us"}[w%4]
 			for i := range iters {
