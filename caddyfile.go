@@ -63,6 +63,7 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //	        backoff <base> <max>
 //	        first_byte_timeout <duration>
 //	        try_duration <duration>
+//	        stream_idle_timeout <duration>
 //	    }
 //
 //	    # streaming
@@ -522,7 +523,7 @@ func parseFailover(d *caddyfile.Dispenser) (*Failover, error) {
 				return nil, d.Errf("backoff: max %s is below base %s", max, base)
 			}
 			f.BackoffBase, f.BackoffMax = b, m
-		case "first_byte_timeout", "try_duration":
+		case "first_byte_timeout", "try_duration", "stream_idle_timeout":
 			name := d.Val()
 			if !d.NextArg() {
 				return nil, d.ArgErr()
@@ -534,13 +535,16 @@ func parseFailover(d *caddyfile.Dispenser) (*Failover, error) {
 			if d.NextArg() {
 				return nil, d.ArgErr()
 			}
-			if name == "first_byte_timeout" {
+			switch name {
+			case "first_byte_timeout":
 				f.FirstByteTimeout = dur
-			} else {
+			case "try_duration":
 				f.TryDuration = dur
+			default:
+				f.StreamIdleTimeout = dur
 			}
 		default:
-			return nil, d.Errf("unrecognized failover subdirective %q; expected on, attempts, backoff, first_byte_timeout or try_duration", d.Val())
+			return nil, d.Errf("unrecognized failover subdirective %q; expected on, attempts, backoff, first_byte_timeout, try_duration or stream_idle_timeout", d.Val())
 		}
 	}
 	return f, nil

@@ -153,6 +153,7 @@ type Target struct {
 //	    backoff <base> <max>
 //	    first_byte_timeout <duration>
 //	    try_duration <duration>
+//	    stream_idle_timeout <duration>
 //	}
 type Failover struct {
 	// `on <class...>`: the failures that move to the next attempt. Words:
@@ -182,4 +183,13 @@ type Failover struct {
 	// `try_duration <duration>`: how long all attempts of one request may
 	// take together, until the response is committed. Default: `60s`.
 	TryDuration caddy.Duration `json:"try_duration,omitempty"`
+
+	// `stream_idle_timeout <duration>`: after the commit point, the longest
+	// the relay waits for the next bytes of the upstream's answer. When it
+	// runs out, a stream ends with one in-band `upstream_timeout` error
+	// event and a non-stream body aborts the client's connection (as
+	// reverse_proxy does with a broken body). The relay's own heartbeats
+	// do not count as activity. Default: `5m` (Envoy's stream idle
+	// default).
+	StreamIdleTimeout caddy.Duration `json:"stream_idle_timeout,omitempty"`
 }
