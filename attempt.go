@@ -35,12 +35,19 @@ type attemptResult struct {
 	finish func()        // releases the attempt's context; call after the body is done
 
 	// Failure.
-	class      failureClass
-	status     int           // upstream status for classStatus
-	err        error         // what went wrong; its Error() is safe to show the client
-	retryAfter time.Duration // from a 429/503 Retry-After header
-	tryExpired bool          // try_duration ran out during this attempt
-	clientGone bool          // the client went away; stop everything
+	class        failureClass
+	status       int           // upstream status for classStatus
+	err          error         // what went wrong; its Error() is safe to show the client
+	retryAfter   time.Duration // from a 429/503 Retry-After header
+	tryExpired   bool          // try_duration ran out during this attempt
+	clientGone   bool          // the client went away; stop everything
+	notStreaming bool          // a stream request was answered 2xx without SSE
+
+	// idle watches the committed body (stream_idle_timeout); idleOut
+	// reports whether it cut the body off.
+	idle *idleBody
+
+	cause func() error // why the attempt's context ended (errStreamIdle), on success
 
 	ttfb time.Duration // time to first byte (headers) of this attempt
 	ttft time.Duration // time to the commit point (first data event), on success
@@ -60,6 +67,9 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	res := &attemptResult{}
 	res.finish = func() {
 		timer.Stop()
+		if res.idle != nil {
+			res.idle.stop()
+		}
 		cancel(context.Canceled)
 		if res.body != nil {
 			res.body.Reset(nil)
@@ -100,11 +110,14 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		return fail(classConnect, &publicError{msg: "connect failed", cause: unwrapURLError(err)})
 	}
 	res.ttfb = time.Since(started)
+	res.idle = watchIdle(resp.Body, h.streamIdle, func() { cancel(errStreamIdle) })
+	resp.Body = res.idle
 	res.resp = resp
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		if !h.triggers.retryable(classStatus, resp.StatusCode) && !upstreamAuthFailure(resp.StatusCode) {
+		if !h.triggers.retryable(classStatus, resp.StatusCode) && !neverPassThrough(resp.StatusCode) {
 			timer.Stop() // pass through as is: committed from here on
+			res.idle.arm()
 			res.body = bodyReaders.Get().(*bufio.Reader)
 			res.body.Reset(resp.Body)
 			return res
@@ -117,6 +130,14 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		return fail(classStatus, fmt.Errorf("status %d", resp.StatusCode))
 	}
 
+	if body.stream && !isEventStream(resp.Header) {
+		// A clean-looking answer that no stream client can read: SDKs
+		// would see zero chunks and no error. Nothing was sent yet, so
+		// it is a failure like any other before the commit point.
+		drain(resp.Body)
+		res.notStreaming = true
+		return fail(classStream, fmt.Errorf("answered %d without a stream (Content-Type %q)", resp.StatusCode, resp.Header.Get("Content-Type")))
+	}
 	if isEventStream(resp.Header) {
 		if err := h.awaitFirstEvent(res); err != nil {
 			drain(resp.Body)
@@ -136,7 +157,9 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		drain(resp.Body)
 		return fail(classTimeout, errors.New("timeout"))
 	}
+	res.idle.arm()
 	res.ttft = time.Since(started)
+	res.cause = func() error { return context.Cause(actx) }
 	return res
 }
 
@@ -267,10 +290,57 @@ func logDetail(err error) string {
 	return err.Error()
 }
 
-// upstreamAuthFailure reports a status that means the upstream rejected
-// the relay's own credentials. Such answers are never passed through (their
-// bodies may quote part of the upstream key, and they say nothing the
-// client could fix); the relay moves on to the next target instead.
-func upstreamAuthFailure(status int) bool {
-	return status == http.StatusUnauthorized || status == http.StatusForbidden
+// neverPassThrough reports an upstream status whose answer is never passed
+// to the client, whatever the failover triggers say; the relay moves on to
+// the next target instead:
+//
+//   - 401 and 403 mean the upstream rejected the relay's own credentials:
+//     their bodies may quote part of the upstream key, and they say
+//     nothing the client could fix.
+//   - 3xx: a redirect's Location can name an internal address or carry a
+//     token, and no LLM API answers a POST with one on purpose.
+func neverPassThrough(status int) bool {
+	return status/100 == 3 || status == http.StatusUnauthorized || status == http.StatusForbidden
+}
+
+// idleBody is an upstream body under stream_idle_timeout. Once armed (at
+// the commit point), a Read that waits longer than idle for the
+// upstream's next bytes calls onIdle, which cancels the attempt's context
+// and so makes the Read fail. Only time spent inside Read counts: while
+// the relay stops reading because the client is slow (back-pressure), the
+// upstream is not idle. The relay's own heartbeats never touch it.
+type idleBody struct {
+	io.ReadCloser
+	idle  time.Duration
+	timer *time.Timer // nil: no timeout
+	armed bool
+}
+
+func watchIdle(body io.ReadCloser, idle time.Duration, onIdle func()) *idleBody {
+	b := &idleBody{ReadCloser: body, idle: idle}
+	if idle > 0 {
+		b.timer = time.AfterFunc(idle, onIdle)
+		b.timer.Stop()
+	}
+	return b
+}
+
+// arm starts watching. It is called on the goroutine that reads first
+// after the commit point (or before that goroutine starts).
+func (b *idleBody) arm() { b.armed = b.timer != nil }
+
+func (b *idleBody) stop() {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	if !b.armed {
+		return b.ReadCloser.Read(p)
+	}
+	b.timer.Reset(b.idle)
+	n, err := b.ReadCloser.Read(p)
+	b.timer.Stop()
+	return n, err
 }

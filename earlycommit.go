@@ -13,79 +13,86 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
-// earlyCommit answers a stream request with 200 and SSE headers before any
-// upstream has sent data, then keeps the connection alive with heartbeat
-// comments while the failover loop goes on. Only comments are sent, which
-// every SSE client ignores, so the loop can still switch upstreams
-// invisibly. It writes from a timer goroutine; mu serialises those writes
-// with stop, after which the handler owns the ResponseWriter again.
-type earlyCommit struct {
-	mu        sync.Mutex
-	w         http.ResponseWriter
-	rc        *http.ResponseController
-	timer     *time.Timer
-	heartbeat time.Duration
-	committed bool
-	stopped   bool
+// heartbeatHold keeps a stream request's connection alive with SSE
+// comment heartbeats while the failover loop has no upstream stream to
+// relay. It is used two ways:
+//
+//   - early_commit: 200 and SSE headers go out after a delay, before any
+//     upstream has sent data. Only comments are sent, which every SSE
+//     client ignores, so the loop can still switch upstreams invisibly.
+//   - after a reasoning budget failover, on a stream already committed,
+//     while the next target is tried.
+//
+// A timer goroutine writes; mu serialises those writes with release, after
+// which the handler owns the ResponseWriter again. The chain loop
+// (chainRun) releases every hold it makes exactly once: before it writes
+// anything itself, and by a defer when the request ends, so no timer can
+// write to a finished response.
+type heartbeatHold struct {
+	mu         sync.Mutex
+	w          http.ResponseWriter
+	rc         *http.ResponseController
+	timer      *time.Timer
+	heartbeat  time.Duration
+	headersOut bool // the 200 and SSE headers were written
+	released   bool
 }
 
-// startEarlyCommit arms the commit to happen after `after`.
-func startEarlyCommit(w http.ResponseWriter, after, heartbeat time.Duration) *earlyCommit {
-	ec := &earlyCommit{w: w, rc: http.NewResponseController(w), heartbeat: heartbeat}
+// holdEarlyCommit commits the response after `after`, then sends a
+// heartbeat every `heartbeat` (none if 0) until released.
+func holdEarlyCommit(w http.ResponseWriter, after, heartbeat time.Duration) *heartbeatHold {
+	return newHold(w, after, heartbeat, false)
+}
+
+// holdCommitted sends heartbeats on a stream whose headers are already out.
+func holdCommitted(w http.ResponseWriter, heartbeat time.Duration) *heartbeatHold {
+	return newHold(w, heartbeat, heartbeat, true)
+}
+
+func newHold(w http.ResponseWriter, first, heartbeat time.Duration, headersOut bool) *heartbeatHold {
+	hh := &heartbeatHold{w: w, rc: http.NewResponseController(w), heartbeat: heartbeat, headersOut: headersOut}
+	if first <= 0 && headersOut {
+		return hh // heartbeats are off and nothing is to be committed: no timer
+	}
 	// Held while the timer is stored, so fire (which locks) sees it.
-	ec.mu.Lock()
-	defer ec.mu.Unlock()
-	ec.timer = time.AfterFunc(after, ec.fire)
-	return ec
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	hh.timer = time.AfterFunc(max(first, 0), hh.fire)
+	return hh
 }
 
-func (ec *earlyCommit) fire() {
-	ec.mu.Lock()
-	defer ec.mu.Unlock()
-	if ec.stopped {
+func (hh *heartbeatHold) fire() {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	if hh.released {
 		return
 	}
-	if !ec.committed {
-		setStreamHeaders(ec.w.Header())
-		ec.w.Header().Set("Content-Type", "text/event-stream")
-		ec.w.WriteHeader(http.StatusOK)
-		ec.committed = true
+	if !hh.headersOut {
+		setStreamHeaders(hh.w.Header())
+		hh.w.Header().Set("Content-Type", "text/event-stream")
+		hh.w.WriteHeader(http.StatusOK)
+		hh.headersOut = true
 	}
 	// A first comment right away also pushes the headers through proxies
 	// that hold them until body bytes come.
-	if _, err := ec.w.Write(pace.HeartbeatEvent); err != nil || ec.rc.Flush() != nil {
+	if _, err := hh.w.Write(pace.HeartbeatEvent); err != nil || hh.rc.Flush() != nil {
 		return // the client is gone; the handler notices through its context
 	}
-	if ec.heartbeat > 0 {
-		ec.timer.Reset(ec.heartbeat)
+	if hh.heartbeat > 0 {
+		hh.timer.Reset(hh.heartbeat)
 	}
 }
 
-// keepAliveCommitted sends heartbeats on an already committed stream while the
-// relay looks for the next target (after a reasoning budget failover).
-func keepAliveCommitted(w http.ResponseWriter, pol smoothPolicy) *earlyCommit {
-	ec := &earlyCommit{w: w, rc: http.NewResponseController(w), heartbeat: pol.cfg.Heartbeat, committed: true}
-	ec.mu.Lock()
-	defer ec.mu.Unlock()
-	first := pol.cfg.Heartbeat
-	if first <= 0 {
-		first = time.Hour // no heartbeats; the timer only keeps stop simple
+// release stops the heartbeats for good and reports whether the response
+// headers were written. It is safe to call more than once.
+func (hh *heartbeatHold) release() (headersOut bool) {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	hh.released = true
+	if hh.timer != nil {
+		hh.timer.Stop()
 	}
-	ec.timer = time.AfterFunc(first, ec.fire)
-	return ec
-}
-
-// stop ends the heartbeats and reports whether the response was committed.
-// A nil earlyCommit was never armed.
-func (ec *earlyCommit) stop() bool {
-	if ec == nil {
-		return false
-	}
-	ec.mu.Lock()
-	defer ec.mu.Unlock()
-	ec.stopped = true
-	ec.timer.Stop()
-	return ec.committed
+	return hh.headersOut
 }
 
 // setStreamHeaders sets the headers of every SSE answer of the relay.

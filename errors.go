@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // apiError is an error the relay answers itself, in OpenAI's error shape:
@@ -14,6 +16,10 @@ type apiError struct {
 	Message string
 	Type    string
 	Code    string
+
+	// RetryAfter, when positive, is sent as a Retry-After header (whole
+	// seconds, rounded up), which the official SDKs' retry logic honours.
+	RetryAfter time.Duration
 }
 
 // errorObject is the wire form of an error, shared with the in-band stream
@@ -66,9 +72,42 @@ func errInvalidReasoningBudget(v string) *apiError {
 		Message: "Invalid X-Relay-Reasoning-Budget '" + v + "'; give a positive number of tokens."}
 }
 
-func errBudgetExceeded(key, period string) *apiError {
+// errBudgetExceeded answers a key over its budget, with Retry-After set to
+// when the budget renews (the next UTC day or month).
+func errBudgetExceeded(key, period string, now time.Time) *apiError {
 	return &apiError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "budget_exceeded",
-		Message: "The key '" + key + "' has used up its " + period + " budget on this relay; it renews at the start of the next " + period + " (UTC)."}
+		Message:    "The key '" + key + "' has used up its " + period + " budget on this relay; it renews at the start of the next " + period + " (UTC).",
+		RetryAfter: periodEnd(period, now).Sub(now)}
+}
+
+// periodEnd is when the UTC budget period ("day" or "month") holding now
+// ends.
+func periodEnd(period string, now time.Time) time.Time {
+	y, m, d := now.UTC().Date()
+	if period == "month" {
+		return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+// errRateLimited answers a request whose every attempt was answered 429:
+// the client should wait, not see a gateway failure. retryAfter is the
+// soonest upstream Retry-After still running (0: none was given).
+func errRateLimited(summary string, retryAfter time.Duration) *apiError {
+	return &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+		Message: "Every upstream is rate limiting: " + summary, RetryAfter: retryAfter}
+}
+
+// errNotStreaming answers a stream request that every upstream answered
+// with a body that is not an event stream.
+func errNotStreaming(summary string) *apiError {
+	return &apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_not_streaming",
+		Message: "The upstreams answered this stream request without a stream: " + summary}
+}
+
+func errInvalidPath(path string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
+		Message: "The path '" + path + "' has a dot segment or an encoded '/', '?', '#' or '\\'; the relay does not forward such paths."}
 }
 
 func errAllFailed(summary string) *apiError {
@@ -94,6 +133,9 @@ func writeAPIError(w http.ResponseWriter, e *apiError) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
+	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(e.body())
 }

@@ -21,6 +21,7 @@ const (
 	defaultBackoffMax       = 2 * time.Second
 	defaultFirstByteTimeout = 30 * time.Second
 	defaultTryDuration      = 60 * time.Second
+	defaultStreamIdle       = 5 * time.Minute
 )
 
 // defaultFailoverOn is the failover trigger list used when `on` is not set.
@@ -212,4 +213,17 @@ func (c *chainCursor) tried(idx int, now time.Time, retryAfter time.Duration) {
 var (
 	errFirstByteTimeout = errors.New("first_byte_timeout elapsed")
 	errTryDuration      = errors.New("try_duration elapsed")
+	errStreamIdle       = errors.New("stream_idle_timeout elapsed")
 )
+
+// soonest returns how long until the first target kept out by a
+// Retry-After may be tried again, 0 if none is.
+func (c *chainCursor) soonest(now time.Time) time.Duration {
+	var d time.Duration
+	for _, nb := range c.notBefore {
+		if w := nb.Sub(now); w > 0 && (d == 0 || w < d) {
+			d = w
+		}
+	}
+	return d
+}

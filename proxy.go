@@ -1,14 +1,13 @@
 package llmrelay
 
 import (
-	"bytes"
-	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
-	"github.com/llmrelay/caddy-llm-relay/internal/health"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 )
 
 // serve answers one client request: authenticate, route, then relay.
@@ -26,11 +25,15 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.key = key
 	if period, over := h.overBudget(key); over {
-		h.reject(w, rec, errBudgetExceeded(key, period))
+		h.reject(w, rec, errBudgetExceeded(key, period, time.Now()))
 		return
 	}
 
-	rest, ok := v1Rest(r.URL.Path)
+	rest, ok, bad := v1Rest(r.URL)
+	if bad {
+		h.reject(w, rec, errInvalidPath(r.URL.EscapedPath()))
+		return
+	}
 	if !ok {
 		h.reject(w, rec, errUnknownURL(r.Method, r.URL.Path))
 		return
@@ -69,6 +72,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	rec.alias = rt.alias
 	rec.stream = body.stream
 	rec.chat = rest == "chat/completions"
+	rec.chatRules = chatRules(rest)
 	pol := rt.smooth
 	mode, ok, err := requestMode(r, body)
 	if err != nil {
@@ -89,20 +93,69 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	body.budget, rec.budget = reason.budget, reason.budget
 	pol.cfg.ReasoningBudget, pol.cfg.BudgetAction = reason.budget, reason.action
 	rec.effort = applyEffort(body, raw, reason.effort)
-	pol.cfg.DropUsage = askForUsage(body)
-	h.relay(w, r, rec, rt, body, rest, pol)
+	if rec.chatRules {
+		pol.cfg.DropUsage = askForUsage(body)
+	} else {
+		// A stream the relay does not understand yet passes byte for
+		// byte: no pacing, no reasoning rules, no usage injection.
+		pol.cfg.Mode, pol.cfg.HideReasoning, pol.cfg.ReasoningBudget = pace.ModeOff, false, 0
+		rec.mode = pol.cfg.Mode.String()
+	}
+	h.newChainRun(w, r, rec, rt, body, rest, pol).run()
 	h.accountRequest(rec, raw)
 }
 
-// v1Rest returns what follows the first `/v1/` of the path, so the relay
-// works both at the site root and under a `handle /prefix/*` block.
-func v1Rest(path string) (string, bool) {
+// chatRules reports whether the relay's Chat Completions rules apply to an
+// endpoint: streams end with [DONE] (an EOF before it is a truncation),
+// usage is asked for and its chunk dropped unless the client asked, and
+// the re-pacer and reasoning rules understand the chunks. Other endpoints
+// pass byte for byte until the relay speaks their dialect.
+func chatRules(rest string) bool {
+	return rest == "chat/completions" || rest == "completions"
+}
+
+// v1Rest returns what follows the first `/v1/` of the request's path, so
+// the relay works both at the site root and under a `handle /prefix/*`
+// block. rest is taken from the path as the client escaped it, which is
+// how it is sent upstream: decoding first would turn `%2F` into a path
+// separator and `%3F` into a query. bad reports a rest the relay refuses
+// to forward: a dot segment (`..`, `%2e%2e`, `.`), which would climb
+// out of the upstream's base path, or an encoded `/`, `?`, `#` or `\`,
+// or a raw `\`.
+func v1Rest(u *url.URL) (rest string, ok, bad bool) {
+	path := u.EscapedPath()
 	i := strings.Index(path, "/v1/")
 	if i < 0 {
-		return "", false
+		return "", false, false
 	}
-	rest := path[i+len("/v1/"):]
-	return rest, rest != ""
+	rest = path[i+len("/v1/"):]
+	if rest == "" {
+		return "", false, false
+	}
+	if strings.ContainsRune(rest, '\\') {
+		return "", false, true
+	}
+	for _, enc := range []string{"%2f", "%3f", "%23", "%5c"} {
+		if containsFold(rest, enc) {
+			return "", false, true
+		}
+	}
+	for seg := range strings.SplitSeq(rest, "/") {
+		if dec, err := url.PathUnescape(seg); err != nil || dec == "." || dec == ".." {
+			return "", false, true
+		}
+	}
+	return rest, true, false
+}
+
+// containsFold reports whether s contains the ASCII string sub, in any case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // readBody reads at most limit bytes of the request body.
@@ -129,6 +182,7 @@ func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rec *request
 	}
 	body := h.modelList
 	if id, ok := strings.CutPrefix(rest, "models/"); ok {
+		id, _ = url.PathUnescape(id) // v1Rest checked it unescapes
 		rt, found := h.routes[id]
 		if !found {
 			h.reject(w, rec, errModelNotFound(id))
@@ -139,137 +193,6 @@ func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rec *request
 	w.Header().Set("Content-Type", "application/json")
 	rec.status = http.StatusOK
 	_, _ = w.Write(body)
-}
-
-// relay runs the failover loop: attempts along the chain until one can be
-// committed to the client, the attempts run out, or try_duration does.
-func (h *Relay) relay(w http.ResponseWriter, r *http.Request, rec *requestLog, rt *route, body *requestBody, rest string, pol smoothPolicy) {
-	ctx := r.Context()
-	deadline := rec.start.Add(h.tryDur)
-	pl := h.orderTargets(rt, r, body, rec.start)
-	order, canaryFirst := pl.targets, pl.canaryFirst
-	attempts := h.attempts
-	if canaryFirst && attempts > 0 {
-		attempts++ // the canary does not use up one of the chain's attempts
-	}
-	cur := newChainCursor(len(order), attempts)
-	canaryTried := false
-	var timedOut bool
-	primary := h.startShadow(rt.shadow, r, body, rest)
-	if primary != nil || (!body.stream && rest == "chat/completions") {
-		// Keep the client's answer: for its usage (non-stream) and to
-		// compare a shadow's with (parsed on the shadow's goroutine).
-		cw := &captureWriter{ResponseWriter: w}
-		w = cw
-		rec.capture = cw
-		if primary != nil {
-			defer func() { primary <- bytes.Clone(cw.buf.Bytes()) }()
-		}
-	}
-	committed := false // a reasoning budget failover went on after the response was committed
-	var ec *earlyCommit
-	if body.stream && pol.earlyCommit > 0 {
-		ec = startEarlyCommit(w, pol.earlyCommit-time.Since(rec.start), pol.cfg.Heartbeat)
-	}
-
-	for {
-		st, ok := cur.nextStep(time.Now(), deadline, h.backoff, nil)
-		if !ok {
-			break
-		}
-		t := order[st.idx]
-		if st.skip != "" {
-			rec.note(t, st.skip)
-			continue
-		}
-		if canaryFirst && st.idx == 0 {
-			if canaryTried {
-				continue // the chain repeats; the canary had its one try
-			}
-			canaryTried = true
-		}
-		// A recovering target takes one trial request at a time (unless it
-		// is the last resort). Its status is re-read only when the claim
-		// fails: it may have recovered since the order was made.
-		if now := time.Now(); pl.halfOpen[st.idx] && st.idx < len(order)-1 && !t.health.ClaimTrial(now) &&
-			t.health.Status(now, t.slo) == health.HalfOpen {
-			rec.note(t, "skipped: recovering, and its one trial request is in flight")
-			continue
-		}
-		if st.wait > 0 && !sleepCtx(ctx, st.wait) {
-			ec.stop()
-			rec.status = statusClientClosed
-			return
-		}
-		started := time.Now()
-		res := h.attempt(ctx, r, t, body, rest, deadline)
-		h.recordAttempt(t, res, started)
-		observeAttempt(t, res)
-		if canaryFirst && st.idx == 0 {
-			rt.canary.record(res, started)
-		}
-		rec.attempts++
-		cur.tried(st.idx, time.Now(), res.retryAfter)
-		h.logAttempt(rec, t, res)
-
-		switch {
-		case res.clientGone:
-			ec.stop()
-			rec.status = statusClientClosed
-			return
-		case res.resp != nil && (committed || ec.stop()):
-			if res.events == nil {
-				h.lateAnswer(w, rec, t, res)
-				return
-			}
-			if !h.lateStream(w, r, rec, t, res, pol) {
-				return
-			}
-			committed = true
-			ec, deadline = keepAliveCommitted(w, pol), time.Now().Add(h.tryDur)
-			continue
-		case res.resp != nil:
-			if !h.respond(w, r, rec, t, res, pol) {
-				return
-			}
-			// The stream's reasoning ran over budget: fail over on the same
-			// stream, with heartbeats while the next target is tried, and
-			// a fresh try_duration for it.
-			committed = true
-			ec, deadline = keepAliveCommitted(w, pol), time.Now().Add(h.tryDur)
-			continue
-		}
-		rec.note(t, res.err.Error())
-		if res.tryExpired {
-			timedOut = true
-			break
-		}
-		if !h.triggers.retryable(res.class, res.status) && !upstreamAuthFailure(res.status) {
-			timedOut = res.class == classTimeout
-			break
-		}
-	}
-	e := errAllFailed(rec.summary())
-	if timedOut || !time.Now().Before(deadline) {
-		e = errUpstreamTimeout(rec.summary())
-	}
-	if committed || ec.stop() {
-		h.lateFailure(w, rec, e)
-		return
-	}
-	h.reject(w, rec, e)
-}
-
-// sleepCtx waits d, or returns false early if ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // reject answers with one of the relay's own errors.

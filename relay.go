@@ -88,6 +88,7 @@ type Relay struct {
 	attempts    int
 	firstByte   time.Duration
 	tryDur      time.Duration
+	streamIdle  time.Duration
 	poolKeys    []poolKey // references held in the health, canary and shadow pools
 	prices      *usage.PriceTable
 	keyPeriods  map[string]string // key name → budget period, for keys with a budget
@@ -181,6 +182,7 @@ func (h *Relay) compileFailover() error {
 	h.attempts = f.Attempts
 	h.firstByte = durationOr(f.FirstByteTimeout, defaultFirstByteTimeout)
 	h.tryDur = durationOr(f.TryDuration, defaultTryDuration)
+	h.streamIdle = durationOr(f.StreamIdleTimeout, defaultStreamIdle)
 	return nil
 }
 
@@ -227,8 +229,14 @@ func (h *Relay) Cleanup() error {
 	return nil
 }
 
-// ServeHTTP relays the request. The relay is terminal: it never calls next.
-func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+// ServeHTTP relays the request. The relay is terminal, except for CORS
+// preflights: an OPTIONS request carries no credentials by design, so it
+// goes to the next handler, where Caddy's own `header` and `respond`
+// answer it (see the README's CORS snippet).
+func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if r.Method == http.MethodOptions {
+		return next.ServeHTTP(w, r)
+	}
 	h.serve(w, r)
 	return nil
 }

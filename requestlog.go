@@ -43,6 +43,7 @@ type requestLog struct {
 	budget      int // the request's reasoning budget (0: none)
 	capture     *captureWriter
 	chat        bool        // a chat completion (where usage can be estimated)
+	chatRules   bool        // Chat Completions or legacy completions: see chatRules
 	earlier     usage.Usage // usage of streams given up for a reasoning budget failover
 }
 

@@ -2,6 +2,7 @@ package llmrelay
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -36,7 +37,13 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 			// Mid-body failure of a non-stream answer: abort the connection
 			// (as reverse_proxy does) so the client sees a broken response,
 			// not a short one that looks complete.
-			rec.note(t, "body interrupted after commit")
+			if errors.Is(res.cause(), errStreamIdle) {
+				rec.note(t, "body idle for stream_idle_timeout "+h.streamIdle.String()+" after commit: connection aborted")
+				rec.streamError = "upstream_timeout"
+			} else {
+				rec.note(t, "body interrupted after commit")
+			}
+			h.recordBroken(t, rec.start)
 			panic(http.ErrAbortHandler)
 		}
 		return false
@@ -78,7 +85,9 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 		rec.status = statusClientClosed
 		return false
 	case pace.EndEOF:
-		if !result.SawError {
+		// Only Chat Completions and legacy completions end with [DONE];
+		// other streams (Responses, Messages) end at EOF when complete.
+		if !result.SawError && rec.chatRules {
 			h.recordBroken(t, rec.start)
 			h.endWithError(out, rec, "upstream_stream_truncated", "The upstream closed the stream before it was complete.")
 		}
@@ -91,6 +100,12 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 			return false
 		}
 		h.recordBroken(t, rec.start)
+		if errors.Is(res.cause(), errStreamIdle) {
+			rec.note(t, "stream idle for stream_idle_timeout "+h.streamIdle.String())
+			h.endWithError(out, rec, "upstream_timeout",
+				"The upstream sent nothing for "+h.streamIdle.String()+" (stream_idle_timeout); the stream was ended.")
+			return false
+		}
 		rec.note(t, logDetail(&publicError{msg: "stream broke", cause: result.Err}))
 		h.endWithError(out, rec, "upstream_stream_interrupted", "The upstream stream broke off before it was complete.")
 	}
@@ -131,7 +146,11 @@ var upstreamOnlyHeaders = []string{"Set-Cookie", "Openai-Organization", "Openai-
 // the provider account's.
 func copyHeader(dst, src http.Header) {
 	for k, v := range src {
-		dst[k] = v
+		// Caddy names itself in Server; the provider's server software is
+		// not the client's business (and may say which host answered).
+		if k != "Server" {
+			dst[k] = v
+		}
 	}
 	for _, k := range hopHeaders {
 		delete(dst, k) // hopHeaders are in canonical form
@@ -139,4 +158,5 @@ func copyHeader(dst, src http.Header) {
 	for _, k := range upstreamOnlyHeaders {
 		delete(dst, k)
 	}
+
 }

@@ -279,6 +279,14 @@ func TestCostAndKeyBudget(t *testing.T) {
 	if e := decodeErr(t, body); resp.StatusCode != 429 || e.Error.Code != "budget_exceeded" {
 		t.Fatalf("over budget: status %d %s", resp.StatusCode, body)
 	}
+	// Retry-After says when the daily budget renews: the next UTC midnight.
+	now := time.Now().UTC()
+	untilMidnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC).Sub(now)
+	var ra int
+	if _, err := fmt.Sscan(resp.Header.Get("Retry-After"), &ra); err != nil ||
+		time.Duration(ra)*time.Second < untilMidnight-5*time.Second || time.Duration(ra)*time.Second > untilMidnight+5*time.Second {
+		t.Errorf("Retry-After %q, want about %.0f s (next UTC midnight)", resp.Header.Get("Retry-After"), untilMidnight.Seconds())
+	}
 	if resp := post(t, streamBody, "Authorization", "Bearer sk-rich"); resp.StatusCode != 200 {
 		t.Fatalf("a key without a budget got %d", resp.StatusCode)
 	} else {

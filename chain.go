@@ -1,0 +1,244 @@
+package llmrelay
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/health"
+)
+
+// chainRun is one request's walk along its failover chain: attempts, in
+// the order health and the canary chose, until one can be committed to the
+// client, the attempts run out, or try_duration does.
+//
+// ServeHTTP-level code makes one with newChainRun and calls run; the loop
+// (run) is separate from one iteration (step), as reverse_proxy separates
+// ServeHTTP from proxyLoopIteration.
+//
+// The ResponseWriter has at most one other writer at a time: a
+// heartbeatHold (early_commit, or the pause after a reasoning budget
+// failover on a committed stream). takeWriter releases it before the
+// handler writes anything, and run releases it by a defer on every path,
+// so no heartbeat timer outlives the request.
+type chainRun struct {
+	h    *Relay
+	w    http.ResponseWriter
+	r    *http.Request
+	rec  *requestLog
+	rt   *route
+	body *requestBody
+	rest string // the endpoint, what followed /v1/ (escaped as the client sent it)
+	pol  smoothPolicy
+
+	plan        plan
+	cur         *chainCursor
+	deadline    time.Time // when try_duration runs out
+	canaryTried bool
+
+	hold       *heartbeatHold // nil: the handler owns the ResponseWriter
+	headersOut bool           // the response's headers were written
+
+	// What the failed attempts were, for the final answer.
+	failed       int
+	rateLimited  int // answered 429
+	notStreaming int // answered a stream request with a 2xx that is not SSE
+	timedOut     bool
+}
+
+// chainOutcome is what one iteration of the loop decided.
+type chainOutcome uint8
+
+const (
+	chainNext     chainOutcome = iota // try the next step of the chain
+	chainGiveUp                       // stop trying: answer with the failure
+	chainFinished                     // the response is complete (or the client left)
+)
+
+func (h *Relay) newChainRun(w http.ResponseWriter, r *http.Request, rec *requestLog, rt *route, body *requestBody, rest string, pol smoothPolicy) *chainRun {
+	c := &chainRun{h: h, w: w, r: r, rec: rec, rt: rt, body: body, rest: rest, pol: pol}
+	c.deadline = rec.start.Add(h.tryDur)
+	c.plan = h.orderTargets(rt, r, body, rec.start)
+	attempts := h.attempts
+	if c.plan.canaryFirst && attempts > 0 {
+		attempts++ // the canary does not use up one of the chain's attempts
+	}
+	c.cur = newChainCursor(len(c.plan.targets), attempts)
+	return c
+}
+
+// run walks the chain and answers the client.
+func (c *chainRun) run() {
+	if primary := c.h.startShadow(c.rt.shadow, c.r, c.body, c.rest); primary != nil || (!c.body.stream && c.rest == "chat/completions") {
+		// Keep the client's answer: for its usage (non-stream) and to
+		// compare a shadow's with (parsed on the shadow's goroutine).
+		cw := &captureWriter{ResponseWriter: c.w}
+		c.w = cw
+		c.rec.capture = cw
+		if primary != nil {
+			defer func() { primary <- bytes.Clone(cw.buf.Bytes()) }()
+		}
+	}
+	if c.body.stream && c.pol.earlyCommit > 0 {
+		c.hold = holdEarlyCommit(c.w, c.pol.earlyCommit-time.Since(c.rec.start), c.pol.cfg.Heartbeat)
+	}
+	defer c.takeWriter() // whatever happens, no heartbeat timer outlives the request
+
+	for {
+		st, ok := c.cur.nextStep(time.Now(), c.deadline, c.h.backoff, nil)
+		if !ok {
+			break
+		}
+		switch c.step(st) {
+		case chainFinished:
+			return
+		case chainGiveUp:
+			c.fail()
+			return
+		}
+	}
+	c.fail()
+}
+
+// step runs one slot of the chain: skip it, or make one attempt and act on
+// what it produced.
+func (c *chainRun) step(st step) chainOutcome {
+	t := c.plan.targets[st.idx]
+	if st.skip != "" {
+		c.rec.note(t, st.skip)
+		return chainNext
+	}
+	isCanary := c.plan.canaryFirst && st.idx == 0
+	if isCanary {
+		if c.canaryTried {
+			return chainNext // the chain repeats; the canary had its one try
+		}
+		c.canaryTried = true
+	}
+	// A recovering target takes one trial request at a time, unless it is
+	// the last resort: health may reorder a chain, never make a request
+	// fail that would otherwise be tried. Its status is re-read only when
+	// the claim fails: it may have recovered since the order was made.
+	if now := time.Now(); c.plan.halfOpen[st.idx] && st.idx < len(c.plan.targets)-1 && !t.health.ClaimTrial(now) &&
+		t.health.Status(now, t.slo) == health.HalfOpen {
+		c.rec.note(t, "skipped: recovering, and its one trial request is in flight")
+		return chainNext
+	}
+	ctx := c.r.Context()
+	if st.wait > 0 && !sleepCtx(ctx, st.wait) {
+		c.rec.status = statusClientClosed
+		return chainFinished
+	}
+
+	started := time.Now()
+	res := c.h.attempt(ctx, c.r, t, c.body, c.rest, c.deadline)
+	c.h.recordAttempt(t, res, started)
+	observeAttempt(t, res)
+	if isCanary {
+		c.rt.canary.record(res, started)
+	}
+	c.rec.attempts++
+	c.cur.tried(st.idx, time.Now(), res.retryAfter)
+	c.h.logAttempt(c.rec, t, res)
+
+	switch {
+	case res.clientGone:
+		c.rec.status = statusClientClosed
+		return chainFinished
+	case res.resp != nil:
+		if c.commit(t, res) {
+			return chainNext
+		}
+		return chainFinished
+	}
+
+	c.failed++
+	switch {
+	case res.status == http.StatusTooManyRequests:
+		c.rateLimited++
+	case res.notStreaming:
+		c.notStreaming++
+	}
+	c.rec.note(t, res.err.Error())
+	if res.tryExpired {
+		c.timedOut = true
+		return chainGiveUp
+	}
+	if !c.h.triggers.retryable(res.class, res.status) && !neverPassThrough(res.status) {
+		c.timedOut = res.class == classTimeout
+		return chainGiveUp
+	}
+	return chainNext
+}
+
+// commit sends an attempt's answer to the client. It reports whether the
+// chain goes on on the same, committed stream: its reasoning ran over the
+// budget with the failover action.
+func (c *chainRun) commit(t *target, res *attemptResult) (retryOnStream bool) {
+	if c.takeWriter() {
+		// An early commit or an earlier stream already sent the headers.
+		if res.events == nil {
+			c.h.lateAnswer(c.w, c.rec, t, res)
+			return false
+		}
+		retryOnStream = c.h.lateStream(c.w, c.r, c.rec, t, res, c.pol)
+	} else {
+		retryOnStream = c.h.respond(c.w, c.r, c.rec, t, res, c.pol)
+	}
+	c.headersOut = true
+	if !retryOnStream {
+		return false
+	}
+	// Fail over on the same stream, with heartbeats while the next target
+	// is tried, and a fresh try_duration for it.
+	c.hold = holdCommitted(c.w, c.pol.cfg.Heartbeat)
+	c.deadline = time.Now().Add(c.h.tryDur)
+	return true
+}
+
+// takeWriter releases the heartbeat hold, if any, so the handler owns the
+// ResponseWriter, and reports whether the response headers are out.
+func (c *chainRun) takeWriter() (headersOut bool) {
+	if c.hold != nil {
+		if c.hold.release() {
+			c.headersOut = true
+		}
+		c.hold = nil
+	}
+	return c.headersOut
+}
+
+// fail answers a request whose attempts all failed: the relay's own error,
+// or, on a response already committed, one in-band error event.
+func (c *chainRun) fail() {
+	summary := c.rec.summary()
+	var e *apiError
+	switch {
+	case c.timedOut || !time.Now().Before(c.deadline):
+		e = errUpstreamTimeout(summary)
+	case c.failed > 0 && c.rateLimited == c.failed:
+		e = errRateLimited(summary, c.cur.soonest(time.Now()))
+	case c.failed > 0 && c.notStreaming == c.failed:
+		e = errNotStreaming(summary)
+	default:
+		e = errAllFailed(summary)
+	}
+	if c.takeWriter() {
+		c.h.lateFailure(c.w, c.rec, e)
+		return
+	}
+	c.h.reject(c.w, c.rec, e)
+}
+
+// sleepCtx waits d, or returns false early if ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
