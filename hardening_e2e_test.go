@@ -137,6 +137,7 @@ func TestStreamIdleTimeout(t *testing.T) {
 	waitFor(t, 5*time.Second, "the logged idle timeout", func() bool {
 		return strings.Count(readLog(t, logFile), "stream_idle_timeout") >= 2
 	})
+	mustContain(t, scrapeMetrics(t), `llm_relay_requests_total{alias="m",outcome="idle_timeout",upstream="u"} 2`)
 }
 
 // Item 3: the upstream path is built from the path as the client escaped

@@ -158,6 +158,8 @@ func outcomeOf(rl *requestLog) string {
 	switch {
 	case rl.status == statusClientClosed:
 		return "client_closed"
+	case rl.idleTimeout:
+		return "idle_timeout"
 	case rl.streamError != "":
 		return "stream_error"
 	case rl.status >= 500:

@@ -44,6 +44,7 @@ type requestLog struct {
 	capture     *captureWriter
 	chat        bool        // a chat completion (where usage can be estimated)
 	chatRules   bool        // Chat Completions or legacy completions: see chatRules
+	idleTimeout bool        // stream_idle_timeout cut the upstream's answer off
 	earlier     usage.Usage // usage of streams given up for a reasoning budget failover
 }
 

@@ -39,7 +39,7 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 			// not a short one that looks complete.
 			if errors.Is(res.cause(), errStreamIdle) {
 				rec.note(t, "body idle for stream_idle_timeout "+h.streamIdle.String()+" after commit: connection aborted")
-				rec.streamError = "upstream_timeout"
+				rec.streamError, rec.idleTimeout = "upstream_timeout", true
 			} else {
 				rec.note(t, "body interrupted after commit")
 			}
@@ -102,6 +102,7 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 		h.recordBroken(t, rec.start)
 		if errors.Is(res.cause(), errStreamIdle) {
 			rec.note(t, "stream idle for stream_idle_timeout "+h.streamIdle.String())
+			rec.idleTimeout = true
 			h.endWithError(out, rec, "upstream_timeout",
 				"The upstream sent nothing for "+h.streamIdle.String()+" (stream_idle_timeout); the stream was ended.")
 			return false
