@@ -2,7 +2,6 @@ package llmrelay
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -32,13 +31,10 @@ func resolveReasoning(h *Relay, m *ModelRoute) (reasoningPolicy, error) {
 		b = m.ReasoningBudget
 	}
 	if b != nil {
-		if b.Tokens < 1 {
-			return p, fmt.Errorf("reasoning_budget: %d is not a positive number of tokens", b.Tokens)
-		}
-		a, err := pace.ParseBudgetAction(b.Action)
-		if err != nil {
+		if err := b.check(); err != nil {
 			return p, err
 		}
+		a, _ := pace.ParseBudgetAction(b.Action) // checked
 		p.budget, p.action = b.Tokens, a
 	}
 	p.effort = h.AdaptiveEffort

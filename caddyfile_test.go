@@ -329,7 +329,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		// failover
 		{"failover twice", ok("\tfailover {\n\t\tattempts 2\n\t}\n\tfailover {\n\t}"), []string{"failover is already specified; use one failover block", "Testfile:9"}, ""},
 		{"failover with args", ok("\tfailover 3"), []string{"wrong argument count", "Testfile:6"}, ""},
-		{"unknown failover subdirective", ok("\tfailover {\n\t\tretries 3\n\t}"), []string{`unrecognized failover subdirective "retries"; expected on, attempts, backoff, first_byte_timeout or try_duration`, "Testfile:7"}, ""},
+		{"unknown failover subdirective", ok("\tfailover {\n\t\tretries 3\n\t}"), []string{`unrecognized failover subdirective "retries"; expected on, attempts, backoff, first_byte_timeout, try_duration or stream_idle_timeout`, "Testfile:7"}, ""},
 		{"on without classes", ok("\tfailover {\n\t\ton\n\t}"), []string{"on: expected one or more of connect, timeout, 5xx, 429", "Testfile:7"}, ""},
 		{"on with a bad word", ok("\tfailover {\n\t\ton connect ratelimit\n\t}"), []string{`on: unknown failover trigger "ratelimit": use connect, timeout, a status class like 5xx, or a status code like 429`, "Testfile:7"}, ""},
 		{"on with 6xx", ok("\tfailover {\n\t\ton 6xx\n\t}"), []string{`unknown failover trigger "6xx"`, "Testfile:7"}, ""},
