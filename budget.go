@@ -2,7 +2,6 @@ package llmrelay
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -32,13 +31,10 @@ func resolveReasoning(h *Relay, m *ModelRoute) (reasoningPolicy, error) {
 		b = m.ReasoningBudget
 	}
 	if b != nil {
-		if b.Tokens < 1 {
-			return p, fmt.Errorf("reasoning_budget: %d is not a positive number of tokens", b.Tokens)
-		}
-		a, err := pace.ParseBudgetAction(b.Action)
-		if err != nil {
+		if err := b.check(); err != nil {
 			return p, err
 		}
+		a, _ := pace.ParseBudgetAction(b.Action) // checked
 		p.budget, p.action = b.Tokens, a
 	}
 	p.effort = h.AdaptiveEffort
@@ -65,14 +61,40 @@ func requestBudget(r *http.Request, p reasoningPolicy) (reasoningPolicy, error) 
 	return p, nil
 }
 
-// applyEffort sets reasoning_effort from the estimated prompt size, per
-// the adaptive_effort rules. It reports the effort set ("" if none).
-func applyEffort(body *requestBody, raw []byte, a *AdaptiveEffort) string {
+// applyEffort sets the request's reasoning effort from the estimated
+// prompt size, per the adaptive_effort rules, and reports the effort set
+// ("" if none). rest is the endpoint path after /v1/.
+//
+// A client states its effort as `reasoning_effort` (Chat Completions) or
+// `reasoning.effort` (Responses API, OpenRouter). With client_effort keep
+// (the default) a client effort in either form means the relay adds
+// nothing. With override, the relay's effort replaces the client's in the
+// form the client used. When the client sent none, the relay writes the
+// form of the endpoint: `reasoning_effort` for chat/completions and
+// completions, `reasoning.effort` for responses, and nothing for other
+// endpoints, whose dialect the relay does not know. The relay never adds
+// a second form next to the client's: an upstream given both may obey
+// either.
+func applyEffort(body *requestBody, raw []byte, a *AdaptiveEffort, rest string) string {
 	if a == nil {
 		return ""
 	}
-	if _, set := body.fields["reasoning_effort"]; set && a.ClientEffort != "override" {
+	flat, nested, objOK := clientEffort(body)
+	if (flat || nested) && a.ClientEffort != "override" {
 		return ""
+	}
+	if !flat && !nested {
+		switch rest {
+		case "chat/completions", "completions":
+			flat = true
+		case "responses":
+			nested = true
+			if !objOK {
+				return "" // `reasoning` is not an object: nothing to merge into
+			}
+		default:
+			return ""
+		}
 	}
 	n := usage.EstimatePrompt(raw)
 	effort := a.Else
@@ -86,8 +108,34 @@ func applyEffort(body *requestBody, raw []byte, a *AdaptiveEffort) string {
 		return ""
 	}
 	v, _ := json.Marshal(effort)
-	body.fields["reasoning_effort"] = v
+	if flat {
+		body.fields["reasoning_effort"] = v
+	}
+	if nested {
+		_ = applyEdit(body.fields, []string{"reasoning", "effort"}, v) // an object, checked above
+	}
 	return effort
+}
+
+// clientEffort reports which forms of effort the client set:
+// `reasoning_effort`, `reasoning.effort` (null counts as unset). objOK is
+// false when `reasoning` is present but neither an object nor null.
+func clientEffort(body *requestBody) (flat, nested, objOK bool) {
+	if raw, set := body.fields["reasoning_effort"]; set && string(raw) != "null" {
+		flat = true
+	}
+	raw, set := body.fields["reasoning"]
+	if !set || string(raw) == "null" {
+		return flat, false, true
+	}
+	var r map[string]json.RawMessage
+	if json.Unmarshal(raw, &r) != nil {
+		return flat, false, false
+	}
+	if e, set := r["effort"]; set && string(e) != "null" {
+		nested = true
+	}
+	return flat, nested, true
 }
 
 // askForUsage makes a stream request ask the upstream for its usage chunk,

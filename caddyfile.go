@@ -116,6 +116,12 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 			h.Keys = append(h.Keys, k)
+			if err := k.check(keyName(h.Keys, len(h.Keys)-1)); err != nil {
+				return d.Err(err.Error())
+			}
+			if _, err := keyBudgets(h.Keys); err != nil {
+				return d.Err(err.Error())
+			}
 
 		case "max_body":
 			if !d.NextArg() {
@@ -240,8 +246,8 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 	if len(args) != 2 {
 		return nil, d.Errf("upstream: expected `upstream <name> <base_url>`, e.g. `upstream openai https://api.openai.com/v1`")
 	}
-	if defined[args[0]] {
-		return nil, d.Errf("upstream %q is defined twice; give each upstream a unique name", args[0])
+	if err := checkUpstreamName(args[0], defined); err != nil {
+		return nil, d.Err(err.Error())
 	}
 	u := &Upstream{Name: args[0], BaseURL: args[1]}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
@@ -320,16 +326,18 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 		return nil, nil, d.Errf("model: expected `model <alias> { to <upstream> [<upstream_model>] }`")
 	}
 	m := &ModelRoute{Alias: d.Val()}
+	seen := make(map[string]bool, len(defined))
 	for _, existing := range defined {
-		if existing.Alias == m.Alias {
-			return nil, nil, d.Errf("model %q is defined twice; list all its targets in one block", m.Alias)
-		}
+		seen[existing.Alias] = true
+	}
+	if err := checkModelAlias(m.Alias, seen); err != nil {
+		return nil, nil, d.Err(err.Error())
 	}
 	if d.NextArg() {
 		return nil, nil, d.ArgErr()
 	}
 	// Reported after the block is read, but it names this line.
-	noTargets := d.Errf("model %q has no targets; add `to <upstream> [<upstream_model>]` in its block", m.Alias)
+	noTargets := d.Err(errNoTargets(m.Alias).Error())
 	var pending []pendingTarget
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
@@ -343,7 +351,7 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				t.Model = args[1]
 			}
 			pending = append(pending, pendingTarget{upstream: t.Upstream,
-				err: d.Errf("model %q: unknown upstream %q; define it with `upstream %s <base_url>`", m.Alias, t.Upstream, t.Upstream)})
+				err: d.Err(errUnknownUpstream(m.Alias, "", t.Upstream).Error())})
 			if err := parseTargetEdits(d, &t); err != nil {
 				return nil, nil, err
 			}
@@ -393,7 +401,7 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				return nil, nil, err
 			}
 			pending = append(pending, pendingTarget{upstream: c.Upstream,
-				err: d.Errf("model %q: canary: unknown upstream %q; define it with `upstream %s <base_url>`", m.Alias, c.Upstream, c.Upstream)})
+				err: d.Err(errUnknownUpstream(m.Alias, "canary", c.Upstream).Error())})
 			m.Canary = c
 		case "shadow":
 			if m.Shadow != nil {
@@ -404,7 +412,7 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				return nil, nil, err
 			}
 			pending = append(pending, pendingTarget{upstream: sh.Upstream,
-				err: d.Errf("model %q: shadow: unknown upstream %q; define it with `upstream %s <base_url>`", m.Alias, sh.Upstream, sh.Upstream)})
+				err: d.Err(errUnknownUpstream(m.Alias, "shadow", sh.Upstream).Error())})
 			m.Shadow = sh
 		default:
 			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, smoothing, slo, canary, shadow, reasoning_budget or adaptive_effort", d.Val())
@@ -519,8 +527,8 @@ func parseFailover(d *caddyfile.Dispenser) (*Failover, error) {
 			if err != nil {
 				return nil, err
 			}
-			if m < b {
-				return nil, d.Errf("backoff: max %s is below base %s", max, base)
+			if _, err := resolveBackoff(&Failover{BackoffBase: b, BackoffMax: m}); err != nil {
+				return nil, d.Err(err.Error())
 			}
 			f.BackoffBase, f.BackoffMax = b, m
 		case "first_byte_timeout", "try_duration", "stream_idle_timeout":

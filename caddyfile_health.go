@@ -57,7 +57,7 @@ func parseRatio(v string) (float64, error) {
 	if pct {
 		f /= 100
 	}
-	if err != nil || f <= 0 || f > 1 {
+	if err != nil || checkRatio("", f) != nil {
 		return 0, fmt.Errorf("%q is not a ratio; write it like 0.95 or 95%%", v)
 	}
 	return f, nil
@@ -66,7 +66,7 @@ func parseRatio(v string) (float64, error) {
 // parsePercent parses a share of requests such as 5 or 5%.
 func parsePercent(v string) (float64, error) {
 	f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-	if err != nil || f < 0 || f > 100 {
+	if err != nil || checkPercent("", f) != nil {
 		return 0, fmt.Errorf("%q is not a percentage between 0 and 100", v)
 	}
 	return f, nil
@@ -86,8 +86,8 @@ func parseHealthCheck(d *caddyfile.Dispenser) (*HealthCheck, error) {
 		}
 		switch key {
 		case "uri":
-			if !strings.HasPrefix(v, "/") {
-				return nil, d.Errf("health_check uri %q: write a path relative to the base URL, such as /models", v)
+			if err := checkHealthURI(v); err != nil {
+				return nil, d.Errf("health_check %v", err)
 			}
 			hc.URI = v
 		case "interval", "timeout":
@@ -138,6 +138,9 @@ func parseCanary(d *caddyfile.Dispenser) (*Canary, error) {
 			args := d.RemainingArgs()
 			switch {
 			case len(args) == 2 && args[0] == "header":
+				if err := checkCanaryHeader(args[1]); err != nil {
+					return nil, d.Errf("canary %v", err)
+				}
 				c.Key = "header:" + args[1]
 			case len(args) == 2 && args[0] == "body" && args[1] == "user":
 				c.Key = "body:user"
@@ -222,6 +225,9 @@ func parseShadow(d *caddyfile.Dispenser) (*Shadow, error) {
 		return nil, err
 	}
 	s := &Shadow{Upstream: up, Model: model, Percent: pct}
+	if err := s.check(); err != nil {
+		return nil, d.Errf("shadow: %v", err)
+	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "max_concurrent":

@@ -4,8 +4,6 @@ import (
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-
-	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 )
 
 // parseReasoningBudget parses `reasoning_budget <tokens> [truncate|failover|error]`.
@@ -15,21 +13,18 @@ func parseReasoningBudget(d *caddyfile.Dispenser) (*ReasoningBudget, error) {
 		return nil, d.Errf("reasoning_budget: expected `reasoning_budget <tokens> [truncate|failover|error]`")
 	}
 	n, err := strconv.Atoi(args[0])
-	if err != nil || n < 1 {
+	if err != nil {
 		return nil, d.Errf("reasoning_budget: %q is not a positive number of tokens", args[0])
 	}
 	b := &ReasoningBudget{Tokens: n}
 	if len(args) == 2 {
-		if _, err := pace.ParseBudgetAction(args[1]); err != nil {
-			return nil, d.Errf("reasoning_budget: unknown action %q; write truncate, failover or error", args[1])
-		}
 		b.Action = args[1]
+	}
+	if err := b.check(); err != nil {
+		return nil, d.Err(err.Error())
 	}
 	return b, nil
 }
-
-// efforts are the reasoning_effort values OpenAI-compatible APIs accept.
-var efforts = map[string]bool{"minimal": true, "low": true, "medium": true, "high": true, "none": true}
 
 // parseAdaptiveEffort parses `adaptive_effort { below <n> <effort>; else <effort>; client_effort keep|override }`.
 func parseAdaptiveEffort(d *caddyfile.Dispenser) (*AdaptiveEffort, error) {
@@ -46,32 +41,40 @@ func parseAdaptiveEffort(d *caddyfile.Dispenser) (*AdaptiveEffort, error) {
 				return nil, d.Errf("adaptive_effort: expected `below <tokens> <effort>`")
 			}
 			n, err := strconv.Atoi(args[0])
-			if err != nil || n < 1 {
+			if err != nil {
 				return nil, d.Errf("adaptive_effort below: %q is not a positive number of tokens", args[0])
 			}
-			if !efforts[args[1]] {
-				return nil, d.Errf("adaptive_effort below %d: unknown effort %q; write minimal, low, medium or high", n, args[1])
+			r := EffortRule{Below: n, Effort: args[1]}
+			var prev *EffortRule
+			if k := len(a.Rules); k > 0 {
+				prev = &a.Rules[k-1]
 			}
-			if k := len(a.Rules); k > 0 && a.Rules[k-1].Below >= n {
-				return nil, d.Errf("adaptive_effort below %d: list the rules in increasing order of tokens", n)
+			if err := checkEffortRule(prev, r); err != nil {
+				return nil, d.Err(err.Error())
 			}
-			a.Rules = append(a.Rules, EffortRule{Below: n, Effort: args[1]})
+			a.Rules = append(a.Rules, r)
 		case "else":
-			if len(args) != 1 || !efforts[args[0]] {
-				return nil, d.Errf("adaptive_effort: expected `else <effort>` with minimal, low, medium or high")
+			if len(args) != 1 {
+				return nil, d.Errf("adaptive_effort: expected `else <effort>` with %s", effortWords)
+			}
+			if err := checkEffort("adaptive_effort else", args[0]); err != nil {
+				return nil, d.Err(err.Error())
 			}
 			a.Else = args[0]
 		case "client_effort":
-			if len(args) != 1 || (args[0] != "keep" && args[0] != "override") {
+			if len(args) != 1 {
 				return nil, d.Errf("adaptive_effort: expected `client_effort keep` or `client_effort override`")
+			}
+			if err := checkClientEffort(args[0]); err != nil {
+				return nil, d.Err(err.Error())
 			}
 			a.ClientEffort = args[0]
 		default:
 			return nil, d.Errf("unrecognized adaptive_effort subdirective %q; expected below, else or client_effort", key)
 		}
 	}
-	if len(a.Rules) == 0 && a.Else == "" {
-		return nil, d.Errf("adaptive_effort: add at least one `below <tokens> <effort>` or `else <effort>` line")
+	if err := a.check(); err != nil {
+		return nil, d.Err(err.Error())
 	}
 	return a, nil
 }
@@ -91,8 +94,11 @@ func parsePrice(d *caddyfile.Dispenser) (string, Price, error) {
 			return "", p, d.Errf("price %s: expected `%s <usd per million tokens>`", model, key)
 		}
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 0 {
+		if err != nil {
 			return "", p, d.Errf("price %s: %s %q is not an amount of US dollars per million tokens", model, key, v)
+		}
+		if err := checkPriceField(model, key, f); err != nil {
+			return "", p, d.Err(err.Error())
 		}
 		switch key {
 		case "input":
@@ -114,11 +120,11 @@ func parsePrice(d *caddyfile.Dispenser) (string, Price, error) {
 
 // parseKeyBudget parses the `budget <usd> per day|month` tail of a key line.
 func parseKeyBudget(d *caddyfile.Dispenser, k *ClientKey, args []string) error {
-	if len(args) != 4 || args[0] != "budget" || args[2] != "per" || (args[3] != "day" && args[3] != "month") {
+	if len(args) != 4 || args[0] != "budget" || args[2] != "per" {
 		return d.Errf("key: expected `key <token> [<name>] [budget <usd> per day|month]`")
 	}
 	f, err := strconv.ParseFloat(args[1], 64)
-	if err != nil || f <= 0 {
+	if err != nil || f == 0 {
 		return d.Errf("key budget: %q is not a positive amount of US dollars", args[1])
 	}
 	k.Budget, k.BudgetPeriod = f, args[3]

@@ -6,8 +6,18 @@ import (
 	"github.com/caddyserver/caddy/v2"
 )
 
-// ClientKey is one key a client may present to the relay, as
-// `Authorization: Bearer <token>` or `x-api-key: <token>`.
+// ClientKey is one key a client may present to the relay. The relay looks
+// for it in `Authorization: Bearer <token>` (OpenAI SDKs), `x-api-key`
+// (Anthropic SDKs), `api-key` (Azure OpenAI SDKs) and `x-goog-api-key`
+// (Gemini SDKs), in that order, and takes the first that yields a token
+// (an `Authorization: Basic` of a `basic_auth` in front yields none). Once
+// the request is let in, these headers are removed from it: no later
+// handler, placeholder or upstream sees them.
+//
+// Several keys may share a name (a team rotating its token keeps the old
+// and the new one valid for a while): one name is one principal, with one
+// spend and one budget. The budget may be given on one of its lines or
+// on each, identically; two different budgets for one name fail the load.
 //
 // Caddyfile: `key <token> [<name>] [budget <usd> per day|month]`
 type ClientKey struct {
@@ -20,9 +30,11 @@ type ClientKey struct {
 	// Default: `key-<n>`, n counting from 1 in config order.
 	Name string `json:"name,omitempty"`
 
-	// `budget <usd> per day|month` (after the name): once the key has
-	// spent this much (by the price table) in the current UTC day or
-	// month, it gets 429 budget_exceeded until the period rolls over.
+	// `budget <usd> per day|month` (after the name): once the key's name
+	// has spent this much (by the price table) in the current UTC day or
+	// month, it gets 429 budget_exceeded until the period rolls over. In
+	// JSON, budget is in US dollars (positive; 0 or absent: none) and
+	// budget_period is `day` (the default) or `month`.
 	Budget       float64 `json:"budget,omitempty"`
 	BudgetPeriod string  `json:"budget_period,omitempty"`
 }

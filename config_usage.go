@@ -26,8 +26,16 @@ type ReasoningBudget struct {
 	Action string `json:"action,omitempty"`
 }
 
-// AdaptiveEffort sets `reasoning_effort` from an estimate of the prompt's
-// token count: long prompts get lower effort.
+// AdaptiveEffort sets the reasoning effort from an estimate of the
+// prompt's token count: long prompts get lower effort.
+//
+// A client's own effort counts in either form, `reasoning_effort` (Chat
+// Completions) or `reasoning.effort` (Responses API, OpenRouter). The
+// relay writes its effort in the form the client used, or, when the
+// client sent none, in the endpoint's form: `reasoning_effort` for
+// /v1/chat/completions and /v1/completions, `reasoning.effort` for
+// /v1/responses (other endpoints are left alone). It never adds a second
+// form next to the client's.
 //
 // Caddyfile (in `llm_relay`, or in a `model` block to override it there):
 //
@@ -37,16 +45,17 @@ type ReasoningBudget struct {
 //	    client_effort keep|override
 //	}
 type AdaptiveEffort struct {
-	// `below <tokens> <effort>`, repeatable: the first rule (in ascending
-	// order of tokens) whose bound the estimate is below applies.
+	// `below <tokens> <effort>`, repeatable: the first rule whose bound
+	// the estimate is below applies. Rules must be listed in increasing
+	// order of tokens. Efforts: none, minimal, low, medium, high.
 	Rules []EffortRule `json:"rules,omitempty"`
 
 	// `else <effort>`: the effort when no rule applies. Default: leave
 	// the request as it is.
 	Else string `json:"else,omitempty"`
 
-	// `client_effort keep|override`: whether a reasoning_effort the
-	// client set itself is kept (default) or replaced.
+	// `client_effort keep|override`: whether an effort the client set
+	// itself (in either form) is kept (default) or replaced.
 	ClientEffort string `json:"client_effort,omitempty"`
 }
 

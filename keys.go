@@ -51,10 +51,27 @@ func newKeyring(keys []ClientKey, repl *caddy.Replacer) (keyring, error) {
 // open reports whether no keys are configured, so every client is let in.
 func (kr keyring) open() bool { return len(kr) == 0 }
 
+// credentialHeaders are the request headers a client key may come in, in
+// the order they are looked at: `Authorization: Bearer` (OpenAI SDKs),
+// `X-Api-Key` (Anthropic SDKs), `Api-Key` (Azure OpenAI SDKs) and
+// `X-Goog-Api-Key` (Gemini SDKs). The first one present that yields a
+// token is the client's key; an `Authorization` that is not Bearer (the
+// Basic credentials of a `basic_auth` in front of the relay) yields none,
+// so the next header is looked at.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"}
+
 // authenticate returns the name of the key the request presents, or ok=false.
 // An open relay accepts every request under the name "anonymous".
+//
+// Once the request is let in (by any relay, open or keyed), the relay credential
+// headers are removed from it, so that no later handler, placeholder
+// (`{http.request.header.X-Api-Key}` in a deferred `header`, a
+// `log_append`, an error route) or upstream sees the client's key.
+// (Caddy's access log is not covered: it records a copy of the request
+// taken before any handler runs; the README shows the log filter.)
 func (kr keyring) authenticate(r *http.Request) (name string, ok bool) {
 	if kr.open() {
+		stripCredentials(r.Header)
 		return "anonymous", true
 	}
 	tok := clientToken(r)
@@ -62,19 +79,44 @@ func (kr keyring) authenticate(r *http.Request) (name string, ok bool) {
 		return "", false
 	}
 	name, ok = kr[sha256.Sum256([]byte(tok))]
+	if ok {
+		stripCredentials(r.Header)
+	}
 	return name, ok
 }
 
-// clientToken extracts the bearer token (OpenAI SDKs) or x-api-key
-// (Anthropic-style clients) from the request.
+// clientToken returns the client's key from the first credential header
+// that yields one.
 func clientToken(r *http.Request) string {
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		if len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
-			return strings.TrimSpace(auth[7:])
+	for _, h := range credentialHeaders {
+		v := strings.TrimSpace(r.Header.Get(h))
+		if h == "Authorization" {
+			if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+				v = strings.TrimSpace(v[7:])
+			} else {
+				v = ""
+			}
 		}
-		return ""
+		if v != "" {
+			return v
+		}
 	}
-	return strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	return ""
+}
+
+// stripCredentials removes the relay credential headers. An Authorization
+// header goes only when it is Bearer: Basic credentials belong to a
+// `basic_auth` in front of the relay (Caddy already redacts that header in
+// its logs, and the upstream never gets it).
+func stripCredentials(h http.Header) {
+	for _, k := range credentialHeaders {
+		if k == "Authorization" {
+			if v := h.Get(k); !(len(v) > 7 && strings.EqualFold(v[:7], "bearer ")) {
+				continue
+			}
+		}
+		delete(h, k)
+	}
 }
 
 // defaultKeyName names the i-th configured key (from 0) that has no name.

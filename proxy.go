@@ -92,7 +92,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body.budget, rec.budget = reason.budget, reason.budget
 	pol.cfg.ReasoningBudget, pol.cfg.BudgetAction = reason.budget, reason.action
-	rec.effort = applyEffort(body, raw, reason.effort)
+	rec.effort = applyEffort(body, raw, reason.effort, rest)
 	if rec.chatRules {
 		pol.cfg.DropUsage = askForUsage(body)
 	} else {

@@ -110,6 +110,9 @@ func (Relay) CaddyModule() caddy.ModuleInfo {
 func (h *Relay) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	repl := caddy.NewReplacer()
+	if err := h.checkConfig(); err != nil {
+		return err
+	}
 
 	if h.MaxBody == 0 {
 		h.MaxBody = defaultMaxBody
@@ -123,13 +126,15 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	}
 
 	h.upstreams = make(map[string]*upstreamRuntime, len(h.Upstreams))
+	seen := make(map[string]bool, len(h.Upstreams))
 	for i, u := range h.Upstreams {
-		if u == nil || u.Name == "" {
-			return fmt.Errorf("upstream %d: a name is required", i+1)
+		if u == nil {
+			return fmt.Errorf("upstream %d: a name is required; give each upstream a unique name", i+1)
 		}
-		if _, dup := h.upstreams[u.Name]; dup {
-			return fmt.Errorf("upstream %q: defined twice", u.Name)
+		if err := checkUpstreamName(u.Name, seen); err != nil {
+			return fmt.Errorf("upstream %d: %w", i+1, err)
 		}
+		seen[u.Name] = true
 		rt, err := provisionUpstream(ctx, u, repl)
 		if err != nil {
 			return fmt.Errorf("upstream %q: %w", u.Name, err)
@@ -143,7 +148,9 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if err := h.compileFailover(); err != nil {
 		return err
 	}
-	h.compileSpend()
+	if err := h.compileSpend(); err != nil {
+		return err
+	}
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
@@ -158,7 +165,8 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// compileFailover applies the failover block's defaults.
+// compileFailover applies the failover block's defaults (checkConfig has
+// checked its values).
 func (h *Relay) compileFailover() error {
 	f := h.Failover
 	if f == nil {
@@ -172,12 +180,8 @@ func (h *Relay) compileFailover() error {
 	if h.triggers, err = parseTriggers(on); err != nil {
 		return fmt.Errorf("failover: %w", err)
 	}
-	h.backoff = backoffPolicy{base: defaultBackoffBase, max: defaultBackoffMax}
-	if f.BackoffBase > 0 {
-		h.backoff.base = time.Duration(f.BackoffBase)
-	}
-	if f.BackoffMax > 0 {
-		h.backoff.max = time.Duration(f.BackoffMax)
+	if h.backoff, err = resolveBackoff(f); err != nil {
+		return fmt.Errorf("failover: %w", err)
 	}
 	h.attempts = f.Attempts
 	h.firstByte = durationOr(f.FirstByteTimeout, defaultFirstByteTimeout)
@@ -193,22 +197,14 @@ func durationOr(d caddy.Duration, def time.Duration) time.Duration {
 	return def
 }
 
-// Validate checks the provisioned configuration.
+// Validate checks the provisioned configuration as a whole; the values
+// of each block were checked at Provision (checkConfig, compileRoutes).
 func (h *Relay) Validate() error {
 	if len(h.Upstreams) == 0 {
-		return fmt.Errorf("at least one upstream is required")
+		return fmt.Errorf("at least one upstream is required; add `upstream <name> <base_url>` (JSON: upstreams)")
 	}
 	if len(h.Models) == 0 {
-		return fmt.Errorf("at least one model route is required")
-	}
-	if h.MaxBody < 0 {
-		return fmt.Errorf("max_body must not be negative")
-	}
-	if h.Failover != nil && h.Failover.Attempts < 0 {
-		return fmt.Errorf("failover: attempts must not be negative")
-	}
-	if h.backoff.max < h.backoff.base {
-		return fmt.Errorf("failover: backoff max %s is below base %s", h.backoff.max, h.backoff.base)
+		return fmt.Errorf("at least one model route is required; add `model <alias> { to <upstream> }` (JSON: models)")
 	}
 	return nil
 }

@@ -46,12 +46,17 @@ func (h *Relay) compileRoutes() error {
 	if _, err := resolveSmoothing(h.Smoothing, nil); err != nil {
 		return fmt.Errorf("smoothing: %w", err)
 	}
+	seen := make(map[string]bool, len(h.Models))
 	for i, m := range h.Models {
-		if m == nil || m.Alias == "" {
-			return fmt.Errorf("model %d: an alias is required", i+1)
+		if m == nil {
+			return fmt.Errorf("model %d: an alias is required; give the model name clients use, or * for any", i+1)
 		}
+		if err := checkModelAlias(m.Alias, seen); err != nil {
+			return fmt.Errorf("model %d: %w", i+1, err)
+		}
+		seen[m.Alias] = true
 		if len(m.Targets) == 0 {
-			return fmt.Errorf("model %q: at least one `to` target is required", m.Alias)
+			return errNoTargets(m.Alias)
 		}
 		rt := &route{alias: m.Alias}
 		var err error
@@ -61,13 +66,17 @@ func (h *Relay) compileRoutes() error {
 		for j, t := range m.Targets {
 			up, ok := h.upstreams[t.Upstream]
 			if !ok {
-				return fmt.Errorf("model %q: target %d: unknown upstream %q (define it with `upstream %s <base_url>`)", m.Alias, j+1, t.Upstream, t.Upstream)
+				return errUnknownUpstream(m.Alias, fmt.Sprintf("target %d", j+1), t.Upstream)
 			}
 			ct := &target{up: up, model: t.Model, rank: t.Rank, weight: max(1, t.Weight)}
 			if ct.rank == 0 {
 				ct.rank = j + 1
 			}
-			if err := h.attachHealth(ct, resolveSLO(h.SLO, m.SLO)); err != nil {
+			slo := resolveSLO(h.SLO, m.SLO)
+			if err := checkSLOSamples(slo.Window, slo.MinSamples); err != nil {
+				return fmt.Errorf("model %q: %w", m.Alias, err)
+			}
+			if err := h.attachHealth(ct, slo); err != nil {
 				return fmt.Errorf("model %q: target %d: %w", m.Alias, j+1, err)
 			}
 			for _, field := range slices.Sorted(maps.Keys(t.Set)) {
@@ -88,6 +97,12 @@ func (h *Relay) compileRoutes() error {
 			}
 			rt.targets = append(rt.targets, ct)
 		}
+		if c := m.Canary; c != nil && h.upstreams[c.Upstream] == nil {
+			return errUnknownUpstream(m.Alias, "canary", c.Upstream)
+		}
+		if s := m.Shadow; s != nil && h.upstreams[s.Upstream] == nil {
+			return errUnknownUpstream(m.Alias, "shadow", s.Upstream)
+		}
 		if err := h.compileCanaryShadow(rt, m); err != nil {
 			return fmt.Errorf("model %q: %w", m.Alias, err)
 		}
@@ -95,14 +110,8 @@ func (h *Relay) compileRoutes() error {
 			return fmt.Errorf("model %q: %w", m.Alias, err)
 		}
 		if m.Alias == "*" {
-			if h.wildcard != nil {
-				return fmt.Errorf("model \"*\": defined twice")
-			}
 			h.wildcard = rt
 			continue
-		}
-		if _, dup := h.routes[m.Alias]; dup {
-			return fmt.Errorf("model %q: defined twice", m.Alias)
 		}
 		h.routes[m.Alias] = rt
 	}

@@ -14,30 +14,26 @@ import (
 // reloads, and two sites naming the same key share it.
 var ledger = usage.NewLedger()
 
-// compileSpend sets up the price table and the key budgets.
-func (h *Relay) compileSpend() {
+// compileSpend sets up the price table and the key budgets, one per key
+// name (keyBudgets).
+func (h *Relay) compileSpend() error {
 	table := make(map[string]usage.Price, len(h.Prices))
 	for m, p := range h.Prices {
 		table[m] = usage.Price{Input: p.Input, Output: p.Output, CachedInput: p.CachedInput}
 	}
 	h.prices = usage.NewPriceTable(table)
 	h.keyPeriods = map[string]string{}
-	h.keyBudgets = map[string]usage.Budget{}
 	h.budgetsOnce = new(sync.Once)
-	for i, k := range h.Keys {
-		name := k.Name
-		if name == "" {
-			name = defaultKeyName(i)
-		}
-		b := usage.Budget{Limit: k.Budget, Period: usage.Day}
-		if k.BudgetPeriod == "month" {
-			b.Period = usage.Month
-		}
-		h.keyBudgets[name] = b
-		if k.Budget > 0 {
+	var err error
+	if h.keyBudgets, err = keyBudgets(h.Keys); err != nil {
+		return err
+	}
+	for name, b := range h.keyBudgets {
+		if b.Limit > 0 {
 			h.keyPeriods[name] = b.Period.String()
 		}
 	}
+	return nil
 }
 
 // applyBudgets hands this handler's key budgets to the ledger. It runs at

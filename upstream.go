@@ -96,7 +96,7 @@ var hopHeaders = []string{
 // clientOnlyHeaders carry the client's credentials or state with the relay
 // and must never reach a provider.
 // X-Region-Hint is the relay's own routing hint.
-var clientOnlyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Cookie", "X-Region-Hint"}
+var clientOnlyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Cookie", "X-Region-Hint"}
 
 // upstreamHeader builds the headers of an upstream request from the
 // client's: hop-by-hop, credentials and X-Relay-* headers removed, the
