@@ -79,8 +79,8 @@ func (r *Reader) BeforeRead(f func()) { r.beforeRead = f }
 // blank lines included, only every line ending of the block (CR, and CRLF
 // too) becomes one LF. Blocks whose line endings are all LF or CRLF keep
 // their exact bytes (but see the last paragraph), and the parsed fields
-// never change. Call it before the
-// first Next. It returns r, so that it can follow NewReader:
+// never change. Call it before the first Next. It returns r, so that it
+// can follow NewReader:
 //
 //	rd := sse.NewReader(body, 0).NormalizeLineEndings()
 //
