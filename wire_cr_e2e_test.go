@@ -41,8 +41,8 @@ func crRelay(u *fakeUpstream) string {
 }
 
 // writeRaw sends the upstream's stream piece by piece, flushing each piece
-// (so that the relay's reads end exactly where the pieces do) and pausing
-// gap after it.
+// and pausing gap after it, so that the relay's reads end where the pieces
+// do (as they do in practice when there is a pause).
 func writeRaw(w http.ResponseWriter, gap time.Duration, pieces ...string) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
