@@ -168,7 +168,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 // event, or the stream's end before any data are failures that move to the
 // next attempt.
 func (h *Relay) awaitFirstEvent(res *attemptResult) error {
-	res.events = sse.NewReader(res.resp.Body, 0)
+	res.events = sse.NewReader(res.resp.Body, 0).NormalizeLineEndings()
 	kept := 0
 	for {
 		ev, err := res.events.Next()

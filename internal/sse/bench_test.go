@@ -69,9 +69,30 @@ func BenchmarkReaderLineEndings(b *testing.B) {
 	}
 }
 
+// BenchmarkReaderNormalize is BenchmarkReaderLineEndings with
+// NormalizeLineEndings: LF and CRLF blocks are returned as they are, CR
+// blocks are copied with LF endings.
+func BenchmarkReaderNormalize(b *testing.B) {
+	for _, nl := range []string{"\n", "\r\n", "\r"} {
+		ev := "event: delta" + nl + "id: 7" + nl + "data: {\"a\":1}" + nl + "data: {\"b\":2}" + nl + nl
+		b.Run(fmt.Sprintf("%q", nl), func(b *testing.B) {
+			rd := NewReader(&loopReader{stream: strings.Repeat(ev, 16), chunk: 4096}, 0)
+			rd.NormalizeLineEndings()
+			b.SetBytes(int64(len(ev)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := rd.Next(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // TestSteadyStateAllocs checks the zero-allocation hot path: after warm-up,
 // Next allocates nothing for single-line data, multi-line data or repeated
-// event types and ids.
+// event types and ids, with or without line ending normalisation (whose
+// buffer is reused).
 func TestSteadyStateAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
@@ -79,9 +100,19 @@ func TestSteadyStateAllocs(t *testing.T) {
 	for name, stream := range map[string]string{
 		"openai":     openAIChunk,
 		"multi-line": "event: x\r\nid: 1\r\ndata: a\r\ndata: b\r\n\r\n: ping\r\n\r\n",
+		"cr":         "event: x\rid: 1\rdata: a\rdata: b\r\r: ping\r\r" + strings.Replace(openAIChunk, "\n\n", "\r\r", 1),
+		"mixed":      openAIChunk + "data: a\n\r: ping\r\n\r",
 	} {
-		for _, chunk := range []int{7, 4096} {
+		for _, c := range []struct {
+			chunk     int
+			normalize bool
+		}{{7, false}, {4096, false}, {7, true}, {4096, true}} {
+			chunk, name := c.chunk, name
 			rd := NewReader(&loopReader{stream: stream, chunk: chunk}, 0)
+			if c.normalize {
+				rd.NormalizeLineEndings()
+				name += ", normalised"
+			}
 			next := func() {
 				if _, err := rd.Next(); err != nil && err != io.EOF {
 					t.Fatal(err)

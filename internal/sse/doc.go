@@ -47,6 +47,13 @@
 // something it does not understand. Concatenating Raw of every block that
 // Next returns reproduces the input exactly.
 //
+// The one exception is opt-in: with [Reader.NormalizeLineEndings], a block
+// that has a lone CR line ending is re-emitted with LF line endings, because
+// the official OpenAI SDKs and most other clients split lines on LF only. A
+// relay forwarding such Raw keeps every line and field byte, and every block
+// it forwards ends in LF, so the events it writes itself (heartbeats, error
+// events) always start on a fresh line.
+//
 // # Blank lines
 //
 // Blank lines that appear where no block has started (for example the third

@@ -21,7 +21,8 @@ type Event struct {
 	// Raw holds the exact bytes of the block as received, including its
 	// terminating blank line, any blank lines that preceded it, and the BOM
 	// if this is the first block. Writing Raw of every block in order
-	// reproduces the input byte for byte.
+	// reproduces the input byte for byte, unless the reader normalises
+	// line endings (see [Reader.NormalizeLineEndings]).
 	Raw []byte
 
 	// Type is the value of the last "event" field, "" if none.

@@ -17,6 +17,11 @@ var pieces = []string{
 // Raw of the returned blocks concatenates to the input and that the parsed
 // fields match the reference parser (see checkInput).
 func TestRandomStreams(t *testing.T) {
+	forRandomStreams(t, checkInput)
+}
+
+// forRandomStreams calls check with many random streams and read splits.
+func forRandomStreams(t *testing.T, check func(t *testing.T, in, splits []byte)) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	n := 5000
 	if testing.Short() {
@@ -31,6 +36,6 @@ func TestRandomStreams(t *testing.T) {
 		for i := range splits {
 			splits[i] = byte(rng.IntN(20))
 		}
-		checkInput(t, in, splits)
+		check(t, in, splits)
 	}
 }

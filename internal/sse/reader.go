@@ -42,6 +42,12 @@ type Reader struct {
 	skipLF    bool // previous line ended with CR: skip an LF at p
 	bomDone   bool // the start of the stream has been checked for a BOM
 
+	// Line ending normalisation; see NormalizeLineEndings.
+	normalize bool
+	loneCR    bool   // the current block has a CR line ending not followed by LF
+	dropLF    bool   // the last block ended in a CR, written as LF: drop an LF at p
+	norm      []byte // Raw of the last normalised block
+
 	// State of the block being parsed.
 	content  bool // block has a non-blank line
 	hasField bool
@@ -66,6 +72,34 @@ type Reader struct {
 // received has been returned. A relay flushes its output there: one flush
 // per upstream read instead of one per event, with no event held back.
 func (r *Reader) BeforeRead(f func()) { r.beforeRead = f }
+
+// NormalizeLineEndings makes the reader re-emit, in Raw, every block that
+// has a lone CR line ending (a CR not followed by LF) with LF line endings:
+// the same lines in the same order with the same bytes, the BOM and leading
+// blank lines included, only every line ending of the block (CR, and CRLF
+// too) becomes one LF. Blocks whose line endings are all LF or CRLF keep
+// their exact bytes (but see the last paragraph), and the parsed fields
+// never change. Call it before the first Next. It returns r, so that it
+// can follow NewReader:
+//
+//	rd := sse.NewReader(body, 0).NormalizeLineEndings()
+//
+// A relay needs this because the official OpenAI SDKs (and most LF-only
+// parsers) split lines on LF and not on a lone CR: a CR-only stream reaches
+// them as one endless line, and an event the relay writes after a block that
+// ends in a bare CR ("\r\r", "\n\r") is glued to that block's last line.
+// With normalisation every complete block ends in LF, so whatever follows it
+// starts on a fresh line.
+//
+// A block whose final CR is the last byte read so far is returned at once,
+// as always, so its Raw ends in an LF written for that CR; if the next byte
+// turns out to be the LF of a CRLF, that LF is dropped rather than starting
+// the next block's Raw. Concatenating Raw then reproduces the input with
+// some line endings changed, never a line added or lost.
+func (r *Reader) NormalizeLineEndings() *Reader {
+	r.normalize = true
+	return r
+}
 
 // NewReader returns a Reader that reads blocks from src. maxEvent caps the
 // size of one block (the length of its Raw) in bytes; maxEvent <= 0 means
@@ -153,7 +187,15 @@ func (r *Reader) scan() bool {
 			if buf[r.p] == '\n' {
 				r.p++
 				r.ls = r.p
+				if r.dropLF {
+					// The CR before it ended the last block and
+					// went out as LF: this LF is already written.
+					r.r = r.p
+				}
+			} else if r.p > r.r {
+				r.loneCR = true
 			}
+			r.dropLF = false
 		}
 		// Find the next line terminator: the first CR or LF at or after p.
 		end := r.nextLF()
@@ -230,8 +272,17 @@ func (r *Reader) finishEOF() (Event, error) {
 
 // dispatch builds the Event for buf[r.r:end] and resets the block state.
 func (r *Reader) dispatch(end int, unterminated bool) Event {
+	raw := r.buf[r.r:end:end]
+	r.dropLF = false
+	if r.normalize && (r.loneCR || r.skipLF) {
+		// skipLF: the block ends in a CR whose next byte is not here
+		// yet. It becomes LF now; a following LF is dropped.
+		r.norm = appendLF(r.norm[:0], raw)
+		raw = r.norm[:len(r.norm):len(r.norm)]
+		r.dropLF = r.skipLF
+	}
 	ev := Event{
-		Raw:          r.buf[r.r:end:end],
+		Raw:          raw,
 		Type:         r.typ,
 		HasData:      r.dataN > 0,
 		ID:           r.id,
@@ -249,6 +300,7 @@ func (r *Reader) dispatch(end int, unterminated bool) Event {
 	r.r = end
 	r.ls = r.p
 	r.content = false
+	r.loneCR = false
 	r.hasField = false
 	r.dataN = 0
 	r.typ = ""
@@ -256,6 +308,23 @@ func (r *Reader) dispatch(end int, unterminated bool) Event {
 	r.hasID = false
 	r.retry = -1
 	return ev
+}
+
+// appendLF appends raw to dst with every line ending (CR, LF or CRLF)
+// written as LF. In SSE a CR is always a line ending.
+func appendLF(dst, raw []byte) []byte {
+	for {
+		i := bytes.IndexByte(raw, '\r')
+		if i < 0 {
+			return append(dst, raw...)
+		}
+		dst = append(dst, raw[:i]...)
+		dst = append(dst, '\n')
+		raw = raw[i+1:]
+		if len(raw) > 0 && raw[0] == '\n' {
+			raw = raw[1:]
+		}
+	}
 }
 
 // fill reads more data into the buffer, compacting or growing it first if
