@@ -77,7 +77,7 @@ type ports struct {
 // caddyfile renders the config of generation gen. Every generation
 // differs (a response header), so each load is a real reload, as an
 // admin API POST /load of an edited config would be.
-func caddyfile(p ports, gen int, cs []chaosCase, logOutput string) string {
+func caddyfile(p ports, gen int, cs []chaosCase, logOutput, logLevel string) string {
 	var models strings.Builder
 	for _, c := range cs {
 		fmt.Fprintf(&models, "\t\tmodel %s {\n\t\t\t%s\n\t\t}\n", c.alias, c.chain)
@@ -101,7 +101,7 @@ func caddyfile(p ports, gen int, cs []chaosCase, logOutput string) string {
 	grace_period 2s
 	log {
 		output %[7]s
-		level ERROR
+		level %[15]s
 	}
 }
 
@@ -158,14 +158,23 @@ http://127.0.0.1:%[14]d {
 %[12]s	}
 }
 
-# reverse_proxy: the baseline for reload failures, a plain proxy in front of sim
+# reverse_proxy: the baseline for reload failures, a plain proxy in front
+# of sim. Its idle upstream connections time out after 3s: on a reload
+# Caddy cleans up the old config while its requests still run, and the
+# connections those requests return to the cleaned-up transport would
+# otherwise idle for keepalive's default 2m and hide the relay's own
+# leaks in the after check.
 http://127.0.0.1:%[3]d {
 	bind 127.0.0.1
 	header X-Chaos-Gen %[6]d
-	reverse_proxy 127.0.0.1:%[1]d
+	reverse_proxy 127.0.0.1:%[1]d {
+		transport http {
+			keepalive 3s
+		}
+	}
 }
 `, p.sim, p.relay, p.proxy, p.bad, p.dead, gen, logOutput,
-		firstByteTimeout, tryDuration, streamIdleTimeout, heartbeat, models.String(), common, p.chaos)
+		firstByteTimeout, tryDuration, streamIdleTimeout, heartbeat, models.String(), common, p.chaos, logLevel)
 }
 
 // loader adapts and loads generations of the config.
@@ -173,6 +182,7 @@ type loader struct {
 	ports     ports
 	cases     []chaosCase
 	logOutput string
+	logLevel  string
 
 	mu      sync.Mutex
 	gen     int
@@ -187,7 +197,7 @@ func (l *loader) load() error {
 	l.gen++
 	gen := l.gen
 	l.mu.Unlock()
-	src := caddyfile(l.ports, gen, l.cases, l.logOutput)
+	src := caddyfile(l.ports, gen, l.cases, l.logOutput, l.logLevel)
 	adapter := caddyconfig.GetAdapter("caddyfile")
 	if adapter == nil {
 		return fmt.Errorf("the caddyfile config adapter is not registered")
@@ -215,9 +225,11 @@ func (l *loader) load() error {
 	return nil
 }
 
-// reloadSlack widens a reload's span: connections the old servers closed
-// at the end of a load are seen by clients a little later.
-const reloadSlack = 500 * time.Millisecond
+// reloadSlack widens a reload's span past caddy.Load's return: on a
+// reload (not on exit) Caddy does not wait for the old servers'
+// Shutdown, which goes on for up to grace_period (2s here), closing each
+// connection as its request ends; a client that reuses one sees EOF.
+const reloadSlack = 2*time.Second + 500*time.Millisecond
 
 // overlaps reports whether a reload ran between from and to.
 func (l *loader) overlaps(from, to time.Time) bool {

@@ -67,7 +67,7 @@ type options struct {
 	seed        uint64
 	only, skip  string
 	list        bool
-	verbose     bool
+	logLevel    string
 	settle      time.Duration
 }
 
@@ -80,7 +80,7 @@ func parseFlags() options {
 	flag.StringVar(&o.only, "only", "", "comma-separated chaos cases to run (default: all; see -list)")
 	flag.StringVar(&o.skip, "skip", "", "comma-separated chaos cases to leave out")
 	flag.BoolVar(&o.list, "list", false, "list the chaos cases and exit")
-	flag.BoolVar(&o.verbose, "v", false, "Caddy's error log to stderr (default: discarded)")
+	flag.StringVar(&o.logLevel, "log", "", `Caddy's log level to stderr, e.g. ERROR or INFO (default: discarded)`)
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "how long the end may take to return to the baseline")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./cmd/relaychaos [flags]\n\n"+
@@ -177,15 +177,17 @@ func run(o options, cs []chaosCase) int {
 		_ = badSrv.Close()
 	}()
 
-	logOutput := "discard"
-	if o.verbose {
-		logOutput = "stderr"
+	logOutput, logLevel := "discard", "ERROR"
+	if o.logLevel != "" {
+		logOutput, logLevel = "stderr", o.logLevel
 	}
-	ld := &loader{ports: p, cases: cs, logOutput: logOutput}
+	ld := &loader{ports: p, cases: cs, logOutput: logOutput, logLevel: logLevel}
 	if err := ld.load(); err != nil {
 		fatalf("starting Caddy: %v", err)
 	}
 	defer func() { _ = caddy.Stop() }()
+	fmt.Printf("ports on 127.0.0.1: sim %d, relay %d, relay (chaos cases) %d, reverse_proxy %d, misbehaving upstream %d, closed %d\n",
+		p.sim, p.relay, p.chaos, p.proxy, p.bad, p.dead)
 
 	client := newClient(o.concurrency)
 	lim := chaos.Limits{
