@@ -5,13 +5,15 @@
 //
 //	go run ./cmd/relaychaos -duration 60s [-concurrency 64] [-reload 5s] [-seed N]
 //
-// In one process it starts Caddy (caddy.Load, as `caddy run` would) with
-// three sites on free 127.0.0.1 ports: llm_simulator (the healthy
-// upstream), llm_relay in front of it and of a misbehaving upstream of
-// the suite's own (plus a target on a closed port), and a plain
-// reverse_proxy in front of the simulator. The misbehaving upstream is
-// told what to do by the model name the relay sends it: each chaos case
-// is a model alias of the relay (see -list).
+// In one process it starts Caddy (caddy.Load, as `caddy run` or an admin
+// API POST /load would) with four sites on free 127.0.0.1 ports:
+// llm_simulator (the healthy upstream), llm_relay in front of it (the
+// healthy load of the reload comparison), a second llm_relay with the
+// same settings in front of the simulator, the suite's own misbehaving
+// upstream (an http.Server in this process) and a closed port (the chaos
+// cases), and a plain reverse_proxy in front of the simulator. The
+// misbehaving upstream is told what to do by the model name the relay
+// sends it: each chaos case is a model alias of the relay (see -list).
 //
 // A quarter of the workers send healthy requests through the relay, a
 // quarter the very same requests through reverse_proxy, and half cycle
