@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+)
+
+// TestConfigAdapts: every generation of the config adapts, generations
+// differ (so each load is a real reload), and every case has its alias.
+func TestConfigAdapts(t *testing.T) {
+	cs := selectCases(options{})
+	p := ports{sim: 1001, relay: 1002, chaos: 1003, proxy: 1004, bad: 1005, dead: 1006}
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	var prev []byte
+	for gen := 1; gen <= 2; gen++ {
+		src := caddyfile(p, gen, cs, "discard", "ERROR")
+		cfg, warnings, err := adapter.Adapt([]byte(src), map[string]any{"filename": "test.Caddyfile"})
+		if err != nil {
+			t.Fatalf("generation %d: %v\n%s", gen, err, src)
+		}
+		if len(warnings) > 0 {
+			t.Errorf("generation %d: warnings %v", gen, warnings)
+		}
+		for _, c := range cs {
+			if !bytes.Contains(cfg, []byte(`"alias":"`+c.alias+`"`)) {
+				t.Errorf("case %s: alias %s missing from the JSON config", c.name, c.alias)
+			}
+		}
+		if !strings.Contains(string(cfg), `"stream_idle_timeout":3000000000`) {
+			t.Errorf("stream_idle_timeout not in the JSON config")
+		}
+		if bytes.Equal(cfg, prev) {
+			t.Fatal("two generations adapt to the same JSON: the reload would be a no-op")
+		}
+		prev = cfg
+	}
+}
+
+func TestSelectCases(t *testing.T) {
+	all := selectCases(options{})
+	if got := selectCases(options{skip: "budget,shadow"}); len(got) != len(all)-2 {
+		t.Fatalf("skip: %d cases of %d", len(got), len(all))
+	}
+	got := selectCases(options{only: "429-only"})
+	if len(got) != 1 || got[0].alias != "chaos-429-only" || got[0].path != "chat/completions" {
+		t.Fatalf("only: %+v", got)
+	}
+}
+
+func TestReloadOverlap(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	l := &loader{reloads: []span{{t0, t0.Add(100 * time.Millisecond)}, {t0.Add(10 * time.Second), time.Time{}}}}
+	for _, tt := range []struct {
+		from, to time.Duration
+		want     bool
+	}{
+		{-time.Second, -time.Millisecond, false},                   // before the first
+		{-time.Second, 50 * time.Millisecond, true},                // during it
+		{time.Second, 2 * time.Second, true},                       // in its shutdown slack
+		{4 * time.Second, 5 * time.Second, false},                  // well after it
+		{9 * time.Second, 10*time.Second + time.Millisecond, true}, // the running one
+	} {
+		if got := l.overlaps(t0.Add(tt.from), t0.Add(tt.to)); got != tt.want {
+			t.Errorf("[%s, %s]: %v, want %v", tt.from, tt.to, got, tt.want)
+		}
+	}
+}
