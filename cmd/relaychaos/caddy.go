@@ -45,13 +45,13 @@ func cases() []chaosCase {
 	const sim = "to sim sim-reasoner"
 	return []chaosCase{
 		{name: "stall-first", chain: lines(to(chaos.StallFirst), sim), about: "200 and headers, then silence before any data; fallback sim"},
-		{name: "stall-after", chain: to(chaos.StallAfter), about: "stream: 2 events then silence; non-stream: 200 and half a body then silence"},
+		{name: "stall-after", chain: to(chaos.StallAfter), want: chaos.Want{BodyAbort: true}, about: "stream: 2 events then silence; non-stream: 200 and half a body then silence"},
 		{name: "cr-only", chain: to(chaos.CROnly), about: "a complete stream whose lines end in bare CR"},
 		{name: "cr-tail", chain: to(chaos.CRTail), about: `an event ending "\n\r", then the connection drops`},
 		{name: "non-sse", chain: lines(to(chaos.NonSSE), sim), about: "200 application/json to a stream request; fallback sim"},
 		{name: "redirect", chain: lines(to(chaos.Redirect), sim), about: "302 with an internal Location; fallback sim"},
 		{name: "garbage", chain: lines(to(chaos.Garbage), sim), about: "bytes that are not HTTP; fallback sim"},
-		{name: "drop", chain: to(chaos.Drop), about: "2 events (or half a body), then the connection drops"},
+		{name: "drop", chain: to(chaos.Drop), want: chaos.Want{BodyAbort: true}, about: "2 events (or half a body), then the connection drops"},
 		{name: "eof", chain: to(chaos.EOFNoDone), about: "stream: 2 events, then a clean end without [DONE]"},
 		{name: "429", chain: lines(to(chaos.RateLimited), sim), about: "429 with Retry-After; fallback sim"},
 		{name: "429-only", chain: to(chaos.RateLimited), want: chaos.Want{ErrorStatus: 429, RetryAfter: true},

@@ -72,7 +72,7 @@ func (d *driver) do(rq request) (*chaos.Observation, chaos.Result) {
 	start := time.Now()
 	obs := chaos.Do(context.Background(), d.client, req, rq.stream, d.lim)
 	obs.Responses = rq.resp
-	if obs.PreResponseErr {
+	if obs.PreResponseErr && !(rq.want.BodyAbort && !rq.stream) {
 		obs.ReloadOverlap = d.ld.overlaps(start, time.Now())
 	}
 	return obs, chaos.Classify(obs)

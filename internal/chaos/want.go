@@ -14,6 +14,12 @@ type Want struct {
 	// complete answer will do (an error here is a false alarm, e.g. a
 	// truncation error appended to a complete /v1/responses stream).
 	Complete bool
+	// BodyAbort: the upstream breaks (or stalls) a non-stream body after
+	// the commit point, so an abort is the expected answer to a
+	// non-stream request. It may reach the client before the response
+	// headers (they are still in Caddy's buffer), so a reload that ran
+	// meanwhile is not its cause.
+	BodyAbort bool
 }
 
 // Check reports how a classified observation misses w, or "".
