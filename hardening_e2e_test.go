@@ -194,23 +194,6 @@ func firstLine(s string) string {
 	return s
 }
 
-func postPath(t *testing.T, path, body string, header ...string) *http.Response {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, relayBase+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST: %v", err)
-	}
-	return resp
-}
-
 // Items 4 and 7: a 2xx that is not a stream, to a stream request, and any
 // 3xx are failures before the commit point: the next target answers, and
 // as a last resort the client gets a 502 that quotes nothing of theirs.

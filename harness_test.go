@@ -135,7 +135,13 @@ func streamEvents(w http.ResponseWriter, gap time.Duration, datas ...string) {
 // post sends a chat request to the relay and returns the response.
 func post(t *testing.T, body string, header ...string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, relayBase+"/v1/chat/completions", strings.NewReader(body))
+	return postPath(t, "/v1/chat/completions", body, header...)
+}
+
+// postPath sends a JSON POST to a path of the relay.
+func postPath(t *testing.T, path, body string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, relayBase+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
