@@ -19,7 +19,8 @@ type upstreamRuntime struct {
 	auth      string // "Bearer <key>", or "" when no api_key is set
 	headers   http.Header
 	transport http.RoundTripper
-	cleanup   func()
+	cleanup   func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
+	closeIdle func() // closes the transport's idle connections; idempotent
 }
 
 // provisionUpstream resolves the upstream's secrets and loads its transport
@@ -74,7 +75,26 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		rt.cleanup = func() { _ = ht.Cleanup() }
 	}
 	rt.transport = transport
+	rt.closeIdle = idleCloser(transport)
 	return rt, nil
+}
+
+// idleCloser returns what closes the idle connections of a transport:
+// reverse_proxy's http transport (default or configured) through its
+// *http.Transport, any other transport through CloseIdleConnections when
+// it has one.
+func idleCloser(t http.RoundTripper) func() {
+	switch t := t.(type) {
+	case *reverseproxy.HTTPTransport:
+		return func() {
+			if t.Transport != nil {
+				t.Transport.CloseIdleConnections()
+			}
+		}
+	case interface{ CloseIdleConnections() }:
+		return t.CloseIdleConnections
+	}
+	return func() {}
 }
 
 // url builds the upstream URL for the client path rest (what followed
