@@ -87,3 +87,48 @@ func TestHealthSkipNeverFailsAnUntriedRequest(t *testing.T) {
 		t.Errorf("b got %d requests during a's trial, want 1", len(b.requests())-nb)
 	}
 }
+
+// TestStreamsReuseUpstreamConnections: the root cause of the connect
+// storms. A real upstream sends the end of a stream's body (the last
+// chunk) a moment after its [DONE] event; the relay stopped reading at
+// [DONE] and closed the body, so net/http closed the connection, and every
+// stream dialled a new one: 10 sequential streams, 10 connections, where
+// reverse_proxy used 1. Under a burst those dials overflowed the
+// upstream's listen queue. Streams must reuse connections as
+// reverse_proxy's do.
+func TestStreamsReuseUpstreamConnections(t *testing.T) {
+	up := newConnCounter(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		// The gap puts [DONE] and the body's end in separate reads.
+		streamEvents(w, 20*time.Millisecond, chunk("a"), chunk("b"), "[DONE]")
+	})
+	startRelay(t, fmt.Sprintf(`llm_relay {
+		upstream u %s
+		model m {
+			to u
+		}
+	}`, up.URL+"/v1"), fmt.Sprintf(`:9081 {
+	reverse_proxy %s
+}`, strings.TrimPrefix(up.URL, "http://")))
+	const n = 10
+	for range n {
+		resp := post(t, `{"model":"m","stream":true,"messages":[]}`)
+		if got := readAll(t, resp); !strings.Contains(got, "[DONE]") {
+			t.Fatalf("relay: %d %q", resp.StatusCode, got)
+		}
+	}
+	relay, _ := up.counts()
+	for range n {
+		resp, err := httpClient.Post("http://127.0.0.1:9081/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"m","stream":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+	}
+	all, _ := up.counts()
+	if proxy := all - relay; relay > proxy {
+		t.Errorf("%d sequential streams: the relay opened %d upstream connections, reverse_proxy %d; want no more than reverse_proxy",
+			n, relay, proxy)
+	}
+}
