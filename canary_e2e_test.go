@@ -113,7 +113,7 @@ func TestCanaryStableSliceAndRollback(t *testing.T) {
 	if cs.State != "rolled_back" || cs.Share != 0 || !strings.Contains(cs.RollbackReason, "error rate 30% > 20%") {
 		t.Errorf("canary after rollback: %+v", cs)
 	}
-	mustLog(t, logFile, "warn", "canary rolled back", "canary", "c (client's model)", "reason", "error rate")
+	mustLog(t, logFile, "warn", "canary rolled back", "canary", "c (*)", "reason", "error rate")
 
 	// Rolled back: every user takes the chain, the canary gets nothing.
 	after := len(c.requests())

@@ -242,7 +242,7 @@ func TestHealthSLOSlowTargetLosesAndRegainsTraffic(t *testing.T) {
 	if st.Status != "degraded" || !strings.Contains(st.Reason, "> slo 200ms") {
 		t.Fatalf("a after a slow sample: status %q reason %q; want degraded by the model's 200ms ttft", st.Status, st.Reason)
 	}
-	mustLog(t, logFile, "warn", "target degraded", "target", "a (client's model)", "reason", "ttft p90")
+	mustLog(t, logFile, "warn", "target degraded", "target", "a (*)", "reason", "ttft p90")
 
 	// Degraded: b first. At most one request per second still goes to a
 	// first (the recheck), so of a quick burst nearly all go to b.
@@ -276,7 +276,7 @@ func TestHealthSLOSlowTargetLosesAndRegainsTraffic(t *testing.T) {
 			t.Errorf("after recovery: served by %q, want a", up)
 		}
 	}
-	mustLog(t, logFile, "info", "target healthy", "target", "a (client's model)")
+	mustLog(t, logFile, "info", "target healthy", "target", "a (*)")
 }
 
 // failingA is an upstream that always answers 503.
@@ -541,7 +541,7 @@ func TestHealthActiveChecks(t *testing.T) {
 	if sc := mustTarget(t, doc, "c"); sc.Status != "healthy" || sc.LatencyEWMA == "" {
 		t.Errorf("c: %+v; want healthy with a latency measured by its probes", sc)
 	}
-	mustLog(t, logFile, "warn", "target ejected", "target", "a (client's model)", "reason", "3 consecutive failures")
+	mustLog(t, logFile, "warn", "target ejected", "target", "a (*)", "reason", "3 consecutive failures")
 
 	for name, f := range map[string]*fakeUpstream{"a": a, "c": c} {
 		reqs := f.requests()

@@ -105,9 +105,13 @@ func (e *healthEntry) claimRecheck(now time.Time) bool {
 	return e.recheck.CompareAndSwap(last, now.UnixNano())
 }
 
+// modelLabel names the model a target sends, for logs, /status and the
+// target_healthy metric: "*" for a target that forwards the client's model
+// unchanged (a `to <upstream>` line without a model, as in the `*` route),
+// so no client-chosen string ever becomes a label.
 func modelLabel(m string) string {
 	if m == "" {
-		return "client's model"
+		return "*"
 	}
 	return m
 }

@@ -16,11 +16,11 @@ import (
 var (
 	metricRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "llm_relay", Name: "requests_total",
-		Help: "Requests relayed, by model alias, the upstream that answered (\"none\" if none) and outcome.",
+		Help: "Requests to relay, by model alias (\"none\" if rejected before routing), the upstream that answered (\"none\" if none) and outcome. The model list (GET /v1/models) is not counted.",
 	}, []string{"alias", "upstream", "outcome"})
 	metricAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "llm_relay", Name: "attempts_total",
-		Help: "Upstream attempts, by upstream and result (ok, failed, passed_through).",
+		Help: "Upstream attempts, by upstream and result (ok, failed, passed_through, client_closed).",
 	}, []string{"upstream", "result"})
 	metricFailovers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "llm_relay", Name: "failovers_total",
@@ -81,7 +81,7 @@ type stateCollector struct{}
 
 var (
 	descHealth = prometheus.NewDesc("llm_relay_target_healthy",
-		"1 if the target (upstream and model) is healthy, 0.5 if degraded or recovering (half-open), 0 if ejected.",
+		"1 if the target (upstream and model sent; \"*\" for the client's model unchanged) is healthy, 0.5 if degraded or recovering (half-open), 0 if ejected.",
 		[]string{"upstream", "model"}, nil)
 	descCanary = prometheus.NewDesc("llm_relay_canary_share_percent",
 		"The share of requests a canary currently gets (0 after a rollback).",
@@ -128,8 +128,14 @@ func (stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// observeRequest records a finished request's metrics.
+// observeRequest records a finished request's metrics. The relay's own
+// successful answers (the model list and model objects: no route, no
+// attempt) relay nothing and are not counted; its rejections are, under
+// alias "none" when they come before routing.
 func observeRequest(rl *requestLog) {
+	if rl.alias == "" && rl.attempts == 0 && rl.status >= 200 && rl.status < 300 {
+		return
+	}
 	alias, upstream := rl.alias, rl.upstream
 	if alias == "" {
 		alias = "none" // rejected before routing; the client's model name is not a label

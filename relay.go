@@ -4,6 +4,7 @@
 package llmrelay
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -96,6 +97,9 @@ type Relay struct {
 	budgetsOnce *sync.Once
 	provisioned time.Time
 	probes      []*prober
+	life        context.Context // the config's lifetime: cancelled at Cleanup (see lifetime.go)
+	endLife     context.CancelFunc
+	inflight    *inflight // requests and shadow copies of this config in flight
 }
 
 // CaddyModule returns the Caddy module information.
@@ -109,6 +113,8 @@ func (Relay) CaddyModule() caddy.ModuleInfo {
 // Provision resolves secrets, loads transports and compiles the routes.
 func (h *Relay) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	h.life, h.endLife = context.WithCancel(ctx)
+	h.inflight = new(inflight)
 	repl := caddy.NewReplacer()
 	if err := h.checkConfig(); err != nil {
 		return err
@@ -209,10 +215,15 @@ func (h *Relay) Validate() error {
 	return nil
 }
 
-// Cleanup closes idle upstream connections. In-flight requests keep running:
-// Caddy cleans up an old config while its streams may still be served.
+// Cleanup ends the config's background work (probes, shadow copies) and
+// closes its idle upstream connections. In-flight requests keep running:
+// Caddy cleans up an old config while its streams may still be served;
+// their connections are closed when the last of them ends.
 func (h *Relay) Cleanup() error {
 	unregisterRelay(h)
+	if h.endLife != nil {
+		h.endLife()
+	}
 	for _, p := range h.probes {
 		p.stop()
 	}
@@ -222,6 +233,11 @@ func (h *Relay) Cleanup() error {
 	for _, u := range h.upstreams {
 		u.cleanup()
 	}
+	h.inflight.retire(func() {
+		for _, u := range h.upstreams {
+			u.closeIdle()
+		}
+	})
 	return nil
 }
 
@@ -233,6 +249,8 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if r.Method == http.MethodOptions {
 		return next.ServeHTTP(w, r)
 	}
+	h.inflight.enter()
+	defer h.inflight.leave()
 	h.serve(w, r)
 	return nil
 }

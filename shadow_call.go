@@ -14,7 +14,7 @@ import (
 )
 
 // shadowTimeout bounds one shadow copy, so a hanging shadow target cannot
-// hold a slot for ever.
+// hold a slot for ever. A copy also ends when its config is unloaded.
 const shadowTimeout = 5 * time.Minute
 
 // maxCapture is how much of the client's answer is kept to compare with a
@@ -26,33 +26,47 @@ const maxCapture = 256 << 10
 // text (to compare with), or nil when no copy was sent. The copy never
 // delays or changes the client's response: it runs on its own goroutine
 // and context, and a copy beyond max_concurrent is dropped and counted.
+// The copy belongs to the config, not to the request: it is cancelled when
+// the config is unloaded (a reload), and then not recorded, since the
+// shadow target did not fail.
 func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBody, rest string) chan<- []byte {
-	if sr == nil || !shadow.Sample(sr.percent, nil) {
+	life := h.lifetime()
+	if sr == nil || life.Err() != nil || !shadow.Sample(sr.percent, nil) {
 		return nil
 	}
 	primary := make(chan []byte, 1)
 	hdr := r.Header.Clone()
 	query := r.URL.RawQuery
 	stream := body.stream
-	started := sr.runner.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), shadowTimeout)
-		defer cancel()
+	h.inflight.enter() // the copy uses the config's transport
+	started := sr.runner.GoThen(func() func() {
+		ctx, cancel := context.WithTimeout(life, shadowTimeout)
 		res := shadowCall(ctx, sr.target, hdr, query, body, rest)
+		cancel()
+		h.inflight.leave()
+		if life.Err() != nil {
+			return nil // unloaded mid-copy: abandoned, not failed
+		}
 		// The comparison waits for the client's answer without holding a
-		// max_concurrent slot: the slot bounds calls to the shadow target.
-		go func() {
+		// max_concurrent slot (the slot bounds calls to the shadow
+		// target), but still counted by the runner.
+		return func() {
 			var text string
+			wait := time.NewTimer(shadowTimeout)
+			defer wait.Stop()
 			select {
 			case b := <-primary:
 				if res.OK {
 					text = answerOf(b, stream)
 				}
-			case <-time.After(shadowTimeout):
+			case <-life.Done(): // the copy is complete: record it uncompared
+			case <-wait.C:
 			}
 			sr.runner.Record(res, text)
-		}()
+		}
 	})
 	if !started {
+		h.inflight.leave()
 		return nil
 	}
 	return primary

@@ -1,10 +1,13 @@
 package llmrelay
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
@@ -19,7 +22,8 @@ type upstreamRuntime struct {
 	auth      string // "Bearer <key>", or "" when no api_key is set
 	headers   http.Header
 	transport http.RoundTripper
-	cleanup   func()
+	cleanup   func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
+	closeIdle func() // closes the transport's idle connections; idempotent
 }
 
 // provisionUpstream resolves the upstream's secrets and loads its transport
@@ -73,8 +77,73 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		transport = ht
 		rt.cleanup = func() { _ = ht.Cleanup() }
 	}
-	rt.transport = transport
+	rt.transport = reusing{transport}
+	rt.closeIdle = idleCloser(transport)
 	return rt, nil
+}
+
+// Keeping upstream connections alive. The relay stops reading a stream at
+// its [DONE] event and closes the body; the upstream's end of the body (a
+// chunked encoding's last chunk) usually comes in a later read, a few
+// milliseconds on. Closing an http.Response body before its end makes
+// net/http close the connection instead of reusing it, so every stream
+// cost a new connection to the upstream: one dial per request where
+// reverse_proxy (which reads to the end) opens one connection per
+// concurrent stream and keeps it. Under a burst of streams those extra
+// dials are what overflows an upstream's listen queue (dial timeouts, then
+// the target ejected). reusing reads the rest of a body at Close, within
+// bounds, so the connection goes back to the pool.
+const (
+	drainMax  = 64 << 10               // read at most this much of a body at Close
+	drainWait = 100 * time.Millisecond // and wait at most this long for its end
+)
+
+// reusing wraps an upstream transport so that closing a response body
+// first reads what is left of it (within drainMax and drainWait).
+type reusing struct{ http.RoundTripper }
+
+func (t reusing) RoundTrip(req *http.Request) (*http.Response, error) {
+	// A context of its own, to abort a drain that waits too long.
+	ctx, cancel := context.WithCancel(req.Context())
+	resp, err := t.RoundTripper.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &drainingBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+type drainingBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *drainingBody) Close() error {
+	stop := time.AfterFunc(drainWait, b.cancel)
+	_, _ = io.CopyN(io.Discard, b.ReadCloser, drainMax)
+	stop.Stop()
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// idleCloser returns what closes the idle connections of a transport:
+// reverse_proxy's http transport (default or configured) through its
+// *http.Transport, any other transport through CloseIdleConnections when
+// it has one.
+func idleCloser(t http.RoundTripper) func() {
+	switch t := t.(type) {
+	case *reverseproxy.HTTPTransport:
+		return func() {
+			if t.Transport != nil {
+				t.Transport.CloseIdleConnections()
+			}
+		}
+	case interface{ CloseIdleConnections() }:
+		return t.CloseIdleConnections
+	}
+	return func() {}
 }
 
 // url builds the upstream URL for the client path rest (what followed

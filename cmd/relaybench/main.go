@@ -56,6 +56,13 @@
 //	go tool pprof -top -cum -focus='llmrelay\.\(\*Relay\)' relaybench.pprof
 //	go tool pprof -peek 'llmrelay\.\(\*Relay\)\.(attempt|respond)$' relaybench.pprof
 //
+// -storm N runs connect storms instead of the measurements above: N
+// streaming requests released at the same instant, each on a fresh client
+// connection, against relay and then reverse_proxy (-storm-rounds rounds,
+// alternating which goes first), and prints every outcome by status and
+// error code for both. Each stream holds 4 file descriptors in this one
+// process; use -tokens-per-sec (e.g. 50) so the streams overlap.
+//
 // -print-config prints the generated Caddyfile and JSON and exits.
 package main
 
@@ -87,6 +94,8 @@ type options struct {
 	memProfile      string
 	printConfig     bool
 	shadow          bool
+	storm           int
+	stormRounds     int
 }
 
 func parseFlags() options {
@@ -104,6 +113,8 @@ func parseFlags() options {
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile (whole run) to this file at the end")
 	flag.BoolVar(&o.printConfig, "print-config", false, "print the Caddyfile and its JSON, then exit")
 	flag.BoolVar(&o.shadow, "shadow", false, "compare the relay with every request shadowed to a slow simulator (relay+shadow) against the plain relay, instead of relay against reverse_proxy")
+	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
+	flag.IntVar(&o.stormRounds, "storm-rounds", 3, "with -storm: storms per target, alternating which target goes first")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./cmd/relaybench [flags]\n\n"+
 			"Benchmarks llm_relay against a plain reverse_proxy, both in front of\n"+
@@ -129,6 +140,8 @@ func parseFlags() options {
 		fatalf("-tokens-per-sec must not be negative")
 	case o.reasoningTokens < 0 || o.contentTokens < 0:
 		fatalf("-reasoning-tokens and -content-tokens must not be negative")
+	case o.storm < 0 || o.stormRounds < 1:
+		fatalf("-storm must not be negative and -storm-rounds must be at least 1")
 	}
 	return o
 }
@@ -166,6 +179,11 @@ func main() {
 	// a readable message instead of thousands of errors.
 	if err := probe(newBench(client, targets, body, o.stream, 1, 1)); err != nil {
 		fatalf("%v", err)
+	}
+
+	if o.storm > 0 {
+		runStorms(o, targets)
+		return
 	}
 
 	if o.warmup > 0 {

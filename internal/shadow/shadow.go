@@ -63,9 +63,13 @@ type Stats struct {
 	Sent          int64 `json:"sent"`    // copies started by Go
 	Dropped       int64 `json:"dropped"` // copies Go found no slot for
 	Running       int64 `json:"running"`
-	Panics        int64 `json:"panics,omitempty"` // copies whose function panicked (recovered)
-	OK            int64 `json:"ok"`               // Record with Result.OK
-	Failed        int64 `json:"failed"`           // Record without Result.OK
+	// Comparing counts copies done calling that still wait to compare
+	// their answer with the primary's (see [Runner.GoThen]); they hold
+	// no max_concurrent slot.
+	Comparing int64 `json:"comparing,omitempty"`
+	Panics    int64 `json:"panics,omitempty"` // copies whose function panicked (recovered)
+	OK        int64 `json:"ok"`               // Record with Result.OK
+	Failed    int64 `json:"failed"`           // Record without Result.OK
 	// LastError is the Err (or "status N") of the last failed copy.
 	LastError string `json:"last_error,omitempty"`
 	// Latency of successful copies (TTFT only when > 0), milliseconds.
@@ -94,12 +98,13 @@ const maxErrLen = 256
 type Runner struct {
 	max     int64
 	running atomic.Int64
+	compare atomic.Int64 // copies in their then step
 	sent    atomic.Int64
 	dropped atomic.Int64
 	panics  atomic.Int64
 
 	idleMu sync.Mutex
-	idle   *sync.Cond // broadcast when running drops to 0
+	idle   *sync.Cond // broadcast when running+compare drops to 0
 
 	mu         sync.Mutex
 	ok, failed int64
@@ -125,6 +130,15 @@ func NewRunner(maxConcurrent int) *Runner {
 // the copy as dropped. It never blocks. A panic in f is recovered and
 // counted (a shadow must not take the server down).
 func (r *Runner) Go(f func()) bool {
+	return r.GoThen(func() func() { f(); return nil })
+}
+
+// GoThen is [Runner.Go] for a copy in two steps: call runs holding a
+// max_concurrent slot; the func it returns (if not nil) then runs on the
+// same goroutine after the slot is released, counted in Stats.Comparing
+// and waited for by Wait. So a copy that waits for the primary's answer to
+// compare with does not keep other copies out, and is still accounted for.
+func (r *Runner) GoThen(call func() (then func())) bool {
 	for {
 		n := r.running.Load()
 		if n >= r.max {
@@ -137,30 +151,45 @@ func (r *Runner) Go(f func()) bool {
 	}
 	r.sent.Add(1)
 	go func() {
-		defer r.done()
+		slot := true
 		defer func() {
 			if recover() != nil {
 				r.panics.Add(1)
 			}
+			if slot {
+				r.done(&r.running)
+			} else {
+				r.done(&r.compare)
+			}
 		}()
-		f()
+		then := call()
+		if then == nil {
+			return
+		}
+		// Count the then step before releasing the slot, so Wait never
+		// sees both at 0 in between.
+		r.compare.Add(1)
+		slot = false
+		r.done(&r.running)
+		then()
 	}()
 	return true
 }
 
-func (r *Runner) done() {
-	if r.running.Add(-1) == 0 {
+// done decrements one of the two counts and wakes Wait when both are 0.
+func (r *Runner) done(n *atomic.Int64) {
+	if n.Add(-1) == 0 && r.running.Load()+r.compare.Load() == 0 {
 		r.idleMu.Lock()
 		r.idle.Broadcast()
 		r.idleMu.Unlock()
 	}
 }
 
-// Wait blocks until no copy is running. Copies started while it waits are
-// waited for too (it returns at a moment when none runs).
+// Wait blocks until no copy runs, in either step. Copies started while it
+// waits are waited for too (it returns at a moment when none runs).
 func (r *Runner) Wait() {
 	r.idleMu.Lock()
-	for r.running.Load() > 0 {
+	for r.running.Load()+r.compare.Load() > 0 {
 		r.idle.Wait()
 	}
 	r.idleMu.Unlock()
@@ -213,6 +242,7 @@ func (r *Runner) Stats() Stats {
 		Sent:          r.sent.Load(),
 		Dropped:       r.dropped.Load(),
 		Running:       r.running.Load(),
+		Comparing:     r.compare.Load(),
 		Panics:        r.panics.Load(),
 	}
 	r.mu.Lock()
