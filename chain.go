@@ -123,6 +123,10 @@ func (c *chainRun) step(st step) chainOutcome {
 	if now := time.Now(); c.plan.halfOpen[st.idx] && st.idx < len(c.plan.targets)-1 && !t.health.ClaimTrial(now) &&
 		t.health.Status(now, t.slo) == health.HalfOpen {
 		c.rec.note(t, "skipped: recovering, and its one trial request is in flight")
+		// Nothing was tried: the slot goes back, or a request with
+		// `attempts 1` would fail without any attempt. This cannot loop:
+		// the last target of the order is never skipped here.
+		c.cur.unuse()
 		return chainNext
 	}
 	ctx := c.r.Context()

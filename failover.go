@@ -199,6 +199,10 @@ func (c *chainCursor) nextStep(now, deadline time.Time, b backoffPolicy, rng *ra
 	return s, true
 }
 
+// unuse gives back the slot of a step that made no attempt (a recovering
+// target skipped while its one trial request is in flight).
+func (c *chainCursor) unuse() { c.slots++ }
+
 // tried records that target idx was attempted; retryAfter > 0 keeps it out
 // until now+retryAfter.
 func (c *chainCursor) tried(idx int, now time.Time, retryAfter time.Duration) {
