@@ -2,17 +2,17 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"sync"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
+
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // registers the caddyfile adapter
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/llmrelay/caddy-llm-relay"
+	"github.com/llmrelay/caddy-llm-relay/cmd/internal/inproc"
 )
 
 // caddyfileTemplate is the benchmark's Caddy config. Everything listens on
@@ -96,22 +96,15 @@ type siteURLs struct {
 
 // startCaddy picks three free ports, adapts the Caddyfile and loads it.
 func startCaddy(o options) (siteURLs, error) {
-	ports, err := freePorts(5)
+	ports, err := inproc.FreePorts(5)
 	if err != nil {
 		return siteURLs{}, err
 	}
 	src := fmt.Sprintf(caddyfileTemplate, ports[0], ports[1], ports[2], o.reasoningTokens, o.contentTokens,
 		strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64), ports[3], ports[4])
-	adapter := caddyconfig.GetAdapter("caddyfile")
-	if adapter == nil {
-		return siteURLs{}, fmt.Errorf("the caddyfile config adapter is not registered")
-	}
-	cfg, warnings, err := adapter.Adapt([]byte(src), map[string]any{"filename": "relaybench.Caddyfile"})
+	cfg, err := inproc.Adapt(src, "relaybench.Caddyfile", os.Stderr)
 	if err != nil {
-		return siteURLs{}, fmt.Errorf("adapting the Caddyfile: %w\n%s", err, src)
-	}
-	for _, w := range warnings {
-		fmt.Fprintf(os.Stderr, "caddyfile warning: %s\n", w.String())
+		return siteURLs{}, err
 	}
 	if o.printConfig {
 		fmt.Printf("%s\n%s\n", src, cfg)
@@ -133,20 +126,4 @@ func stopCaddy() {
 			fmt.Fprintf(os.Stderr, "relaybench: stopping Caddy: %v\n", err)
 		}
 	})
-}
-
-// freePorts returns n distinct ports that were free on 127.0.0.1 a
-// moment ago. All n listeners are held open together so the kernel
-// cannot hand out the same port twice.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -2,17 +2,17 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
+
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // registers the caddyfile adapter
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/llmrelay/caddy-llm-relay"
+	"github.com/llmrelay/caddy-llm-relay/cmd/internal/inproc"
 	"github.com/llmrelay/caddy-llm-relay/internal/chaos"
 )
 
@@ -198,13 +198,9 @@ func (l *loader) load() error {
 	gen := l.gen
 	l.mu.Unlock()
 	src := caddyfile(l.ports, gen, l.cases, l.logOutput, l.logLevel)
-	adapter := caddyconfig.GetAdapter("caddyfile")
-	if adapter == nil {
-		return fmt.Errorf("the caddyfile config adapter is not registered")
-	}
-	cfg, _, err := adapter.Adapt([]byte(src), map[string]any{"filename": "relaychaos.Caddyfile"})
+	cfg, err := inproc.Adapt(src, "relaychaos.Caddyfile", nil)
 	if err != nil {
-		return fmt.Errorf("adapting the Caddyfile: %w\n%s", err, src)
+		return err
 	}
 	// The span is recorded before the load starts, so failures seen
 	// while it runs are attributed to it (a zero end means "running").
@@ -263,18 +259,4 @@ func (l *loader) stats() (n int, mean, maxDur time.Duration) {
 		mean = sum / time.Duration(len(l.reloads))
 	}
 	return len(l.reloads), mean, maxDur
-}
-
-// freePorts returns n distinct ports free on 127.0.0.1 a moment ago.
-func freePorts(n int) ([]int, error) {
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		defer ln.Close()
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }

@@ -59,6 +59,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/llmrelay/caddy-llm-relay/cmd/internal/inproc"
 	"github.com/llmrelay/caddy-llm-relay/internal/chaos"
 )
 
@@ -161,7 +162,7 @@ func main() {
 
 // run is the whole suite; it returns the exit code.
 func run(o options, cs []chaosCase) int {
-	pp, err := freePorts(6)
+	pp, err := inproc.FreePorts(6)
 	if err != nil {
 		fatalf("%v", err)
 	}

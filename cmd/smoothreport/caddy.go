@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
+
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // registers the caddyfile adapter
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/llmrelay/caddy-llm-relay"
+	"github.com/llmrelay/caddy-llm-relay/cmd/internal/inproc"
 	"github.com/llmrelay/caddy-llm-relay/internal/traces"
 )
 
@@ -61,21 +62,15 @@ http://127.0.0.1:%d {
 // startCaddy adapts and loads the config on a free port and returns the
 // relay's base URL.
 func startCaddy(o options, upPort int, logw io.Writer) (string, error) {
-	port, err := freePort()
+	ports, err := inproc.FreePorts(1)
 	if err != nil {
 		return "", err
 	}
+	port := ports[0]
 	src := caddyfile(o, port, upPort)
-	adapter := caddyconfig.GetAdapter("caddyfile")
-	if adapter == nil {
-		return "", fmt.Errorf("the caddyfile config adapter is not registered")
-	}
-	cfg, warnings, err := adapter.Adapt([]byte(src), map[string]any{"filename": "smoothreport.Caddyfile"})
+	cfg, err := inproc.Adapt(src, "smoothreport.Caddyfile", logw)
 	if err != nil {
-		return "", fmt.Errorf("adapting the Caddyfile: %w\n%s", err, src)
-	}
-	for _, w := range warnings {
-		fmt.Fprintf(logw, "caddyfile warning: %s\n", w.String())
+		return "", err
 	}
 	if err := caddy.Load(cfg, true); err != nil {
 		return "", fmt.Errorf("loading the config: %w\n%s", err, src)
@@ -88,16 +83,6 @@ func stopCaddy(logw io.Writer) {
 	if err := caddy.Stop(); err != nil {
 		fmt.Fprintf(logw, "smoothreport: stopping Caddy: %v\n", err)
 	}
-}
-
-// freePort returns a port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // upstream serves traces.Handler() on 127.0.0.1 and stamps when each
