@@ -125,7 +125,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 			res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		}
-		drain(resp.Body)
+		_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 		res.status = resp.StatusCode
 		return fail(classStatus, fmt.Errorf("status %d", resp.StatusCode))
 	}
@@ -134,27 +134,27 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		// A clean-looking answer that no stream client can read: SDKs
 		// would see zero chunks and no error. Nothing was sent yet, so
 		// it is a failure like any other before the commit point.
-		drain(resp.Body)
+		_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 		res.notStreaming = true
 		return fail(classStream, fmt.Errorf("answered %d without a stream (Content-Type %q)", resp.StatusCode, resp.Header.Get("Content-Type")))
 	}
 	if isEventStream(resp.Header) {
 		if err := h.awaitFirstEvent(res); err != nil {
-			drain(resp.Body)
+			_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 			return fail(classStream, err)
 		}
 	} else {
 		res.body = bodyReaders.Get().(*bufio.Reader)
 		res.body.Reset(resp.Body)
 		if _, err := res.body.Peek(1); err != nil && err != io.EOF {
-			drain(resp.Body)
+			_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 			return fail(classStream, &publicError{msg: "body broke before any data", cause: err})
 		}
 	}
 	if !timer.Stop() {
 		// The timeout fired while the first event was being read: the
 		// attempt's context is cancelled, so the body is unusable.
-		drain(resp.Body)
+		_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 		return fail(classTimeout, errors.New("timeout"))
 	}
 	res.idle.arm()
@@ -255,13 +255,6 @@ func errorEventCode(data []byte) string {
 		return probe.Error.Type
 	}
 	return "unknown"
-}
-
-// drain discards a little of a body so its connection can be reused, then
-// closes it.
-func drain(b io.ReadCloser) {
-	_, _ = io.CopyN(io.Discard, b, 64<<10)
-	_ = b.Close()
 }
 
 // unwrapURLError drops the *url.Error wrapper, whose text repeats the URL.

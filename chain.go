@@ -70,7 +70,7 @@ func (h *Relay) newChainRun(w http.ResponseWriter, r *http.Request, rec *request
 
 // run walks the chain and answers the client.
 func (c *chainRun) run() {
-	if primary := c.h.startShadow(c.rt.shadow, c.r, c.body, c.rest); primary != nil || (!c.body.stream && c.rest == "chat/completions") {
+	if primary := c.h.startShadow(c.rt.shadow, c.r, c.body, c.rest); primary != nil || (!c.body.stream && c.rec.chat) {
 		// Keep the client's answer: for its usage (non-stream) and to
 		// compare a shadow's with (parsed on the shadow's goroutine).
 		cw := &captureWriter{ResponseWriter: c.w}

@@ -94,18 +94,12 @@ func TestStreamIdleTimeout(t *testing.T) {
 		}
 		sleepOrGone(r, 10*time.Second)
 	})
-	logFile := startRelay(t, `llm_relay {
-		upstream u `+up.v1()+`
-		model m {
-			to u
-		}
-		failover {
+	logFile := relayTo(t, up, `failover {
 			stream_idle_timeout 400ms
 		}
 		smoothing off {
 			heartbeat 100ms
-		}
-	}`)
+		}`)
 	start := time.Now()
 	body := readAll(t, post(t, streamBody))
 	p := parseStream(t, body)
@@ -146,12 +140,7 @@ func TestPathTraversalRefused(t *testing.T) {
 	up := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		answerJSON(w, 200, okCompletion)
 	})
-	startRelay(t, `llm_relay {
-		upstream u `+up.v1()+`
-		model m {
-			to u
-		}
-	}`)
+	relayTo(t, up, "")
 	for _, path := range []string{
 		"/v1/../admin",
 		"/v1/%2e%2e/%2e%2e/admin",
@@ -185,6 +174,19 @@ func TestPathTraversalRefused(t *testing.T) {
 	if readAll(t, resp); resp.StatusCode != 200 || up.requests()[0].path != "/v1/chat/completions" {
 		t.Fatalf("plain path: %d, upstream path %q", resp.StatusCode, up.requests()[0].path)
 	}
+}
+
+// relayTo starts the relay with one model, m, whose only target is up;
+// extra is more of the llm_relay block (failover, smoothing, ...).
+func relayTo(t *testing.T, up *fakeUpstream, extra string) string {
+	t.Helper()
+	return startRelay(t, `llm_relay {
+		upstream u `+up.v1()+`
+		model m {
+			to u
+		}
+		`+extra+`
+	}`)
 }
 
 func firstLine(s string) string {
@@ -362,12 +364,7 @@ func TestUpstreamServerHeaderHidden(t *testing.T) {
 		w.Header().Set("Server", "internal-gpu-node-17")
 		answerJSON(w, 200, okCompletion)
 	})
-	startRelay(t, `llm_relay {
-		upstream u `+up.v1()+`
-		model m {
-			to u
-		}
-	}`)
+	relayTo(t, up, "")
 	resp := post(t, `{"model":"m","messages":[]}`)
 	readAll(t, resp)
 	if got := resp.Header.Get("Server"); got != "Caddy" {

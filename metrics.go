@@ -128,12 +128,11 @@ func (stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// observeRequest records a finished request's metrics. The relay's own
-// successful answers (the model list and model objects: no route, no
-// attempt) relay nothing and are not counted; its rejections are, under
+// observeRequest records a finished request's metrics. The model list
+// relays nothing and is not counted; the relay's rejections are, under
 // alias "none" when they come before routing.
 func observeRequest(rl *requestLog) {
-	if rl.alias == "" && rl.attempts == 0 && rl.status >= 200 && rl.status < 300 {
+	if rl.modelList {
 		return
 	}
 	alias, upstream := rl.alias, rl.upstream

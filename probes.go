@@ -78,7 +78,7 @@ func (h *Relay) probe(ctx context.Context, up *upstreamRuntime, uri string, time
 	resp, err := up.transport.RoundTrip(req)
 	ok := err == nil && resp.StatusCode < 300
 	if err == nil {
-		drain(resp.Body)
+		_ = resp.Body.Close() // reads what is left first (see reusing)
 	}
 	if ctx.Err() != nil && err != nil && context.Cause(ctx) == context.Canceled {
 		return // stopping, not a failed probe

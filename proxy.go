@@ -192,6 +192,7 @@ func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rec *request
 	}
 	w.Header().Set("Content-Type", "application/json")
 	rec.status = http.StatusOK
+	rec.modelList = true
 	_, _ = w.Write(body)
 }
 

@@ -45,6 +45,7 @@ type requestLog struct {
 	chat        bool        // a chat completion (where usage can be estimated)
 	chatRules   bool        // Chat Completions or legacy completions: see chatRules
 	idleTimeout bool        // stream_idle_timeout cut the upstream's answer off
+	modelList   bool        // answered GET /v1/models[/<alias>] itself: relays nothing
 	earlier     usage.Usage // usage of streams given up for a reasoning budget failover
 }
 

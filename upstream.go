@@ -99,7 +99,9 @@ const (
 )
 
 // reusing wraps an upstream transport so that closing a response body
-// first reads what is left of it (within drainMax and drainWait).
+// first reads what is left of it (within drainMax and drainWait). Every
+// upstream request (attempts, shadow copies, probes) goes through it, so
+// closing a body is all any of them does to give its connection back.
 type reusing struct{ http.RoundTripper }
 
 func (t reusing) RoundTrip(req *http.Request) (*http.Response, error) {
