@@ -1,5 +1,7 @@
 package sse
 
+import "bytes"
+
 // AppendData appends a block carrying payload as its data to dst and returns
 // the extended slice: "data: " + payload + "\n\n". If payload contains line
 // breaks (CRLF, CR or LF), each line gets its own "data: " line, so a reader
@@ -38,4 +40,23 @@ func appendLines[S ~string | ~[]byte](dst []byte, prefix string, s S) []byte {
 		}
 		s = s[i+1:]
 	}
+}
+
+// NewEvent returns the block a writer of typ and data would send, parsed as
+// [Reader] would return it: "event: " + typ + "\n" (omitted when typ is "")
+// then the data lines and the blank line. Translators that make events of
+// their own (a dialect's stream turned into another's) use it, so that what
+// they hand on is indistinguishable from a block read off the wire.
+func NewEvent(typ string, data []byte) Event {
+	var raw []byte
+	if typ != "" {
+		raw = appendLines(make([]byte, 0, len(typ)+len(data)+16), "event: ", typ)
+	}
+	raw = AppendData(raw, data)
+	ev, err := NewReader(bytes.NewReader(raw), 0).Next()
+	if err != nil {
+		// Unreachable: raw is one complete block.
+		return Event{Raw: raw, Type: typ, Data: data, HasData: true, Retry: -1, hasField: true}
+	}
+	return ev
 }

@@ -67,3 +67,16 @@ func FuzzAppendData(f *testing.F) {
 		}
 	})
 }
+
+func TestNewEventRoundTrip(t *testing.T) {
+	for _, tc := range []struct{ typ, data, raw string }{
+		{"content_block_delta", `{"a":1}`, "event: content_block_delta\ndata: {\"a\":1}\n\n"},
+		{"", `{"a":1}`, "data: {\"a\":1}\n\n"},
+		{"x", "two\nlines", "event: x\ndata: two\ndata: lines\n\n"},
+	} {
+		ev := NewEvent(tc.typ, []byte(tc.data))
+		if string(ev.Raw) != tc.raw || ev.Type != tc.typ || string(ev.Data) != tc.data || !ev.HasData || ev.IsComment() || ev.Retry != -1 {
+			t.Errorf("NewEvent(%q, %q) = %+v", tc.typ, tc.data, ev)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package anthropic
+
+import "net/http"
+
+// Version is the anthropic-version header the relay sends to Anthropic
+// upstreams unless the upstream's own `header` sets another.
+const Version = "2023-06-01"
+
+// DefaultMaxTokens is the max_tokens sent to a Messages upstream when a
+// Chat Completions client set neither max_tokens nor
+// max_completion_tokens: Messages requires it. Operators change it per
+// target with `set max_tokens <n>` (edits apply after translation).
+const DefaultMaxTokens = 4096
+
+// FinishReason maps a Messages stop_reason to a Chat Completions
+// finish_reason.
+func FinishReason(stopReason string) string {
+	switch stopReason {
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "refusal":
+		return "content_filter"
+	default: // end_turn, stop_sequence, pause_turn, anything new
+		return "stop"
+	}
+}
+
+// StopReason maps a Chat Completions finish_reason to a Messages
+// stop_reason.
+func StopReason(finishReason string) string {
+	switch finishReason {
+	case "length":
+		return "max_tokens"
+	case "tool_calls", "function_call":
+		return "tool_use"
+	case "content_filter":
+		return "refusal"
+	default: // stop, anything new
+		return "end_turn"
+	}
+}
+
+// StatusOverloaded is Anthropic's "overloaded_error" status. The relay
+// treats it as retryable, like 503.
+const StatusOverloaded = 529
+
+// ErrorType is the Messages error type for an HTTP status.
+func ErrorType(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case StatusOverloaded, http.StatusServiceUnavailable:
+		return "overloaded_error"
+	}
+	if status >= 400 && status < 500 {
+		return "invalid_request_error"
+	}
+	return "api_error"
+}
+
+// ChatErrorType is the OpenAI error type for an HTTP status, as the
+// OpenAI API itself uses them.
+func ChatErrorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	}
+	if status >= 400 && status < 500 {
+		return "invalid_request_error"
+	}
+	return "server_error"
+}
+
+// The reasoning-effort table: a Chat Completions reasoning_effort becomes a
+// Messages thinking budget, and a thinking budget (or Claude Code's
+// output_config.effort) becomes an effort, by these bounds.
+const (
+	BudgetMinimal = 1024 // Anthropic's smallest budget_tokens
+	BudgetLow     = 2048
+	BudgetMedium  = 8192
+	BudgetHigh    = 24576
+)
+
+// BudgetForEffort returns the thinking budget for a reasoning_effort; ok
+// is false for "none" and unknown values (no thinking).
+func BudgetForEffort(effort string) (budget int, ok bool) {
+	switch effort {
+	case "minimal":
+		return BudgetMinimal, true
+	case "low":
+		return BudgetLow, true
+	case "medium":
+		return BudgetMedium, true
+	case "high", "xhigh", "max":
+		return BudgetHigh, true
+	}
+	return 0, false
+}
+
+// EffortForBudget returns the reasoning_effort whose budget is the
+// smallest at or above budget_tokens ("high" above BudgetMedium).
+func EffortForBudget(budget int) string {
+	switch {
+	case budget <= BudgetMinimal:
+		return "minimal"
+	case budget <= BudgetLow:
+		return "low"
+	case budget <= BudgetMedium:
+		return "medium"
+	}
+	return "high"
+}
