@@ -14,7 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
 // maxPrefix caps the non-data blocks (upstream keep-alive comments) kept
@@ -29,8 +32,9 @@ type attemptResult struct {
 	// after the first data event; first holds the blocks read so far (any
 	// comments, then that event), each cloned.
 	resp   *http.Response
-	events *sse.Reader
+	events pace.Source // in the client's dialect (translated when x crosses)
 	first  []sse.Event
+	x      exchange // the dialects met, and the upstream endpoint
 	body   *bufio.Reader // non-stream: the body, its first byte already read
 	finish func()        // releases the attempt's context; call after the body is done
 
@@ -42,6 +46,7 @@ type attemptResult struct {
 	tryExpired   bool          // try_duration ran out during this attempt
 	clientGone   bool          // the client went away; stop everything
 	notStreaming bool          // a stream request was answered 2xx without SSE
+	untranslated string        // the request could not be translated for this target (the client's 400 message)
 
 	// idle watches the committed body (stream_idle_timeout); idleOut
 	// reports whether it cut the body off.
@@ -56,7 +61,7 @@ type attemptResult struct {
 // attempt sends the request to one target and waits for the commit point:
 // the first data event of a stream, the first body byte of a 2xx non-stream
 // answer, or the headers of an answer to pass through unchanged.
-func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *requestBody, rest string, deadline time.Time) *attemptResult {
+func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *requestBody, x exchange, deadline time.Time) *attemptResult {
 	started := time.Now()
 	actx, cancel := context.WithCancelCause(ctx)
 	wait, cause := h.firstByte, errFirstByteTimeout
@@ -64,7 +69,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		wait, cause = rem, errTryDuration
 	}
 	timer := time.AfterFunc(wait, func() { cancel(cause) })
-	res := &attemptResult{}
+	res := &attemptResult{x: x}
 	res.finish = func() {
 		timer.Stop()
 		if res.idle != nil {
@@ -94,16 +99,18 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		return res
 	}
 
-	payload, err := body.forTarget(t)
+	payload, err := body.forTarget(t, x)
 	if err != nil {
+		if re, ok := errors.AsType[*anthropic.RequestError](err); ok {
+			res.untranslated = re.Message
+			return fail(classStatus, fmt.Errorf("cannot translate the request to %s: %s", x.upstream, re.Message))
+		}
 		return fail(classStatus, fmt.Errorf("rewriting body: %w", err))
 	}
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, t.up.url(rest, r.URL.RawQuery), bytes.NewReader(payload))
+	req, err := t.up.newRequest(actx, http.MethodPost, t.up.url(x.rest, r.URL.RawQuery), r.Header, payload)
 	if err != nil {
-		return fail(classConnect, fmt.Errorf("building request: %w", err))
+		return fail(classConnect, err)
 	}
-	req.Header = t.up.upstreamHeader(r.Header)
-	req.ContentLength = int64(len(payload))
 
 	resp, err := t.up.transport.RoundTrip(req)
 	if err != nil {
@@ -122,7 +129,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 			res.body.Reset(resp.Body)
 			return res
 		}
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == anthropic.StatusOverloaded {
 			res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		}
 		_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
@@ -139,7 +146,13 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		return fail(classStream, fmt.Errorf("answered %d without a stream (Content-Type %q)", resp.StatusCode, resp.Header.Get("Content-Type")))
 	}
 	if isEventStream(resp.Header) {
-		if err := h.awaitFirstEvent(res); err != nil {
+		var inputTokens int
+		if x.crosses() && x.client == dialectMessages {
+			inputTokens = usage.EstimatePrompt(payload)
+		}
+		src := sse.NewReader(res.resp.Body, 0).NormalizeLineEndings()
+		res.events = x.translateStream(src, "", true, inputTokens)
+		if err := awaitFirstEvent(res); err != nil {
 			_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 			return fail(classStream, err)
 		}
@@ -163,13 +176,18 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	return res
 }
 
-// awaitFirstEvent reads SSE blocks until the first data event. Comments
-// before it are kept in first (up to maxPrefix bytes); [DONE], an error
-// event, or the stream's end before any data are failures that move to the
-// next attempt.
-func (h *Relay) awaitFirstEvent(res *attemptResult) error {
-	res.events = sse.NewReader(res.resp.Body, 0).NormalizeLineEndings()
-	kept := 0
+// awaitFirstEvent reads the stream (in the client's dialect) up to its
+// commit point: the first event that carries content. Before it:
+//
+//   - comments are kept in first, up to maxPrefix bytes (then dropped:
+//     they carry nothing);
+//   - Anthropic's message_start, content_block_start and ping are kept in
+//     first (up to maxHeld bytes): they say nothing yet, and an upstream
+//     may still fail after them, so failover stays invisible;
+//   - [DONE], an error event, or the stream's end are failures that move
+//     on to the next attempt.
+func awaitFirstEvent(res *attemptResult) error {
+	kept, held := 0, 0
 	for {
 		ev, err := res.events.Next()
 		if err != nil {
@@ -191,10 +209,25 @@ func (h *Relay) awaitFirstEvent(res *attemptResult) error {
 			return errors.New("stream ended ([DONE]) before any data")
 		case isErrorEvent(&ev):
 			return fmt.Errorf("error event before any data: %s", errorEventCode(ev.Data))
+		case res.x.client == dialectMessages && beforeContent(ev.Type):
+			if held += len(ev.Raw); held > maxHeld {
+				return errors.New("stream sent more than 1 MiB before any content")
+			}
+			res.first = append(res.first, ev.Clone())
+			continue
 		}
 		res.first = append(res.first, ev.Clone())
 		return nil
 	}
+}
+
+// maxHeld bounds the Anthropic events held before the commit point.
+const maxHeld = 1 << 20
+
+// beforeContent reports the Anthropic events that come before any content
+// and do not commit a stream.
+func beforeContent(typ string) bool {
+	return typ == "message_start" || typ == "content_block_start" || typ == "ping"
 }
 
 // isEventStream reports whether the response is an SSE stream
@@ -219,7 +252,7 @@ func (res *attemptResult) copyBody(w io.Writer) (int64, error) {
 }
 
 // isErrorEvent reports whether an SSE event is an in-band error: `event:
-// error`, or a JSON object with a top-level "error" (OpenAI, vLLM, SGLang)
+// error` (Anthropic's), or a JSON object with a top-level "error" (OpenAI, vLLM, SGLang)
 // or "object":"error" (older vLLM). The byte check keeps the common case
 // (a content delta) free of JSON decoding.
 func isErrorEvent(ev *sse.Event) bool {

@@ -35,6 +35,7 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //
 //	    # providers
 //	    upstream <name> <base_url> {
+//	        api openai|chat|anthropic
 //	        api_key <key>
 //	        header <field> <value>
 //	        transport http { ... }
@@ -79,7 +80,7 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //	    # reasoning and money
 //	    reasoning_budget <tokens> [truncate|failover|error]
 //	    adaptive_effort { below <tokens> <effort>; else <effort>; client_effort keep|override }
-//	    price <model> { input <usd>; output <usd>; cached_input <usd> }
+//	    price <model> { input <usd>; output <usd>; cached_input <usd>; cache_write <usd> }
 //	}
 //
 // The types in config.go, config_health.go and config_usage.go document
@@ -252,6 +253,20 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 	u := &Upstream{Name: args[0], BaseURL: args[1]}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
+		case "api":
+			if !d.NextArg() {
+				return nil, d.Errf("upstream %q: expected `api openai|chat|anthropic`", u.Name)
+			}
+			if u.API != "" {
+				return nil, d.Errf("upstream %q: api is already specified", u.Name)
+			}
+			u.API = d.Val()
+			if err := checkAPI(u.API); err != nil {
+				return nil, d.Errf("upstream %q: %v", u.Name, err)
+			}
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
 		case "api_key":
 			if !d.NextArg() {
 				return nil, d.ArgErr()

@@ -388,13 +388,13 @@ func TestProvisionFromCaddyfile(t *testing.T) {
 		if oa == nil {
 			t.Fatal("upstream openai not provisioned")
 		}
-		if oa.auth != "Bearer sk-openai" {
-			t.Errorf("openai auth = %q, want the resolved env key", oa.auth)
+		if oa.authValue != "Bearer sk-openai" {
+			t.Errorf("openai auth = %q, want the resolved env key", oa.authValue)
 		}
 		if got := oa.headers.Values("X-Trace-Source"); !reflect.DeepEqual(got, []string{"relay", "caddy"}) {
 			t.Errorf("openai X-Trace-Source = %q", got)
 		}
-		if ds := r.upstreams["deepseek"]; ds == nil || ds.auth != "Bearer sk-deepseek" {
+		if ds := r.upstreams["deepseek"]; ds == nil || ds.authValue != "Bearer sk-deepseek" {
 			t.Errorf("upstream deepseek = %+v", ds)
 		}
 		if r.routes["smart"] == nil || len(r.routes["smart"].targets) != 2 || r.wildcard == nil {
@@ -423,8 +423,8 @@ func TestProvisionFromCaddyfile(t *testing.T) {
 		if !r.keys.open() {
 			t.Error("no keys configured, but the relay is not open")
 		}
-		if r.upstreams["local"].auth != "" {
-			t.Errorf("no api_key configured, but auth = %q", r.upstreams["local"].auth)
+		if r.upstreams["local"].authValue != "" {
+			t.Errorf("no api_key configured, but auth = %q", r.upstreams["local"].authValue)
 		}
 	})
 

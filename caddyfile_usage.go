@@ -79,7 +79,7 @@ func parseAdaptiveEffort(d *caddyfile.Dispenser) (*AdaptiveEffort, error) {
 	return a, nil
 }
 
-// parsePrice parses `price <model> { input <usd>; output <usd>; cached_input <usd> }`.
+// parsePrice parses `price <model> { input <usd>; output <usd>; cached_input <usd>; cache_write <usd> }`.
 func parsePrice(d *caddyfile.Dispenser) (string, Price, error) {
 	var model string
 	if !d.Args(&model) || d.NextArg() {
@@ -107,8 +107,10 @@ func parsePrice(d *caddyfile.Dispenser) (string, Price, error) {
 			p.Output = f
 		case "cached_input":
 			p.CachedInput = f
+		case "cache_write":
+			p.CacheWrite = f
 		default:
-			return "", p, d.Errf("unrecognized price subdirective %q; expected input, output or cached_input", key)
+			return "", p, d.Errf("unrecognized price subdirective %q; expected input, output, cached_input or cache_write", key)
 		}
 		seen = true
 	}

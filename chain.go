@@ -44,6 +44,10 @@ type chainRun struct {
 	failed       int
 	rateLimited  int // answered 429
 	notStreaming int // answered a stream request with a 2xx that is not SSE
+	// Targets the request could not be translated for, and the last
+	// refusal's message (the client's 400 when no target took it).
+	untranslated    int
+	untranslatedMsg string
 	timedOut     bool
 }
 
@@ -70,7 +74,7 @@ func (h *Relay) newChainRun(w http.ResponseWriter, r *http.Request, rec *request
 
 // run walks the chain and answers the client.
 func (c *chainRun) run() {
-	if primary := c.h.startShadow(c.rt.shadow, c.r, c.body, c.rest); primary != nil || (!c.body.stream && c.rec.chat) {
+	if primary := c.h.startShadow(c.rt.shadow, c.r, c.body, c.rest, c.rec.dialect); primary != nil || (!c.body.stream && c.rec.chat) {
 		// Keep the client's answer: for its usage (non-stream) and to
 		// compare a shadow's with (parsed on the shadow's goroutine).
 		cw := &captureWriter{ResponseWriter: c.w}
@@ -129,6 +133,11 @@ func (c *chainRun) step(st step) chainOutcome {
 		c.cur.unuse()
 		return chainNext
 	}
+	x, ok := exchangeFor(c.rec.dialect, c.rest, t.up)
+	if !ok {
+		c.rec.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.rest)
+		return chainNext
+	}
 	ctx := c.r.Context()
 	if st.wait > 0 && !sleepCtx(ctx, st.wait) {
 		c.rec.status = statusClientClosed
@@ -136,7 +145,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	}
 
 	started := time.Now()
-	res := c.h.attempt(ctx, c.r, t, c.body, c.rest, c.deadline)
+	res := c.h.attempt(ctx, c.r, t, c.body, x, c.deadline)
 	c.h.recordAttempt(t, res, started)
 	observeAttempt(t, res)
 	if isCanary {
@@ -163,11 +172,17 @@ func (c *chainRun) step(st step) chainOutcome {
 		c.rateLimited++
 	case res.notStreaming:
 		c.notStreaming++
+	case res.untranslated != "":
+		c.untranslated++
+		c.untranslatedMsg = res.untranslated
 	}
 	c.rec.note(t, res.err.Error())
 	if res.tryExpired {
 		c.timedOut = true
 		return chainGiveUp
+	}
+	if res.untranslated != "" {
+		return chainNext // another target may speak the client's dialect
 	}
 	if !c.h.triggers.retryable(res.class, res.status) && !neverPassThrough(res.status) {
 		c.timedOut = res.class == classTimeout
@@ -216,9 +231,15 @@ func (c *chainRun) takeWriter() (headersOut bool) {
 // fail answers a request whose attempts all failed: the relay's own error,
 // or, on a response already committed, one in-band error event.
 func (c *chainRun) fail() {
+	if c.rest == restCountTokens && !c.takeWriter() {
+		c.h.estimateTokens(c.w, c.rec, c.body.raw)
+		return
+	}
 	summary := c.rec.summary()
 	var e *apiError
 	switch {
+	case c.failed > 0 && c.untranslated == c.failed:
+		e = errUntranslatableRequest(c.untranslatedMsg)
 	case c.timedOut || !time.Now().Before(c.deadline):
 		e = errUpstreamTimeout(summary)
 	case c.failed > 0 && c.rateLimited == c.failed:

@@ -39,11 +39,12 @@ type ClientKey struct {
 	BudgetPeriod string  `json:"budget_period,omitempty"`
 }
 
-// Upstream is one OpenAI-compatible provider endpoint.
+// Upstream is one provider endpoint.
 //
 // Caddyfile:
 //
 //	upstream <name> <base_url> {
+//	    api openai|chat|anthropic
 //	    api_key <key>
 //	    header <field> <value>
 //	    transport http { ... }
@@ -59,7 +60,19 @@ type Upstream struct {
 	// to `<base_url>/<rest>`. Required.
 	BaseURL string `json:"base_url"`
 
-	// `api_key <key>` is sent upstream as `Authorization: Bearer <key>`.
+	// `api openai|chat|anthropic`: the wire format the upstream speaks.
+	//   - `openai` (the default): OpenAI's own API. Every endpoint passes
+	//     through; Chat Completions get the relay's stream rules.
+	//   - `chat`: a Chat Completions–only provider (DeepSeek, vLLM, Ollama,
+	//     OpenRouter, Gemini's OpenAI-compatible endpoint). Anthropic
+	//     clients' /v1/messages requests are translated to it.
+	//   - `anthropic`: Anthropic Messages. The key goes in `x-api-key`, with
+	//     `anthropic-version: 2023-06-01` (a `header` line overrides it);
+	//     OpenAI clients' /v1/chat/completions requests are translated to it.
+	API string `json:"api,omitempty"`
+
+	// `api_key <key>` is sent upstream as `Authorization: Bearer <key>`
+	// (`x-api-key: <key>` for `api anthropic`).
 	// Use `{env.X}` or `{file./path}`: it is resolved at load, and an empty
 	// value fails the load. Never logged, never sent to clients.
 	APIKey string `json:"api_key,omitempty"`

@@ -73,12 +73,20 @@ type EffortRule struct {
 //	    input <usd per MTok>
 //	    output <usd per MTok>
 //	    cached_input <usd per MTok>
+//	    cache_write <usd per MTok>
 //	}
 //
 // <model> is the model name sent upstream (as in `to`), or a prefix
 // ending in `*` such as `gpt-4o*`. Reasoning tokens are billed as output.
 type Price struct {
-	Input       float64 `json:"input"`
-	Output      float64 `json:"output"`
+	// Prompt tokens not read from or written to the provider's cache.
+	Input float64 `json:"input"`
+	// Completion tokens, reasoning (thinking) included.
+	Output float64 `json:"output"`
+	// Prompt tokens read from the provider's cache (OpenAI's
+	// cached_tokens, Anthropic's cache_read_input_tokens). Default: input.
 	CachedInput float64 `json:"cached_input,omitempty"`
+	// Prompt tokens written to the provider's cache (Anthropic's
+	// cache_creation_input_tokens, e.g. 1.25x input). Default: input.
+	CacheWrite float64 `json:"cache_write,omitempty"`
 }

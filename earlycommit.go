@@ -108,12 +108,17 @@ func setStreamHeaders(h http.Header) {
 func (h *Relay) lateFailure(w http.ResponseWriter, rec *requestLog, e *apiError) {
 	rec.status = http.StatusOK
 	rec.errCode = e.Code
-	h.endWithError(&eventWriter{w: w, rc: http.NewResponseController(w)}, rec, e.Code, e.Message)
+	rec.streamError = e.Code
+	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
+	if _, err := out.Write(streamErrorEvent(e, rec.dialect)); err == nil {
+		_ = out.Flush()
+	}
 }
 
 // lateAnswer handles a committed attempt after an early commit when it is
-// not a stream: an upstream error whose body is an OpenAI error object is
-// forwarded as the in-band error; anything else is summarised.
+// not a stream: an upstream error whose body is an error object (in the
+// client's dialect, translated if need be) is forwarded as the in-band
+// error; anything else is summarised.
 func (h *Relay) lateAnswer(w http.ResponseWriter, rec *requestLog, t *target, res *attemptResult) {
 	defer res.finish()
 	defer res.resp.Body.Close()
@@ -122,18 +127,24 @@ func (h *Relay) lateAnswer(w http.ResponseWriter, rec *requestLog, t *target, re
 	if res.body != nil {
 		_, _ = buf.ReadFrom(io.LimitReader(res.body, 64<<10))
 	}
+	status, body := res.x.translateAnswer(res.resp.StatusCode, buf.Bytes())
+	body = bytes.TrimSpace(body)
 	var probe struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if res.resp.StatusCode >= 400 && json.Unmarshal(buf.Bytes(), &probe) == nil && len(probe.Error) > 0 && string(probe.Error) != "null" {
+	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
+	if status >= 400 && json.Unmarshal(body, &probe) == nil && len(probe.Error) > 0 && string(probe.Error) != "null" {
 		rec.streamError = "upstream_error"
-		out := &eventWriter{w: w, rc: http.NewResponseController(w)}
-		if _, err := out.Write(sse.AppendData(nil, bytes.TrimSpace(buf.Bytes()))); err == nil {
+		ev := sse.AppendData(nil, body)
+		if rec.dialect == dialectMessages {
+			ev = sse.NewEvent("error", body).Raw
+		}
+		if _, err := out.Write(ev); err == nil {
 			_ = out.Flush()
 		}
 		return
 	}
-	h.endWithError(&eventWriter{w: w, rc: http.NewResponseController(w)}, rec, "upstream_not_streaming",
+	h.endWithError(out, rec, "upstream_not_streaming",
 		"The upstream answered status "+strconv.Itoa(res.resp.StatusCode)+" without a stream after the response was committed.")
 }
 

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 )
 
 // apiError is an error the relay answers itself, in OpenAI's error shape:
@@ -36,7 +38,7 @@ func (e *apiError) Error() string { return e.Code + ": " + e.Message }
 // Errors of the relay's own, before any upstream is involved.
 var (
 	errUnauthorized = &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
-		Message: "Missing or invalid API key. Send it as 'Authorization: Bearer <key>'."}
+		Message: "Missing or invalid API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'."}
 	errInvalidJSON = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_json",
 		Message: "The request body is not a JSON object."}
 	errMissingModel = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "missing_model",
@@ -128,8 +130,45 @@ func (e *apiError) body() []byte {
 	return b
 }
 
-// writeAPIError answers the client with e.
-func writeAPIError(w http.ResponseWriter, e *apiError) {
+// bodyIn renders e in a client's dialect: OpenAI's {"error":{...}}, or
+// Anthropic's {"type":"error","error":{"type","message"}}, whose type the
+// Anthropic SDKs turn into their typed errors (by status) and show.
+func (e *apiError) bodyIn(d dialect) []byte {
+	if d != dialectMessages {
+		return e.body()
+	}
+	b, _ := json.Marshal(messagesError{Type: "error", Error: messagesErrorObject{Type: e.messagesType(), Message: e.Message}})
+	return b
+}
+
+// messagesError is Anthropic's error shape, for bodies and `event: error`.
+type messagesError struct {
+	Type  string              `json:"type"`
+	Error messagesErrorObject `json:"error"`
+}
+
+type messagesErrorObject struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// messagesType is the Anthropic error type of one of the relay's errors:
+// by its status, or for in-band errors (status 200) by its code.
+func (e *apiError) messagesType() string {
+	if e.Status != http.StatusOK {
+		return anthropic.ErrorType(e.Status)
+	}
+	switch e.Code {
+	case "upstream_timeout":
+		return "timeout_error"
+	case "rate_limit_exceeded":
+		return "rate_limit_error"
+	}
+	return "api_error"
+}
+
+// writeAPIError answers the client with e, in the client's dialect.
+func writeAPIError(w http.ResponseWriter, e *apiError, d dialect) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -137,7 +176,22 @@ func writeAPIError(w http.ResponseWriter, e *apiError) {
 		h.Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	w.WriteHeader(e.Status)
-	_, _ = w.Write(e.body())
+	_, _ = w.Write(e.bodyIn(d))
+}
+
+// errUntranslatable answers a 2xx upstream answer that could not be
+// translated into the client's dialect.
+func errUntranslatable(err error) *apiError {
+	return &apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "untranslatable_answer",
+		Message: "The upstream's answer could not be translated into this API's format: " + err.Error()}
+}
+
+// errUntranslatableRequest answers a request that no target of its chain
+// could take: each that needed a translation refused a field (see the
+// README's mapping tables).
+func errUntranslatableRequest(msg string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "untranslatable_request",
+		Message: msg}
 }
 
 // asAPIError returns err as an *apiError if it is one.

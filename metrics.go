@@ -48,7 +48,7 @@ var (
 	}, []string{"mode"})
 	metricTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "llm_relay", Name: "tokens_total",
-		Help: "Tokens by key name, model alias and kind (prompt, completion, reasoning, cached).",
+		Help: "Tokens by key name, model alias and kind (prompt, completion, reasoning, cached, cache_write; cached and cache_write are parts of prompt).",
 	}, []string{"key", "alias", "kind"})
 	metricCost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "llm_relay", Name: "cost_usd_total",

@@ -68,12 +68,10 @@ func (h *Relay) startProbes(ctx caddy.Context) {
 func (h *Relay) probe(ctx context.Context, up *upstreamRuntime, uri string, timeout time.Duration, targets []*target) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, up.base+uri, nil)
+	req, err := up.newRequest(ctx, http.MethodGet, up.base+uri, nil, nil)
 	if err != nil {
 		return
 	}
-	req.Header = up.upstreamHeader(http.Header{})
-	req.Header.Del("Content-Type")
 	start := time.Now()
 	resp, err := up.transport.RoundTrip(req)
 	ok := err == nil && resp.StatusCode < 300

@@ -4,15 +4,18 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
 // serve answers one client request: authenticate, route, then relay.
 func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	rec := newRequestLog()
+	rec.dialect = clientDialect(r.URL.Path)
 	defer h.finishRequest(r, rec)
 	cw := &countingWriter{ResponseWriter: w}
 	rec.out = cw
@@ -71,8 +74,9 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.alias = rt.alias
 	rec.stream = body.stream
-	rec.chat = rest == "chat/completions"
+	rec.chat = rest == restChat || rest == restMessages
 	rec.chatRules = chatRules(rest)
+	rec.messages = rest == restMessages
 	pol := rt.smooth
 	mode, ok, err := requestMode(r, body)
 	if err != nil {
@@ -93,9 +97,12 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	body.budget, rec.budget = reason.budget, reason.budget
 	pol.cfg.ReasoningBudget, pol.cfg.BudgetAction = reason.budget, reason.action
 	rec.effort = applyEffort(body, raw, reason.effort, rest)
-	if rec.chatRules {
+	switch {
+	case rec.chatRules:
 		pol.cfg.DropUsage = askForUsage(body)
-	} else {
+	case rec.messages:
+		pol.cfg.Format = pace.FormatMessages
+	default:
 		// A stream the relay does not understand yet passes byte for
 		// byte: no pacing, no reasoning rules, no usage injection.
 		pol.cfg.Mode, pol.cfg.HideReasoning, pol.cfg.ReasoningBudget = pace.ModeOff, false, 0
@@ -103,6 +110,19 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h.newChainRun(w, r, rec, rt, body, rest, pol).run()
 	h.accountRequest(rec, raw)
+}
+
+// estimateTokens answers /v1/messages/count_tokens from the relay's own
+// estimator, when no Anthropic target of the chain answered it: Claude
+// Code asks before long prompts, and a chain of Chat providers has no
+// such endpoint. The estimate is what usage accounting uses for the
+// prompt (about 2.5 % off o200k on English text).
+func (h *Relay) estimateTokens(w http.ResponseWriter, rec *requestLog, raw []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Relay-Estimated", "true")
+	rec.status = http.StatusOK
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(`{"input_tokens":` + strconv.Itoa(usage.EstimatePrompt(raw)) + "}"))
 }
 
 // chatRules reports whether the relay's Chat Completions rules apply to an
@@ -200,7 +220,7 @@ func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rec *request
 func (h *Relay) reject(w http.ResponseWriter, rec *requestLog, e *apiError) {
 	rec.status = e.Status
 	rec.errCode = e.Code
-	writeAPIError(w, e)
+	writeAPIError(w, e, rec.dialect)
 }
 
 // statusClientClosed is logged when the client went away (nginx's 499,

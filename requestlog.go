@@ -44,6 +44,8 @@ type requestLog struct {
 	capture     *captureWriter
 	chat        bool        // a chat completion (where usage can be estimated)
 	chatRules   bool        // Chat Completions or legacy completions: see chatRules
+	dialect     dialect     // the client's: errors and streams are in its shape
+	messages    bool        // an Anthropic Messages request (POST /v1/messages)
 	idleTimeout bool        // stream_idle_timeout cut the upstream's answer off
 	modelList   bool        // answered GET /v1/models[/<alias>] itself: relays nothing
 	earlier     usage.Usage // usage of streams given up for a reasoning budget failover

@@ -1,8 +1,8 @@
 package llmrelay
 
 import (
-	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -27,6 +27,9 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 	hdr.Set("X-Relay-Model", rec.model)
 	hdr.Set("X-Relay-Attempts", strconv.Itoa(rec.attempts))
 
+	if res.events == nil && res.x.crosses() {
+		return h.respondTranslated(w, r, rec, t, res)
+	}
 	if res.events == nil {
 		w.WriteHeader(res.resp.StatusCode)
 		if _, err := res.copyBody(w); err != nil {
@@ -85,9 +88,10 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 		rec.status = statusClientClosed
 		return false
 	case pace.EndEOF:
-		// Only Chat Completions and legacy completions end with [DONE];
-		// other streams (Responses, Messages) end at EOF when complete.
-		if !result.SawError && rec.chatRules {
+		// Chat Completions and legacy completions end with [DONE],
+		// Messages with message_stop; other streams (Responses) end at
+		// EOF when complete.
+		if !result.SawError && (rec.chatRules || rec.messages) {
 			h.recordBroken(t, rec.start)
 			h.endWithError(out, rec, "upstream_stream_truncated", "The upstream closed the stream before it was complete.")
 		}
@@ -113,6 +117,40 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 	return false
 }
 
+// maxAnswer bounds a non-stream answer that is translated: it is read
+// whole, since JSON cannot be translated a piece at a time.
+const maxAnswer = 32 << 20
+
+// respondTranslated commits a non-stream answer from an upstream of the
+// other dialect: read whole (up to maxAnswer), translated (a response
+// object, or an error object with its status mapped), then written with
+// its own Content-Length.
+func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult) bool {
+	body, err := io.ReadAll(io.LimitReader(res.body, maxAnswer+1))
+	switch {
+	case err != nil && r.Context().Err() != nil:
+		rec.status = statusClientClosed
+		return false
+	case err != nil:
+		rec.note(t, logDetail(&publicError{msg: "body broke before it was translated", cause: err}))
+		h.recordBroken(t, rec.start)
+		h.reject(w, rec, errAllFailed(rec.summary()))
+		return false
+	case len(body) > maxAnswer:
+		rec.note(t, "answer larger than 32 MiB: not translated")
+		h.reject(w, rec, errUntranslatable(errors.New("the answer is larger than 32 MiB")))
+		return false
+	}
+	status, out := res.x.translateAnswer(res.resp.StatusCode, body)
+	rec.status = status
+	hdr := w.Header()
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+	return false
+}
+
 // eventWriter is the client side of a stream, for the pacer.
 type eventWriter struct {
 	w  http.ResponseWriter
@@ -125,18 +163,21 @@ func (ew *eventWriter) Flush() error                { return ew.rc.Flush() }
 // endWithError writes the in-band error event that ends a broken stream.
 func (h *Relay) endWithError(out pace.Output, rec *requestLog, code, msg string) {
 	rec.streamError = code
-	if _, err := out.Write(streamErrorEvent(code, msg)); err == nil {
+	e := &apiError{Status: http.StatusOK, Type: "server_error", Code: code, Message: msg}
+	if _, err := out.Write(streamErrorEvent(e, rec.dialect)); err == nil {
 		_ = out.Flush()
 	}
 }
 
-// streamErrorEvent renders `data: {"error":{...}}` in OpenAI's shape, which
-// every official SDK raises as an API error.
-func streamErrorEvent(code, msg string) []byte {
-	b, _ := json.Marshal(struct {
-		Error errorObject `json:"error"`
-	}{errorObject{Message: msg, Type: "server_error", Code: code}})
-	return sse.AppendData(nil, b)
+// streamErrorEvent renders an in-band error event in the client's
+// dialect, which its official SDKs raise as an API error: OpenAI's
+// `data: {"error":{...}}`, or Anthropic's `event: error` with
+// `{"type":"error","error":{...}}`.
+func streamErrorEvent(e *apiError, d dialect) []byte {
+	if d == dialectMessages {
+		return sse.NewEvent("error", e.bodyIn(d)).Raw
+	}
+	return sse.AppendData(nil, e.body())
 }
 
 // upstreamOnlyHeaders describe the relay's account at the provider, not the

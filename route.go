@@ -142,6 +142,7 @@ func checkFieldPath(field string) error {
 // requestBody is a client's JSON body, split into top-level fields so each
 // attempt can rewrite a few of them without re-parsing the rest.
 type requestBody struct {
+	raw       []byte // as the client sent it
 	fields    map[string]json.RawMessage
 	model     string
 	stream    bool
@@ -156,7 +157,7 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
 		return nil, errInvalidJSON
 	}
-	rb := &requestBody{fields: fields}
+	rb := &requestBody{raw: b, fields: fields}
 	if raw, ok := fields["model"]; ok {
 		_ = json.Unmarshal(raw, &rb.model)
 	}
@@ -176,9 +177,13 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 	return rb, nil
 }
 
-// forTarget renders the body sent to one target: its model, its edits, and
-// the relay's own `relay` field removed.
-func (rb *requestBody) forTarget(t *target) ([]byte, error) {
+// forTarget renders the body sent to one target: its model, the relay's
+// own `relay` field removed, translated into the upstream's dialect when
+// it differs from the client's, then the target's edits. The edits come
+// last because the operator writes them for the upstream: `set max_tokens`
+// on an Anthropic target means Anthropic's max_tokens, whatever the client
+// spoke.
+func (rb *requestBody) forTarget(t *target, x exchange) ([]byte, error) {
 	fields := make(map[string]json.RawMessage, len(rb.fields)+len(t.edits))
 	for k, v := range rb.fields {
 		fields[k] = v
@@ -187,6 +192,19 @@ func (rb *requestBody) forTarget(t *target) ([]byte, error) {
 	if t.model != "" {
 		m, _ := json.Marshal(t.model)
 		fields["model"] = m
+	}
+	if x.crosses() {
+		b, err := json.Marshal(fields)
+		if err != nil {
+			return nil, err
+		}
+		if b, err = x.translateRequest(b); err != nil {
+			return nil, err
+		}
+		fields = nil
+		if err := json.Unmarshal(b, &fields); err != nil {
+			return nil, fmt.Errorf("translated body: %w", err)
+		}
 	}
 	for _, e := range t.edits {
 		value := e.value

@@ -19,7 +19,7 @@ func TestBodyForTarget(t *testing.T) {
 		{path: []string{"temperature"}},
 		{path: []string{"absent", "deep"}},
 	}}
-	out, err := rb.forTarget(tg)
+	out, err := rb.forTarget(tg, exchange{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestBodyForTarget(t *testing.T) {
 	}
 	// Setting inside a non-object is an error, not a silent overwrite.
 	bad := &target{edits: []bodyEdit{{path: []string{"temperature", "x"}, value: json.RawMessage(`1`)}}}
-	if _, err := rb.forTarget(bad); err == nil {
+	if _, err := rb.forTarget(bad, exchange{}); err == nil {
 		t.Errorf("set inside a number succeeded")
 	}
 }

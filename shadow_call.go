@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
@@ -29,7 +31,7 @@ const maxCapture = 256 << 10
 // The copy belongs to the config, not to the request: it is cancelled when
 // the config is unloaded (a reload), and then not recorded, since the
 // shadow target did not fail.
-func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBody, rest string) chan<- []byte {
+func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBody, rest string, client dialect) chan<- []byte {
 	life := h.lifetime()
 	if sr == nil || life.Err() != nil || !shadow.Sample(sr.percent, nil) {
 		return nil
@@ -41,7 +43,7 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 	h.inflight.enter() // the copy uses the config's transport
 	started := sr.runner.GoThen(func() func() {
 		ctx, cancel := context.WithTimeout(life, shadowTimeout)
-		res := shadowCall(ctx, sr.target, hdr, query, body, rest)
+		res := shadowCall(ctx, sr.target, hdr, query, body, rest, client)
 		cancel()
 		h.inflight.leave()
 		if life.Err() != nil {
@@ -57,7 +59,7 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 			select {
 			case b := <-primary:
 				if res.OK {
-					text = answerOf(b, stream)
+					text = answerOf(b, stream, client)
 				}
 			case <-life.Done(): // the copy is complete: record it uncompared
 			case <-wait.C:
@@ -72,22 +74,28 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 	return primary
 }
 
-// shadowCall sends one shadow copy and reads the whole answer.
-func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, body *requestBody, rest string) shadow.Result {
+// shadowCall sends one shadow copy and reads the whole answer. The copy
+// goes in the shadow's dialect (translated like an attempt's request); its
+// answer is read as Chat Completions (translated back if need be), the
+// form the comparison reads.
+func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, body *requestBody, rest string, client dialect) shadow.Result {
 	start := time.Now()
 	var res shadow.Result
-	payload, err := body.forTarget(t)
+	x, ok := exchangeFor(client, rest, t.up)
+	if !ok {
+		res.Err = "the shadow upstream speaks " + t.up.api + ", which has no /v1/" + rest
+		return res
+	}
+	payload, err := body.forTarget(t, x)
 	if err != nil {
 		res.Err = err.Error()
 		return res
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.up.url(rest, query), bytes.NewReader(payload))
+	req, err := t.up.newRequest(ctx, http.MethodPost, t.up.url(x.rest, query), hdr, payload)
 	if err != nil {
 		res.Err = err.Error()
 		return res
 	}
-	req.Header = t.up.upstreamHeader(hdr)
-	req.ContentLength = int64(len(payload))
 	resp, err := t.up.transport.RoundTrip(req)
 	if err != nil {
 		res.Err = unwrapURLError(err).Error()
@@ -98,30 +106,53 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 	res.Status = resp.StatusCode
 	var text answerText
 	if isEventStream(resp.Header) {
-		rd := sse.NewReader(io.LimitReader(resp.Body, 16<<20), 0)
-		for {
-			ev, err := rd.Next()
-			if err != nil {
-				break
-			}
-			if !ev.HasData || ev.IsDone() {
-				continue
-			}
+		text.addStream(io.LimitReader(resp.Body, 16<<20), t.up.dialect, func() {
 			if res.TTFT == 0 {
 				res.TTFT = time.Since(start)
 			}
-			text.addChunk(ev.Data)
-		}
+		})
 	} else {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxCapture))
 		res.TTFT = time.Since(start)
-		text.addMessage(b)
+		text.addMessage(chatAnswer(b, t.up.dialect))
 	}
 	res.Duration = time.Since(start)
 	res.OK = resp.StatusCode < 300 && text.sawAnswer
 	res.Text = text.b.String()
 	res.CompletionTokens, res.ReasoningTokens = text.completion, text.reasoning
 	return res
+}
+
+// addStream reads a whole stream in dialect d, as Chat Completions chunks;
+// onData is called at each chunk.
+func (a *answerText) addStream(r io.Reader, d dialect, onData func()) {
+	var src pace.Source = sse.NewReader(r, 0)
+	if d == dialectMessages {
+		src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{IncludeUsage: true})
+	}
+	for {
+		ev, err := src.Next()
+		if err != nil {
+			return
+		}
+		if !ev.HasData || ev.IsDone() {
+			continue
+		}
+		onData()
+		a.addChunk(ev.Data)
+	}
+}
+
+// chatAnswer is a whole answer in dialect d as a chat.completion (or as it
+// was, when it does not translate).
+func chatAnswer(b []byte, d dialect) []byte {
+	if d != dialectMessages {
+		return b
+	}
+	if out, err := anthropic.ToChatResponse(b, 0); err == nil {
+		return out
+	}
+	return b
 }
 
 // answerText collects the answer text and usage of a chat completion, from
@@ -231,21 +262,14 @@ func (cw *captureWriter) usage() json.RawMessage {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (cw *captureWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
 
-// answerOf extracts the answer text from what the client got.
-func answerOf(captured []byte, stream bool) string {
+// answerOf extracts the answer text from what the client got, in the
+// client's dialect.
+func answerOf(captured []byte, stream bool, d dialect) string {
 	var a answerText
 	if !stream {
-		a.addMessage(captured)
+		a.addMessage(chatAnswer(captured, d))
 		return a.b.String()
 	}
-	rd := sse.NewReader(bytes.NewReader(captured), 0)
-	for {
-		ev, err := rd.Next()
-		if err != nil {
-			return a.b.String()
-		}
-		if ev.HasData && !ev.IsDone() {
-			a.addChunk(ev.Data)
-		}
-	}
+	a.addStream(bytes.NewReader(captured), d, func() {})
+	return a.b.String()
 }

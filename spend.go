@@ -19,7 +19,7 @@ var ledger = usage.NewLedger()
 func (h *Relay) compileSpend() error {
 	table := make(map[string]usage.Price, len(h.Prices))
 	for m, p := range h.Prices {
-		table[m] = usage.Price{Input: p.Input, Output: p.Output, CachedInput: p.CachedInput}
+		table[m] = usage.Price{Input: p.Input, Output: p.Output, CachedInput: p.CachedInput, CacheWrite: p.CacheWrite}
 	}
 	h.prices = usage.NewPriceTable(table)
 	h.keyPeriods = map[string]string{}
@@ -103,6 +103,7 @@ func (h *Relay) account(rec *requestLog, raw json.RawMessage, estimate func() us
 	metricTokens.WithLabelValues(key, alias, "completion").Add(float64(u.Completion))
 	metricTokens.WithLabelValues(key, alias, "reasoning").Add(float64(u.Reasoning))
 	metricTokens.WithLabelValues(key, alias, "cached").Add(float64(u.Cached))
+	metricTokens.WithLabelValues(key, alias, "cache_write").Add(float64(u.CacheWrite))
 	if priced {
 		metricCost.WithLabelValues(key).Add(rec.cost)
 	}

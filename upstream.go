@@ -1,6 +1,8 @@
 package llmrelay
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 )
 
 // upstreamRuntime is an Upstream ready to send requests: URL parsed,
@@ -19,7 +23,11 @@ type upstreamRuntime struct {
 	name      string
 	region    string
 	base      string // base URL without trailing slash, e.g. https://api.x.com/v1
-	auth      string // "Bearer <key>", or "" when no api_key is set
+	api       string // openai, chat or anthropic
+	dialect   dialect
+	// The credential header: `Authorization: Bearer <key>`, or for
+	// Anthropic `x-api-key: <key>`. authValue is "" when no api_key is set.
+	authHeader, authValue string
 	headers   http.Header
 	transport http.RoundTripper
 	cleanup   func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
@@ -38,15 +46,27 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		name:    u.Name,
 		region:  u.Region,
 		base:    strings.TrimSuffix(base.String(), "/"),
+		api:     cmp.Or(u.API, apiOpenAI),
+		dialect: dialectOfAPI(u.API),
 		headers: make(http.Header, len(u.Headers)),
 		cleanup: func() {},
+	}
+	if err := checkAPI(u.API); err != nil {
+		return nil, err
+	}
+	rt.authHeader = "Authorization"
+	if rt.dialect == dialectMessages {
+		rt.authHeader = "X-Api-Key"
 	}
 	if u.APIKey != "" {
 		key, err := repl.ReplaceOrErr(u.APIKey, true, true)
 		if err != nil {
 			return nil, fmt.Errorf("resolving api_key: %w", err)
 		}
-		rt.auth = "Bearer " + key
+		rt.authValue = key
+		if rt.dialect != dialectMessages {
+			rt.authValue = "Bearer " + key
+		}
 	}
 	for field, values := range u.Headers {
 		for _, v := range values {
@@ -148,14 +168,35 @@ func idleCloser(t http.RoundTripper) func() {
 	return func() {}
 }
 
-// url builds the upstream URL for the client path rest (what followed
-// `/v1/`) and raw query.
+// url builds the upstream URL for the endpoint rest (what follows the
+// base URL) and raw query.
 func (u *upstreamRuntime) url(rest, rawQuery string) string {
 	s := u.base + "/" + rest
 	if rawQuery != "" {
 		s += "?" + rawQuery
 	}
 	return s
+}
+
+// newRequest builds every request the relay sends an upstream (attempts,
+// shadow copies, health probes): the URL, the client's headers made safe
+// for this upstream (see upstreamHeader), the upstream's credentials in
+// its dialect's header, and the body. client may be nil (probes).
+func (u *upstreamRuntime) newRequest(ctx context.Context, method, url string, client http.Header, body []byte) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, fmt.Errorf("building the request to upstream %s: %w", u.name, err)
+	}
+	req.Header = u.upstreamHeader(client)
+	if body == nil {
+		req.Header.Del("Content-Type")
+	}
+	req.ContentLength = int64(len(body))
+	return req, nil
 }
 
 // hopHeaders are connection-scoped and never forwarded (RFC 9110 §7.6.1).
@@ -170,13 +211,15 @@ var hopHeaders = []string{
 var clientOnlyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Cookie", "X-Region-Hint"}
 
 // upstreamHeader builds the headers of an upstream request from the
-// client's: hop-by-hop, credentials and X-Relay-* headers removed, the
-// upstream's key and headers added, identity encoding so streams stay
-// parseable.
+// client's: hop-by-hop, credentials and X-Relay-* headers removed (and
+// Anthropic-* ones, unless the upstream speaks Anthropic), the upstream's
+// key and headers added, identity encoding so streams stay parseable.
+// An Anthropic upstream gets `anthropic-version`: the upstream's own
+// `header`, else the client's, else anthropic.Version.
 func (u *upstreamRuntime) upstreamHeader(client http.Header) http.Header {
-	h := make(http.Header, len(client)+len(u.headers)+2)
+	h := make(http.Header, len(client)+len(u.headers)+3)
 	for k, v := range client {
-		if strings.HasPrefix(k, "X-Relay-") {
+		if strings.HasPrefix(k, "X-Relay-") || u.dialect != dialectMessages && strings.HasPrefix(k, "Anthropic-") {
 			continue
 		}
 		h[k] = v
@@ -196,8 +239,11 @@ func (u *upstreamRuntime) upstreamHeader(client http.Header) http.Header {
 	for k, v := range u.headers {
 		h[k] = v
 	}
-	if u.auth != "" {
-		h.Set("Authorization", u.auth)
+	if u.authValue != "" {
+		h.Set(u.authHeader, u.authValue)
+	}
+	if u.dialect == dialectMessages && h.Get("Anthropic-Version") == "" {
+		h.Set("Anthropic-Version", anthropic.Version)
 	}
 	h.Set("Accept-Encoding", "identity")
 	h.Set("Content-Type", "application/json")

@@ -249,7 +249,7 @@ func checkPrice(model string, p Price) error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"input", p.Input}, {"output", p.Output}, {"cached_input", p.CachedInput}} {
+	}{{"input", p.Input}, {"output", p.Output}, {"cached_input", p.CachedInput}, {"cache_write", p.CacheWrite}} {
 		if err := checkPriceField(model, f.name, f.v); err != nil {
 			return err
 		}

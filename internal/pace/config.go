@@ -83,6 +83,7 @@ const (
 // except Heartbeat, where zero means no heartbeats.
 type Config struct {
 	Mode Mode
+	Format Format // TEMPORARY (pacemsg)
 
 	// MaxDelay bounds how long answer text (all text in ModePace) may be
 	// held; ReasoningMaxDelay does the same for reasoning text in

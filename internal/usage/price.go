@@ -13,6 +13,10 @@ type Price struct {
 	// CachedInput prices prompt tokens served from the provider's prompt
 	// cache; 0 means the same as Input.
 	CachedInput float64
+	// CacheWrite prices prompt tokens written to the provider's prompt
+	// cache (Anthropic's cache_creation_input_tokens, billed above Input);
+	// 0 means the same as Input.
+	CacheWrite float64
 }
 
 // Usage is one response's token counts, with OpenAI's semantics:
@@ -23,6 +27,9 @@ type Price struct {
 // normalised to this (see Normalize).
 type Usage struct {
 	Prompt, Completion, Reasoning, Cached int
+	// CacheWrite counts the prompt tokens written to the provider's
+	// cache, inside Prompt like Cached (Anthropic reports them apart).
+	CacheWrite int
 	// Estimated is set when the counts are local estimates (the upstream
 	// reported no usage), not the provider's.
 	Estimated bool
@@ -55,25 +62,33 @@ func (u Usage) Add(v Usage) Usage {
 		Completion: u.Completion + v.Completion,
 		Reasoning:  u.Reasoning + v.Reasoning,
 		Cached:     u.Cached + v.Cached,
+		CacheWrite: u.CacheWrite + v.CacheWrite,
 		Estimated:  u.Estimated || v.Estimated,
 	}
 }
 
 // Cost is the price of u in USD:
 //
-//	((Prompt-Cached)*Input + Cached*CachedInput + Completion*Output) / 1e6
+//	((Prompt-Cached-CacheWrite)*Input + Cached*CachedInput
+//	 + CacheWrite*CacheWrite price + Completion*Output) / 1e6
 //
 // Reasoning tokens are billed as output through Completion, which already
 // includes them; they are not added again. Cached is taken as at most
-// Prompt, and negative counts as 0.
+// Prompt, CacheWrite as at most what is left of it, and negative counts
+// as 0.
 func (p Price) Cost(u Usage) float64 {
 	prompt, completion := max(u.Prompt, 0), max(u.Completion, 0)
 	cached := min(max(u.Cached, 0), prompt)
+	written := min(max(u.CacheWrite, 0), prompt-cached)
 	ci := p.CachedInput
 	if ci == 0 {
 		ci = p.Input
 	}
-	return (float64(prompt-cached)*p.Input + float64(cached)*ci + float64(completion)*p.Output) / 1e6
+	cw := p.CacheWrite
+	if cw == 0 {
+		cw = p.Input
+	}
+	return (float64(prompt-cached-written)*p.Input + float64(cached)*ci + float64(written)*cw + float64(completion)*p.Output) / 1e6
 }
 
 // PriceTable maps model names to prices. A name is looked up exactly
@@ -158,11 +173,18 @@ type rawUsage struct {
 	OutputTokensDetails struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"output_tokens_details"`
+
+	// Anthropic's: input_tokens excludes both.
+	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
 }
 
 // ParseUsage reads an OpenAI "usage" JSON object: prompt_tokens,
 // completion_tokens, completion_tokens_details.reasoning_tokens and
-// prompt_tokens_details.cached_tokens. DeepSeek's prompt_cache_hit_tokens
+// prompt_tokens_details.cached_tokens. Anthropic's input_tokens,
+// output_tokens, cache_creation_input_tokens and cache_read_input_tokens
+// are read too (its input_tokens excludes both cache counts, which are
+// added to Prompt). DeepSeek's prompt_cache_hit_tokens
 // counts as cached (the larger of the two if both are given), and the
 // Responses API's input_tokens, output_tokens, input_tokens_details and
 // output_tokens_details are read when prompt_tokens and completion_tokens
@@ -177,15 +199,24 @@ func ParseUsage(raw []byte) (Usage, bool) {
 	}
 	prompt, completion := r.PromptTokens, r.CompletionTokens
 	cached, reasoning := r.PromptTokensDetails.CachedTokens, r.CompletionTokensDetails.ReasoningTokens
+	written := deref(r.CacheCreationInputTokens) // the relay's chat translation keeps it
 	if prompt == nil && completion == nil {
 		prompt, completion = r.InputTokens, r.OutputTokens
 		cached, reasoning = r.InputTokensDetails.CachedTokens, r.OutputTokensDetails.ReasoningTokens
+		if r.CacheCreationInputTokens != nil || r.CacheReadInputTokens != nil {
+			// Anthropic: input_tokens counts neither cache reads nor writes.
+			cached = deref(r.CacheReadInputTokens)
+			p := deref(prompt) + written + cached
+			prompt = &p
+		}
 	}
 	if prompt == nil && completion == nil {
 		return Usage{}, false
 	}
 	cached = max(cached, r.PromptCacheHitTokens)
-	return Normalize(deref(prompt), deref(completion), reasoning, cached, true), true
+	u := Normalize(deref(prompt), deref(completion), reasoning, cached, true)
+	u.CacheWrite = min(max(written, 0), u.Prompt-u.Cached)
+	return u, true
 }
 
 func deref(p *int) int {

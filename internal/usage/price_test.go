@@ -166,3 +166,22 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestParseUsageAnthropic(t *testing.T) {
+	u, ok := ParseUsage([]byte(`{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":7}`))
+	want := Usage{Prompt: 1110, Completion: 7, Cached: 1000, CacheWrite: 100}
+	if !ok || u != want {
+		t.Fatalf("got %+v %v, want %+v", u, ok, want)
+	}
+	// The relay's chat translation: prompt_tokens already holds both.
+	u, ok = ParseUsage([]byte(`{"prompt_tokens":1110,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":1000},"cache_creation_input_tokens":100}`))
+	if !ok || u != want {
+		t.Fatalf("chat form: got %+v %v, want %+v", u, ok, want)
+	}
+	// Prices: 10 input at $3, 100 written at $3.75, 1000 read at $0.30, 7 out at $15 (per MTok).
+	got := Price{Input: 3, Output: 15, CachedInput: 0.3, CacheWrite: 3.75}.Cost(want)
+	exp := (10*3 + 100*3.75 + 1000*0.3 + 7*15) / 1e6
+	if diff := got - exp; diff > 1e-12 || diff < -1e-12 {
+		t.Fatalf("cost %v, want %v", got, exp)
+	}
+}

@@ -1,0 +1,180 @@
+package llmrelay
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+)
+
+// Dialects. A client speaks one (chosen by the endpoint it calls), an
+// upstream speaks one (chosen by its `api`); when the two differ, the
+// relay translates the request on the way out and the answer on the way
+// back, so that everything between (the commit point, the re-pacer,
+// budgets, usage, metrics) sees the client's dialect only.
+//
+// The wire formats themselves live in pure packages
+// (internal/dialect/anthropic, internal/pace, internal/sse); this file
+// only chooses between them.
+type dialect uint8
+
+const (
+	// dialectChat is OpenAI Chat Completions, and OpenAI's other
+	// endpoints, which the relay passes through.
+	dialectChat dialect = iota
+	// dialectMessages is Anthropic Messages (POST /v1/messages).
+	dialectMessages
+)
+
+func (d dialect) String() string {
+	if d == dialectMessages {
+		return "anthropic"
+	}
+	return "openai"
+}
+
+// The values of an upstream's `api`.
+const (
+	apiOpenAI    = "openai"    // OpenAI's own API: every endpoint passes through
+	apiChat      = "chat"      // a Chat Completions–only provider
+	apiAnthropic = "anthropic" // Anthropic Messages
+)
+
+// checkAPI validates an upstream's `api`.
+func checkAPI(api string) error {
+	switch api {
+	case "", apiOpenAI, apiChat, apiAnthropic:
+		return nil
+	}
+	return fmt.Errorf("api %q is not known; use openai (OpenAI itself, the default), chat (any Chat Completions provider: DeepSeek, vLLM, Ollama, OpenRouter) or anthropic (Anthropic Messages)", api)
+}
+
+// dialectOfAPI is the dialect an upstream speaks.
+func dialectOfAPI(api string) dialect {
+	if api == apiAnthropic {
+		return dialectMessages
+	}
+	return dialectChat
+}
+
+// Endpoints the relay understands, by what follows /v1/.
+const (
+	restChat        = "chat/completions"
+	restCompletions = "completions"
+	restMessages    = "messages"
+	restCountTokens = "messages/count_tokens"
+)
+
+// clientDialect is the dialect of a client request, by its path: Anthropic
+// clients call /v1/messages (and /v1/messages/count_tokens), everything
+// else is OpenAI's. It is decided before anything else, so that even a
+// 401 reaches an Anthropic SDK in the shape it raises as a typed error.
+func clientDialect(path string) dialect {
+	i := strings.Index(path, "/v1/")
+	if i < 0 {
+		return dialectChat
+	}
+	rest := path[i+len("/v1/"):]
+	if rest == restMessages || strings.HasPrefix(rest, restMessages+"/") {
+		return dialectMessages
+	}
+	return dialectChat
+}
+
+// exchange is how one request meets one upstream: the two dialects, and
+// the upstream endpoint the request goes to.
+type exchange struct {
+	client, upstream dialect
+	rest             string // the upstream endpoint, what follows the base URL
+}
+
+// crosses reports whether the request and its answer are translated.
+func (x exchange) crosses() bool { return x.client != x.upstream }
+
+// exchangeFor decides how a client request for endpoint rest, in dialect
+// client, is sent to upstream up. ok is false when the upstream cannot
+// serve it (an OpenAI-only endpoint such as embeddings on an Anthropic
+// upstream, or count_tokens on a Chat upstream): the target is skipped.
+func exchangeFor(client dialect, rest string, up *upstreamRuntime) (x exchange, ok bool) {
+	x = exchange{client: client, upstream: up.dialect, rest: rest}
+	if !x.crosses() {
+		return x, true
+	}
+	switch {
+	case client == dialectChat && rest == restChat:
+		x.rest = restMessages
+	case client == dialectMessages && rest == restMessages:
+		x.rest = restChat
+	default:
+		return x, false
+	}
+	return x, true
+}
+
+// format is the pacer's view of a client dialect.
+func (d dialect) format() pace.Format {
+	if d == dialectMessages {
+		return pace.FormatMessages
+	}
+	return pace.FormatChat
+}
+
+// translateRequest turns a client body (already given the target's model)
+// into the upstream's dialect. Errors are *anthropic.RequestError: fields
+// that cannot be translated without changing the answer.
+func (x exchange) translateRequest(b []byte) ([]byte, error) {
+	switch {
+	case !x.crosses():
+		return b, nil
+	case x.upstream == dialectMessages:
+		return anthropic.FromChatRequest(b)
+	default:
+		return anthropic.ToChatRequest(b)
+	}
+}
+
+// translateStream wraps an upstream stream so that it yields the client's
+// dialect.
+func (x exchange) translateStream(src pace.Source, model string, includeUsage bool, inputTokens int) pace.Source {
+	switch {
+	case !x.crosses():
+		return src
+	case x.upstream == dialectMessages:
+		return anthropic.ChatStream(src, anthropic.ChatStreamOptions{Model: model, Created: time.Now().Unix(), IncludeUsage: includeUsage})
+	default:
+		return anthropic.MessagesStream(src, anthropic.MessagesStreamOptions{Model: model, InputTokens: inputTokens})
+	}
+}
+
+// translateAnswer turns a whole (non-stream) upstream answer into the
+// client's dialect: a 2xx body is a response object, anything else an
+// error object. A 2xx body that does not translate becomes a 502 in the
+// client's dialect: passing it on would hand the client a shape its SDK
+// cannot read.
+func (x exchange) translateAnswer(status int, body []byte) (int, []byte) {
+	if !x.crosses() {
+		return status, body
+	}
+	ok := status >= 200 && status < 300
+	switch {
+	case x.upstream == dialectMessages && ok:
+		out, err := anthropic.ToChatResponse(body, time.Now().Unix())
+		if err != nil {
+			return http.StatusBadGateway, errUntranslatable(err).bodyIn(x.client)
+		}
+		return status, out
+	case x.upstream == dialectMessages:
+		return anthropic.ToChatError(status, body)
+	case ok:
+		out, err := anthropic.FromChatResponse(body)
+		if err != nil {
+			return http.StatusBadGateway, errUntranslatable(err).bodyIn(x.client)
+		}
+		return status, out
+	default:
+		return anthropic.FromChatError(status, body)
+	}
+}
