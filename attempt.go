@@ -150,8 +150,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		if x.crosses() && x.client == dialectMessages {
 			inputTokens = usage.EstimatePrompt(payload)
 		}
-		src := sse.NewReader(res.resp.Body, 0).NormalizeLineEndings()
-		res.events = x.translateStream(src, "", true, inputTokens)
+		res.events = x.translateStream(sse.NewReader(res.resp.Body, 0).NormalizeLineEndings(), "", true, inputTokens)
 		if err := awaitFirstEvent(res); err != nil {
 			_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 			return fail(classStream, err)

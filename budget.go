@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
@@ -79,6 +80,9 @@ func applyEffort(body *requestBody, raw []byte, a *AdaptiveEffort, rest string) 
 	if a == nil {
 		return ""
 	}
+	if rest == restMessages {
+		return applyThinkingEffort(body, raw, a)
+	}
 	flat, nested, objOK := clientEffort(body)
 	if (flat || nested) && a.ClientEffort != "override" {
 		return ""
@@ -96,14 +100,7 @@ func applyEffort(body *requestBody, raw []byte, a *AdaptiveEffort, rest string) 
 			return ""
 		}
 	}
-	n := usage.EstimatePrompt(raw)
-	effort := a.Else
-	for _, rule := range a.Rules {
-		if n < rule.Below {
-			effort = rule.Effort
-			break
-		}
-	}
+	effort := a.effortFor(raw)
 	if effort == "" {
 		return ""
 	}
@@ -113,6 +110,48 @@ func applyEffort(body *requestBody, raw []byte, a *AdaptiveEffort, rest string) 
 	}
 	if nested {
 		_ = applyEdit(body.fields, []string{"reasoning", "effort"}, v) // an object, checked above
+	}
+	return effort
+}
+
+// effortFor picks the effort of the first rule whose bound the prompt's
+// estimated size is below, else the `else` effort ("" if none).
+func (a *AdaptiveEffort) effortFor(raw []byte) string {
+	n := usage.EstimatePrompt(raw)
+	for _, rule := range a.Rules {
+		if n < rule.Below {
+			return rule.Effort
+		}
+	}
+	return a.Else
+}
+
+// applyThinkingEffort is applyEffort for Anthropic Messages, whose effort
+// is a thinking budget: the effort becomes `thinking: {"type":"enabled",
+// "budget_tokens": n}` by the table in internal/dialect/anthropic
+// (minimal 1024, low 2048, medium 8192, high 24576), and max_tokens is
+// raised above the budget when it is not (Anthropic refuses a budget that
+// is not below max_tokens). A client's own `thinking` (any value but
+// null) counts as its effort: with client_effort keep, nothing changes.
+// Effort `none` removes thinking (override) or adds nothing.
+func applyThinkingEffort(body *requestBody, raw []byte, a *AdaptiveEffort) string {
+	if t, set := body.fields["thinking"]; set && string(t) != "null" && a.ClientEffort != "override" {
+		return ""
+	}
+	effort := a.effortFor(raw)
+	if effort == "" {
+		return ""
+	}
+	budget, ok := anthropic.BudgetForEffort(effort)
+	if !ok {
+		delete(body.fields, "thinking")
+		return effort
+	}
+	body.fields["thinking"] = json.RawMessage(`{"type":"enabled","budget_tokens":` + strconv.Itoa(budget) + `}`)
+	var maxTokens int
+	_ = json.Unmarshal(body.fields["max_tokens"], &maxTokens)
+	if maxTokens <= budget {
+		body.fields["max_tokens"] = json.RawMessage(strconv.Itoa(budget + anthropic.DefaultMaxTokens))
 	}
 	return effort
 }

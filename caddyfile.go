@@ -53,7 +53,7 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //	        }]
 //	        canary <upstream> [<model>] <percent> { key ...; guard { ... }; promote ... }
 //	        shadow <upstream> [<model>] <percent> { max_concurrent <n> }
-//	        smoothing ... | slo { ... } | reasoning_budget ... | adaptive_effort { ... }
+//	        smoothing ... | slo { ... } | reasoning_budget ... | reasoning_field ... | adaptive_effort { ... }
 //	    }
 //	    slo { ttft <duration>; success <ratio>; window <n>; min_samples <n> }
 //
@@ -79,6 +79,7 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //
 //	    # reasoning and money
 //	    reasoning_budget <tokens> [truncate|failover|error]
+//	    reasoning_field reasoning_content|reasoning
 //	    adaptive_effort { below <tokens> <effort>; else <effort>; client_effort keep|override }
 //	    price <model> { input <usd>; output <usd>; cached_input <usd>; cache_write <usd> }
 //	}
@@ -163,6 +164,16 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Failover = f
 
+		case "reasoning_field":
+			if h.ReasoningField != "" {
+				return d.Err("reasoning_field is already specified")
+			}
+			f, err := parseReasoningField(d)
+			if err != nil {
+				return err
+			}
+			h.ReasoningField = f
+
 		case "reasoning_budget":
 			if h.ReasoningBudget != nil {
 				return d.Err("reasoning_budget is already specified")
@@ -217,7 +228,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Smoothing = s
 
 		default:
-			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, adaptive_effort or price", d.Val())
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort or price", d.Val())
 		}
 	}
 
@@ -389,6 +400,15 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				return nil, nil, err
 			}
 			m.SLO = slo
+		case "reasoning_field":
+			if m.ReasoningField != "" {
+				return nil, nil, d.Errf("model %q: reasoning_field is already specified", m.Alias)
+			}
+			f, err := parseReasoningField(d)
+			if err != nil {
+				return nil, nil, err
+			}
+			m.ReasoningField = f
 		case "reasoning_budget":
 			if m.ReasoningBudget != nil {
 				return nil, nil, d.Errf("model %q: reasoning_budget is already specified", m.Alias)
@@ -430,7 +450,7 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				err: d.Err(errUnknownUpstream(m.Alias, "shadow", sh.Upstream).Error())})
 			m.Shadow = sh
 		default:
-			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, smoothing, slo, canary, shadow, reasoning_budget or adaptive_effort", d.Val())
+			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, smoothing, slo, canary, shadow, reasoning_budget, reasoning_field or adaptive_effort", d.Val())
 		}
 	}
 	if len(m.Targets) == 0 {

@@ -132,3 +132,18 @@ func parseKeyBudget(d *caddyfile.Dispenser, k *ClientKey, args []string) error {
 	k.Budget, k.BudgetPeriod = f, args[3]
 	return nil
 }
+
+// parseReasoningField parses `reasoning_field reasoning_content|reasoning`.
+func parseReasoningField(d *caddyfile.Dispenser) (string, error) {
+	if !d.NextArg() {
+		return "", d.Errf("reasoning_field: expected `reasoning_field reasoning_content|reasoning`")
+	}
+	f := d.Val()
+	if err := checkReasoningField(f); err != nil {
+		return "", d.Err(err.Error())
+	}
+	if d.NextArg() {
+		return "", d.ArgErr()
+	}
+	return f, nil
+}

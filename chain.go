@@ -133,7 +133,7 @@ func (c *chainRun) step(st step) chainOutcome {
 		c.cur.unuse()
 		return chainNext
 	}
-	x, ok := exchangeFor(c.rec.dialect, c.rest, t.up)
+	x, ok := exchangeFor(c.rec.dialect, c.rest, t.up, c.rt.reasoningField)
 	if !ok {
 		c.rec.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.rest)
 		return chainNext

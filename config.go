@@ -140,6 +140,10 @@ type ModelRoute struct {
 	// relay-level ones for this model.
 	ReasoningBudget *ReasoningBudget `json:"reasoning_budget,omitempty"`
 	AdaptiveEffort  *AdaptiveEffort  `json:"adaptive_effort,omitempty"`
+
+	// `reasoning_field reasoning_content|reasoning`: overrides the
+	// relay-level reasoning_field for this model.
+	ReasoningField string `json:"reasoning_field,omitempty"`
 }
 
 // Target is one step of a failover chain: an upstream and what to send it.

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // Dialects. A client speaks one (chosen by the endpoint it calls), an
@@ -89,17 +91,28 @@ func clientDialect(path string) dialect {
 type exchange struct {
 	client, upstream dialect
 	rest             string // the upstream endpoint, what follows the base URL
+	// reasoningField, for Chat Completions clients, renames the reasoning
+	// text member of the answer (see Relay.ReasoningField); "": as sent.
+	reasoningField string
 }
 
 // crosses reports whether the request and its answer are translated.
 func (x exchange) crosses() bool { return x.client != x.upstream }
 
+// rewritesAnswer reports whether the answer is changed on its way back:
+// translated, or its reasoning field renamed. A non-stream answer is then
+// read whole.
+func (x exchange) rewritesAnswer() bool { return x.crosses() || x.reasoningField != "" }
+
 // exchangeFor decides how a client request for endpoint rest, in dialect
 // client, is sent to upstream up. ok is false when the upstream cannot
 // serve it (an OpenAI-only endpoint such as embeddings on an Anthropic
 // upstream, or count_tokens on a Chat upstream): the target is skipped.
-func exchangeFor(client dialect, rest string, up *upstreamRuntime) (x exchange, ok bool) {
+func exchangeFor(client dialect, rest string, up *upstreamRuntime, reasoningField string) (x exchange, ok bool) {
 	x = exchange{client: client, upstream: up.dialect, rest: rest}
+	if client == dialectChat && rest == restChat {
+		x.reasoningField = reasoningField
+	}
 	if !x.crosses() {
 		return x, true
 	}
@@ -137,15 +150,47 @@ func (x exchange) translateRequest(b []byte) ([]byte, error) {
 }
 
 // translateStream wraps an upstream stream so that it yields the client's
-// dialect.
+// dialect, with the reasoning field renamed if asked.
 func (x exchange) translateStream(src pace.Source, model string, includeUsage bool, inputTokens int) pace.Source {
 	switch {
 	case !x.crosses():
-		return src
 	case x.upstream == dialectMessages:
-		return anthropic.ChatStream(src, anthropic.ChatStreamOptions{Model: model, Created: time.Now().Unix(), IncludeUsage: includeUsage})
+		src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{Model: model, Created: time.Now().Unix(), IncludeUsage: includeUsage})
 	default:
-		return anthropic.MessagesStream(src, anthropic.MessagesStreamOptions{Model: model, InputTokens: inputTokens})
+		src = anthropic.MessagesStream(src, anthropic.MessagesStreamOptions{Model: model, InputTokens: inputTokens})
+	}
+	if x.reasoningField != "" {
+		src = &renamingSource{src: src, to: x.reasoningField}
+	}
+	return src
+}
+
+// renamingSource renames the reasoning member of each chunk (see
+// chat.RenameReasoning); chunks without one pass as they are.
+type renamingSource struct {
+	src pace.Source
+	to  string
+}
+
+func (r *renamingSource) Next() (sse.Event, error) {
+	ev, err := r.src.Next()
+	if err != nil || !ev.HasData || ev.IsDone() {
+		return ev, err
+	}
+	if data, changed := chat.RenameReasoning(ev.Data, r.to); changed {
+		renamed := sse.NewEvent(ev.Type, data)
+		if ev.HasID || ev.Retry >= 0 {
+			return ev, nil // a block with more than event and data: keep it whole
+		}
+		return renamed, nil
+	}
+	return ev, nil
+}
+
+// BeforeRead forwards the pacer's per-read hook (see pace.Run).
+func (r *renamingSource) BeforeRead(f func()) {
+	if br, ok := r.src.(interface{ BeforeRead(func()) }); ok {
+		br.BeforeRead(f)
 	}
 }
 
@@ -155,6 +200,14 @@ func (x exchange) translateStream(src pace.Source, model string, includeUsage bo
 // client's dialect: passing it on would hand the client a shape its SDK
 // cannot read.
 func (x exchange) translateAnswer(status int, body []byte) (int, []byte) {
+	status, body = x.translateBody(status, body)
+	if x.reasoningField != "" && status >= 200 && status < 300 {
+		body, _ = chat.RenameReasoning(body, x.reasoningField)
+	}
+	return status, body
+}
+
+func (x exchange) translateBody(status int, body []byte) (int, []byte) {
 	if !x.crosses() {
 		return status, body
 	}

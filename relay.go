@@ -74,6 +74,14 @@ type Relay struct {
 	// `adaptive_effort { ... }`: see AdaptiveEffort.
 	AdaptiveEffort *AdaptiveEffort `json:"adaptive_effort,omitempty"`
 
+	// `reasoning_field reasoning_content|reasoning`: the one name OpenAI
+	// clients get reasoning text under, in stream deltas and non-stream
+	// messages, whatever the provider sent (DeepSeek and vLLM send
+	// `reasoning_content`, OpenRouter and Ollama `reasoning`; a Claude
+	// target's thinking arrives as `reasoning_content`). A model block
+	// may override it. Default: as the upstream sent it.
+	ReasoningField string `json:"reasoning_field,omitempty"`
+
 	// `price <model> { ... }`: the price table for cost per request and
 	// key budgets. Keyed by model name (or prefix ending in `*`).
 	Prices map[string]Price `json:"prices,omitempty"`

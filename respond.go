@@ -27,7 +27,7 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 	hdr.Set("X-Relay-Model", rec.model)
 	hdr.Set("X-Relay-Attempts", strconv.Itoa(rec.attempts))
 
-	if res.events == nil && res.x.crosses() {
+	if res.events == nil && res.x.rewritesAnswer() {
 		return h.respondTranslated(w, r, rec, t, res)
 	}
 	if res.events == nil {

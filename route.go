@@ -1,6 +1,7 @@
 package llmrelay
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -19,6 +20,8 @@ type route struct {
 	canary  *canaryRuntime // nil: none
 	shadow  *shadowRuntime // nil: none
 	reason  reasoningPolicy
+	// reasoningField renames reasoning text for Chat clients ("": as sent).
+	reasoningField string
 }
 
 // target is a compiled Target.
@@ -58,7 +61,7 @@ func (h *Relay) compileRoutes() error {
 		if len(m.Targets) == 0 {
 			return errNoTargets(m.Alias)
 		}
-		rt := &route{alias: m.Alias}
+		rt := &route{alias: m.Alias, reasoningField: cmp.Or(m.ReasoningField, h.ReasoningField)}
 		var err error
 		if rt.smooth, err = resolveSmoothing(h.Smoothing, m.Smoothing); err != nil {
 			return fmt.Errorf("model %q: smoothing: %w", m.Alias, err)

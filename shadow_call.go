@@ -81,7 +81,7 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, body *requestBody, rest string, client dialect) shadow.Result {
 	start := time.Now()
 	var res shadow.Result
-	x, ok := exchangeFor(client, rest, t.up)
+	x, ok := exchangeFor(client, rest, t.up, "")
 	if !ok {
 		res.Err = "the shadow upstream speaks " + t.up.api + ", which has no /v1/" + rest
 		return res

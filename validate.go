@@ -1,6 +1,8 @@
 package llmrelay
 
 import (
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+
 	"fmt"
 	"math"
 	"net/http"
@@ -44,6 +46,9 @@ func (h *Relay) checkConfig() error {
 	if err := h.AdaptiveEffort.check(); err != nil {
 		return err
 	}
+	if err := checkReasoningField(h.ReasoningField); err != nil {
+		return err
+	}
 	if err := h.SLO.check(); err != nil {
 		return fmt.Errorf("slo: %w", err)
 	}
@@ -54,6 +59,9 @@ func (h *Relay) checkConfig() error {
 	}
 	for _, u := range h.Upstreams {
 		if u != nil && u.HealthCheck != nil {
+			if err := checkAPI(u.API); err != nil {
+				return fmt.Errorf("upstream %q: %w", u.Name, err)
+			}
 			if err := u.HealthCheck.check(); err != nil {
 				return fmt.Errorf("upstream %q: health_check: %w", u.Name, err)
 			}
@@ -376,6 +384,9 @@ func (m *ModelRoute) check() error {
 	if err := m.AdaptiveEffort.check(); err != nil {
 		return err
 	}
+	if err := checkReasoningField(m.ReasoningField); err != nil {
+		return err
+	}
 	if err := m.SLO.check(); err != nil {
 		return fmt.Errorf("slo: %w", err)
 	}
@@ -443,4 +454,13 @@ func (s *Shadow) check() error {
 		return fmt.Errorf("max_concurrent %d is negative; give a positive whole number, or leave it out for 4", s.MaxConcurrent)
 	}
 	return nil
+}
+
+// checkReasoningField validates a reasoning_field.
+func checkReasoningField(f string) error {
+	switch f {
+	case "", chat.FieldReasoningContent, chat.FieldReasoning:
+		return nil
+	}
+	return fmt.Errorf("reasoning_field %q is not known; use reasoning_content (DeepSeek's and vLLM's name) or reasoning (OpenRouter's and Ollama's)", f)
 }
