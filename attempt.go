@@ -34,7 +34,7 @@ type attemptResult struct {
 	resp   *http.Response
 	events pace.Source // in the client's dialect (translated when x crosses)
 	first  []sse.Event
-	x      exchange // the dialects met, and the upstream endpoint
+	x      exchange      // the dialects met, and the upstream endpoint
 	body   *bufio.Reader // non-stream: the body, its first byte already read
 	finish func()        // releases the attempt's context; call after the body is done
 

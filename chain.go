@@ -48,7 +48,7 @@ type chainRun struct {
 	// refusal's message (the client's 400 when no target took it).
 	untranslated    int
 	untranslatedMsg string
-	timedOut     bool
+	timedOut        bool
 }
 
 // chainOutcome is what one iteration of the loop decided.

@@ -20,18 +20,18 @@ import (
 // upstreamRuntime is an Upstream ready to send requests: URL parsed,
 // secrets resolved, transport loaded.
 type upstreamRuntime struct {
-	name      string
-	region    string
-	base      string // base URL without trailing slash, e.g. https://api.x.com/v1
-	api       string // openai, chat or anthropic
-	dialect   dialect
+	name    string
+	region  string
+	base    string // base URL without trailing slash, e.g. https://api.x.com/v1
+	api     string // openai, chat or anthropic
+	dialect dialect
 	// The credential header: `Authorization: Bearer <key>`, or for
 	// Anthropic `x-api-key: <key>`. authValue is "" when no api_key is set.
 	authHeader, authValue string
-	headers   http.Header
-	transport http.RoundTripper
-	cleanup   func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
-	closeIdle func() // closes the transport's idle connections; idempotent
+	headers               http.Header
+	transport             http.RoundTripper
+	cleanup               func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
+	closeIdle             func() // closes the transport's idle connections; idempotent
 }
 
 // provisionUpstream resolves the upstream's secrets and loads its transport
