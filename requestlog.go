@@ -157,7 +157,7 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 		fields = append(fields, zap.String("tokens", usage.FormatTokens(u.Prompt)+" in, "+usage.FormatTokens(u.Completion)+" out ("+
 			usage.FormatTokens(u.Reasoning)+" reasoning, "+usage.FormatTokens(u.Cached)+" cached)"),
 			zap.Int("prompt_tokens", u.Prompt), zap.Int("completion_tokens", u.Completion),
-			zap.Int("reasoning_tokens", u.Reasoning), zap.Int("cached_tokens", u.Cached), zap.Bool("usage_estimated", u.Estimated))
+			zap.Int("reasoning_tokens", u.Reasoning), zap.Int("cached_tokens", u.Cached), zap.Int("cache_write_tokens", u.CacheWrite), zap.Bool("usage_estimated", u.Estimated))
 		if rl.priced {
 			fields = append(fields, zap.String("cost", usage.FormatUSD(rl.cost)))
 		}
