@@ -2,8 +2,10 @@ package llmrelay
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -11,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 )
 
 func init() {
@@ -84,7 +87,7 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //	    price <model> { input <usd>; output <usd>; cached_input <usd>; cache_write <usd> }
 //	}
 //
-// The types in config.go, config_health.go and config_usage.go document
+// The types in config.go (and Smoothing in smoothing.go) document
 // each option.
 func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
@@ -604,3 +607,466 @@ func parseDurationArg(d *caddyfile.Dispenser, what, v string) (caddy.Duration, e
 
 // Interface guard
 var _ caddyfile.Unmarshaler = (*Relay)(nil)
+
+// parseSLO parses `slo { ttft <dur>; success <ratio>; window <n>; min_samples <n> }`.
+func parseSLO(d *caddyfile.Dispenser) (*SLO, error) {
+	s := &SLO{at: fmt.Sprintf("%s:%d", d.File(), d.Line())}
+	if d.NextArg() {
+		return nil, d.Errf("slo takes no arguments; put ttft, success, window and min_samples in its block")
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		key := d.Val()
+		var v string
+		if !d.Args(&v) || d.NextArg() {
+			return nil, d.Errf("slo: expected `%s <value>`", key)
+		}
+		switch key {
+		case "ttft":
+			dur, err := parseDurationArg(d, "slo ttft", v)
+			if err != nil {
+				return nil, err
+			}
+			s.TTFT = dur
+		case "success":
+			r, err := parseRatio(v)
+			if err != nil {
+				return nil, d.Errf("slo success: %v", err)
+			}
+			s.Success = r
+		case "window", "min_samples":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, d.Errf("slo %s: %q is not a positive whole number", key, v)
+			}
+			if key == "window" {
+				s.Window = n
+			} else {
+				s.MinSamples = n
+			}
+		default:
+			return nil, d.Errf("unrecognized slo subdirective %q; expected ttft, success, window or min_samples", key)
+		}
+	}
+	return s, nil
+}
+
+// parseRatio parses a share such as 0.95 (or 95%).
+func parseRatio(v string) (float64, error) {
+	pct := strings.HasSuffix(v, "%")
+	f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+	if pct {
+		f /= 100
+	}
+	if err != nil || checkRatio("", f) != nil {
+		return 0, fmt.Errorf("%q is not a ratio; write it like 0.95 or 95%%", v)
+	}
+	return f, nil
+}
+
+// parsePercent parses a share of requests such as 5 or 5%.
+func parsePercent(v string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+	if err != nil || checkPercent("", f) != nil {
+		return 0, fmt.Errorf("%q is not a percentage between 0 and 100", v)
+	}
+	return f, nil
+}
+
+// parseHealthCheck parses `health_check { uri <path>; interval <dur>; timeout <dur> }`.
+func parseHealthCheck(d *caddyfile.Dispenser) (*HealthCheck, error) {
+	hc := &HealthCheck{}
+	if d.NextArg() {
+		return nil, d.Errf("health_check takes no arguments; put uri, interval and timeout in its block")
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		key := d.Val()
+		var v string
+		if !d.Args(&v) || d.NextArg() {
+			return nil, d.Errf("health_check: expected `%s <value>`", key)
+		}
+		switch key {
+		case "uri":
+			if err := checkHealthURI(v); err != nil {
+				return nil, d.Errf("health_check %v", err)
+			}
+			hc.URI = v
+		case "interval", "timeout":
+			dur, err := parseDurationArg(d, "health_check "+key, v)
+			if err != nil {
+				return nil, err
+			}
+			if key == "interval" {
+				hc.Interval = dur
+			} else {
+				hc.Timeout = dur
+			}
+		default:
+			return nil, d.Errf("unrecognized health_check subdirective %q; expected uri, interval or timeout", key)
+		}
+	}
+	return hc, nil
+}
+
+// parseTargetLine parses `<upstream> [<model>] <percent>` of canary and
+// shadow.
+func parseTargetLine(d *caddyfile.Dispenser, what string) (up, model string, pct float64, err error) {
+	args := d.RemainingArgs()
+	if len(args) < 2 || len(args) > 3 {
+		return "", "", 0, d.Errf("%s: expected `%s <upstream> [<model>] <percent>`", what, what)
+	}
+	up = args[0]
+	if len(args) == 3 {
+		model = args[1]
+	}
+	pct, perr := parsePercent(args[len(args)-1])
+	if perr != nil {
+		return "", "", 0, d.Errf("%s: %v", what, perr)
+	}
+	return up, model, pct, nil
+}
+
+// parseCanary parses a model block's `canary` line and block.
+func parseCanary(d *caddyfile.Dispenser) (*Canary, error) {
+	up, model, pct, err := parseTargetLine(d, "canary")
+	if err != nil {
+		return nil, err
+	}
+	c := &Canary{Upstream: up, Model: model, Percent: pct}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "key":
+			args := d.RemainingArgs()
+			switch {
+			case len(args) == 2 && args[0] == "header":
+				if err := checkCanaryHeader(args[1]); err != nil {
+					return nil, d.Errf("canary %v", err)
+				}
+				c.Key = "header:" + args[1]
+			case len(args) == 2 && args[0] == "body" && args[1] == "user":
+				c.Key = "body:user"
+			case len(args) == 1 && args[0] == "client_ip":
+				c.Key = "client_ip"
+			default:
+				return nil, d.Errf("canary key: expected `key header <name>`, `key body user` or `key client_ip`")
+			}
+		case "guard":
+			if err := parseGuard(d, &c.Guard); err != nil {
+				return nil, err
+			}
+		case "promote":
+			args := d.RemainingArgs()
+			if len(args) < 3 || args[len(args)-2] != "every" {
+				return nil, d.Errf("canary promote: expected `promote <percent...> every <duration>`, e.g. `promote 50 100 every 10m`")
+			}
+			for _, a := range args[:len(args)-2] {
+				p, err := parsePercent(a)
+				if err != nil {
+					return nil, d.Errf("canary promote: %v", err)
+				}
+				c.Promote = append(c.Promote, p)
+			}
+			dur, err := parseDurationArg(d, "canary promote every", args[len(args)-1])
+			if err != nil {
+				return nil, err
+			}
+			c.PromoteEvery = dur
+		default:
+			return nil, d.Errf("unrecognized canary subdirective %q; expected key, guard or promote", d.Val())
+		}
+	}
+	return c, nil
+}
+
+// parseGuard parses a canary's `guard { ... }`.
+func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
+	if d.NextArg() {
+		return d.Errf("guard takes no arguments; put ttft_p99, error_rate, min_samples and window in its block")
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		key := d.Val()
+		var v string
+		if !d.Args(&v) || d.NextArg() {
+			return d.Errf("guard: expected `%s <value>`", key)
+		}
+		switch key {
+		case "ttft_p99":
+			dur, err := parseDurationArg(d, "guard ttft_p99", v)
+			if err != nil {
+				return err
+			}
+			g.TTFTP99 = dur
+		case "error_rate":
+			r, err := parseRatio(v)
+			if err != nil {
+				return d.Errf("guard error_rate: %v", err)
+			}
+			g.ErrorRate = r
+		case "min_samples", "window":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return d.Errf("guard %s: %q is not a positive whole number", key, v)
+			}
+			if key == "window" {
+				g.Window = n
+			} else {
+				g.MinSamples = n
+			}
+		default:
+			return d.Errf("unrecognized guard subdirective %q; expected ttft_p99, error_rate, min_samples or window", key)
+		}
+	}
+	return nil
+}
+
+// parseShadow parses a model block's `shadow` line and block.
+func parseShadow(d *caddyfile.Dispenser) (*Shadow, error) {
+	up, model, pct, err := parseTargetLine(d, "shadow")
+	if err != nil {
+		return nil, err
+	}
+	s := &Shadow{Upstream: up, Model: model, Percent: pct}
+	if err := s.check(); err != nil {
+		return nil, d.Errf("shadow: %v", err)
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "max_concurrent":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return nil, d.Errf("shadow: expected `max_concurrent <n>`")
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, d.Errf("shadow max_concurrent: %q is not a positive whole number", v)
+			}
+			s.MaxConcurrent = n
+		default:
+			return nil, d.Errf("unrecognized shadow subdirective %q; expected max_concurrent", d.Val())
+		}
+	}
+	return s, nil
+}
+
+// parseReasoningBudget parses `reasoning_budget <tokens> [truncate|failover|error]`.
+func parseReasoningBudget(d *caddyfile.Dispenser) (*ReasoningBudget, error) {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args) > 2 {
+		return nil, d.Errf("reasoning_budget: expected `reasoning_budget <tokens> [truncate|failover|error]`")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil {
+		return nil, d.Errf("reasoning_budget: %q is not a positive number of tokens", args[0])
+	}
+	b := &ReasoningBudget{Tokens: n}
+	if len(args) == 2 {
+		b.Action = args[1]
+	}
+	if err := b.check(); err != nil {
+		return nil, d.Err(err.Error())
+	}
+	return b, nil
+}
+
+// parseAdaptiveEffort parses `adaptive_effort { below <n> <effort>; else <effort>; client_effort keep|override }`.
+func parseAdaptiveEffort(d *caddyfile.Dispenser) (*AdaptiveEffort, error) {
+	a := &AdaptiveEffort{}
+	if d.NextArg() {
+		return nil, d.Errf("adaptive_effort takes no arguments; put below/else lines in its block")
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		key := d.Val()
+		args := d.RemainingArgs()
+		switch key {
+		case "below":
+			if len(args) != 2 {
+				return nil, d.Errf("adaptive_effort: expected `below <tokens> <effort>`")
+			}
+			n, err := strconv.Atoi(args[0])
+			if err != nil {
+				return nil, d.Errf("adaptive_effort below: %q is not a positive number of tokens", args[0])
+			}
+			r := EffortRule{Below: n, Effort: args[1]}
+			var prev *EffortRule
+			if k := len(a.Rules); k > 0 {
+				prev = &a.Rules[k-1]
+			}
+			if err := checkEffortRule(prev, r); err != nil {
+				return nil, d.Err(err.Error())
+			}
+			a.Rules = append(a.Rules, r)
+		case "else":
+			if len(args) != 1 {
+				return nil, d.Errf("adaptive_effort: expected `else <effort>` with %s", effortWords)
+			}
+			if err := checkEffort("adaptive_effort else", args[0]); err != nil {
+				return nil, d.Err(err.Error())
+			}
+			a.Else = args[0]
+		case "client_effort":
+			if len(args) != 1 {
+				return nil, d.Errf("adaptive_effort: expected `client_effort keep` or `client_effort override`")
+			}
+			if err := checkClientEffort(args[0]); err != nil {
+				return nil, d.Err(err.Error())
+			}
+			a.ClientEffort = args[0]
+		default:
+			return nil, d.Errf("unrecognized adaptive_effort subdirective %q; expected below, else or client_effort", key)
+		}
+	}
+	if err := a.check(); err != nil {
+		return nil, d.Err(err.Error())
+	}
+	return a, nil
+}
+
+// parsePrice parses `price <model> { input <usd>; output <usd>; cached_input <usd>; cache_write <usd> }`.
+func parsePrice(d *caddyfile.Dispenser) (string, Price, error) {
+	var model string
+	if !d.Args(&model) || d.NextArg() {
+		return "", Price{}, d.Errf("price: expected `price <model> { input <usd per MTok>; output <usd per MTok> }`")
+	}
+	var p Price
+	seen := false
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		key := d.Val()
+		var v string
+		if !d.Args(&v) || d.NextArg() {
+			return "", p, d.Errf("price %s: expected `%s <usd per million tokens>`", model, key)
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return "", p, d.Errf("price %s: %s %q is not an amount of US dollars per million tokens", model, key, v)
+		}
+		if err := checkPriceField(model, key, f); err != nil {
+			return "", p, d.Err(err.Error())
+		}
+		switch key {
+		case "input":
+			p.Input = f
+		case "output":
+			p.Output = f
+		case "cached_input":
+			p.CachedInput = f
+		case "cache_write":
+			p.CacheWrite = f
+		default:
+			return "", p, d.Errf("unrecognized price subdirective %q; expected input, output, cached_input or cache_write", key)
+		}
+		seen = true
+	}
+	if !seen {
+		return "", p, d.Errf("price %s: give at least input and output in its block", model)
+	}
+	return model, p, nil
+}
+
+// parseKeyBudget parses the `budget <usd> per day|month` tail of a key line.
+func parseKeyBudget(d *caddyfile.Dispenser, k *ClientKey, args []string) error {
+	if len(args) != 4 || args[0] != "budget" || args[2] != "per" {
+		return d.Errf("key: expected `key <token> [<name>] [budget <usd> per day|month]`")
+	}
+	f, err := strconv.ParseFloat(args[1], 64)
+	if err != nil || f == 0 {
+		return d.Errf("key budget: %q is not a positive amount of US dollars", args[1])
+	}
+	k.Budget, k.BudgetPeriod = f, args[3]
+	return nil
+}
+
+// parseReasoningField parses `reasoning_field reasoning_content|reasoning`.
+func parseReasoningField(d *caddyfile.Dispenser) (string, error) {
+	if !d.NextArg() {
+		return "", d.Errf("reasoning_field: expected `reasoning_field reasoning_content|reasoning`")
+	}
+	f := d.Val()
+	if err := checkReasoningField(f); err != nil {
+		return "", d.Err(err.Error())
+	}
+	if d.NextArg() {
+		return "", d.ArgErr()
+	}
+	return f, nil
+}
+
+// parseSmoothing parses a `smoothing [<mode>] { ... }` block, at the relay
+// level (model == nil) or in a model block. Each value is checked here so
+// that a mistake names its own line.
+func parseSmoothing(d *caddyfile.Dispenser, model *string) (*Smoothing, error) {
+	s := &Smoothing{}
+	if d.NextArg() {
+		if _, err := pace.ParseMode(d.Val()); err != nil {
+			return nil, d.Errf("smoothing: unknown mode %q; write `smoothing off`, `smoothing pace` or `smoothing split-reasoning`", d.Val())
+		}
+		s.Mode = d.Val()
+	}
+	if d.NextArg() {
+		return nil, d.Errf("smoothing: expected `smoothing [off|pace|split-reasoning] { ... }`, got extra argument %q", d.Val())
+	}
+	// Cross-field checks are reported after the block, naming this line.
+	s.at = fmt.Sprintf("%s:%d", d.File(), d.Line())
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		key := d.Val()
+		args := d.RemainingArgs()
+		if len(args) != 1 {
+			return nil, d.Errf("smoothing: expected `%s <value>`, got %d values", key, len(args))
+		}
+		v := args[0]
+		switch key {
+		case "max_delay", "reasoning_max_delay", "min_interval":
+			dur, err := parseDurationArg(d, key, v)
+			if err != nil {
+				return nil, err
+			}
+			switch key {
+			case "max_delay":
+				s.MaxDelay = dur
+			case "reasoning_max_delay":
+				s.ReasoningMaxDelay = dur
+			default:
+				s.MinInterval = dur
+			}
+		case "heartbeat", "early_commit":
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur < 0 {
+				return nil, d.Errf("%s: %q is not a duration; write it like 15s, or 0 to turn it off", key, v)
+			}
+			if key == "heartbeat" {
+				cd := caddy.Duration(dur)
+				s.Heartbeat = &cd
+			} else {
+				s.EarlyCommit = caddy.Duration(dur)
+			}
+		case "reasoning":
+			if v != "show" && v != "hide" {
+				return nil, d.Errf("reasoning: %q is not show or hide", v)
+			}
+			s.Reasoning = v
+		default:
+			return nil, d.Errf("unrecognized smoothing subdirective %q; expected max_delay, reasoning_max_delay, min_interval, heartbeat, reasoning or early_commit", key)
+		}
+	}
+	// A model block alone cannot be checked against the relay level here
+	// (it may come first); resolveSmoothing checks the merge at load.
+	if model == nil {
+		if _, err := resolveSmoothing(s, nil); err != nil {
+			return nil, fmt.Errorf("smoothing: %w, at %s", err, s.at)
+		}
+	}
+	return s, nil
+}
+
+// checkModelSmoothing checks each model's smoothing merged over the relay
+// level, once the whole llm_relay block is read, naming the model's
+// smoothing line.
+func (h *Relay) checkModelSmoothing() error {
+	for _, m := range h.Models {
+		if m.Smoothing == nil {
+			continue
+		}
+		if _, err := resolveSmoothing(h.Smoothing, m.Smoothing); err != nil {
+			return fmt.Errorf("model %q: smoothing: %w, at %s", m.Alias, err, m.Smoothing.at)
+		}
+	}
+	return nil
+}

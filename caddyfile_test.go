@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 )
 
 // cfFull uses every llm_relay option. Line numbers matter to the tests
@@ -522,6 +523,264 @@ func TestProvisionRejectsBadEditsFromJSON(t *testing.T) {
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `model "m": target 1`) {
 			t.Errorf("set %s: err %v, want one containing %q", field, err, want)
+		}
+	}
+}
+
+func TestCaddyfileHealthRouting(t *testing.T) {
+	r, err := cfParse(t, `llm_relay {
+	upstream eu http://eu/v1 {
+		region eu
+		health_check {
+			uri /health
+			interval 10s
+			timeout 2s
+		}
+	}
+	upstream us http://us/v1 {
+		region us
+	}
+	upstream next http://next/v1
+	slo {
+		ttft 800ms
+		success 95%
+		window 40
+		min_samples 8
+	}
+	model m {
+		to eu
+		to us {
+			rank 1
+			weight 3
+		}
+		slo {
+			ttft 2s
+		}
+		canary next next-model 5 {
+			key header X-User
+			guard {
+				ttft_p99 3s
+				error_rate 0.1
+				min_samples 10
+				window 50
+			}
+			promote 25 100 every 10m
+		}
+		shadow next 10% {
+			max_concurrent 3
+		}
+	}
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := r.Upstreams[0].HealthCheck
+	if r.Upstreams[0].Region != "eu" || hc == nil || hc.URI != "/health" || hc.Interval != caddy.Duration(10*time.Second) || hc.Timeout != caddy.Duration(2*time.Second) {
+		t.Errorf("upstream eu: %+v %+v", r.Upstreams[0], hc)
+	}
+	if s := r.SLO; s == nil || s.TTFT != caddy.Duration(800*time.Millisecond) || s.Success != 0.95 || s.Window != 40 || s.MinSamples != 8 {
+		t.Errorf("relay slo %+v", r.SLO)
+	}
+	m := r.Models[0]
+	if m.Targets[1].Rank != 1 || m.Targets[1].Weight != 3 {
+		t.Errorf("target us %+v", m.Targets[1])
+	}
+	c := m.Canary
+	if c == nil || c.Upstream != "next" || c.Model != "next-model" || c.Percent != 5 || c.Key != "header:X-User" ||
+		c.Guard.TTFTP99 != caddy.Duration(3*time.Second) || c.Guard.ErrorRate != 0.1 || c.Guard.MinSamples != 10 || c.Guard.Window != 50 ||
+		len(c.Promote) != 2 || c.Promote[1] != 100 || c.PromoteEvery != caddy.Duration(10*time.Minute) {
+		t.Errorf("canary %+v", c)
+	}
+	if s := m.Shadow; s == nil || s.Upstream != "next" || s.Model != "" || s.Percent != 10 || s.MaxConcurrent != 3 {
+		t.Errorf("shadow %+v", m.Shadow)
+	}
+	if err := cfProvision(t, r); err != nil {
+		t.Fatal(err)
+	}
+	rt := r.routes["m"]
+	// The model's slo overrides ttft only; the rest comes from the relay.
+	if slo := rt.targets[0].slo; slo.TTFT != 2*time.Second || slo.Success != 0.95 || slo.Window != 40 || slo.MinSamples != 8 {
+		t.Errorf("resolved slo %+v", slo)
+	}
+	if rt.targets[0].rank != 1 || rt.targets[1].rank != 1 || rt.targets[1].weight != 3 {
+		t.Errorf("ranks: eu %d, us %d/%d (equal ranks form a pool)", rt.targets[0].rank, rt.targets[1].rank, rt.targets[1].weight)
+	}
+	if rt.canary == nil || rt.canary.c.Share() != 5 || rt.shadow == nil || rt.shadow.percent != 10 {
+		t.Errorf("canary/shadow not compiled: %+v %+v", rt.canary, rt.shadow)
+	}
+}
+
+func TestCaddyfileHealthErrors(t *testing.T) {
+	ok := func(body string) string {
+		return "llm_relay {\n\tupstream u http://u/v1\n\tmodel m {\n\t\tto u\n\t}\n" + body + "\n}"
+	}
+	model := func(body string) string {
+		return "llm_relay {\n\tupstream u http://u/v1\n\tmodel m {\n\t\tto u\n" + body + "\n\t}\n}"
+	}
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"slo bad ratio", ok("\tslo {\n\t\tsuccess 1.5\n\t}"), []string{`slo success: "1.5" is not a ratio; write it like 0.95 or 95%`, "Testfile:7"}},
+		{"slo bad window", ok("\tslo {\n\t\twindow 0\n\t}"), []string{`slo window: "0" is not a positive whole number`, "Testfile:7"}},
+		{"slo unknown", ok("\tslo {\n\t\tp99 1s\n\t}"), []string{`unrecognized slo subdirective "p99"`, "Testfile:7"}},
+		{"slo twice", ok("\tslo {\n\t}\n\tslo {\n\t}"), []string{"slo is already specified", "Testfile:8"}},
+		{"health_check relative", ok("\tupstream v http://v/v1 {\n\t\thealth_check {\n\t\t\turi models\n\t\t}\n\t}"),
+			[]string{`health_check uri "models": write a path relative to the base URL, such as /models`, "Testfile:8"}},
+		{"region missing", ok("\tupstream v http://v/v1 {\n\t\tregion\n\t}"), []string{"expected `region <code>`", "Testfile:7"}},
+		{"rank zero", model("\t\tto u {\n\t\t\trank 0\n\t\t}"), []string{`rank: "0" is not a positive whole number`, "Testfile:6"}},
+		{"canary percent", model("\t\tcanary u 150"), []string{`canary: "150" is not a percentage between 0 and 100`, "Testfile:5"}},
+		{"canary args", model("\t\tcanary u"), []string{"canary: expected `canary <upstream> [<model>] <percent>`", "Testfile:5"}},
+		{"canary key", model("\t\tcanary u 5 {\n\t\t\tkey cookie session\n\t\t}"), []string{"canary key: expected `key header <name>`", "Testfile:6"}},
+		{"canary promote", model("\t\tcanary u 5 {\n\t\t\tpromote 50 100\n\t\t}"), []string{"canary promote: expected `promote <percent...> every <duration>`", "Testfile:6"}},
+		{"canary unknown upstream", model("\t\tcanary nope 5"), []string{`model "m": canary: unknown upstream "nope"`, "Testfile:5"}},
+		{"shadow unknown upstream", model("\t\tshadow nope 5"), []string{`model "m": shadow: unknown upstream "nope"`, "Testfile:5"}},
+		{"shadow max", model("\t\tshadow u 5 {\n\t\t\tmax_concurrent none\n\t\t}"), []string{`shadow max_concurrent: "none" is not a positive whole number`, "Testfile:6"}},
+		{"guard ratio", model("\t\tcanary u 5 {\n\t\t\tguard {\n\t\t\t\terror_rate 2\n\t\t\t}\n\t\t}"), []string{`guard error_rate: "2" is not a ratio`, "Testfile:7"}},
+	} {
+		expectParseError(t, tc.name, tc.in, tc.want...)
+	}
+}
+
+// Load-time checks of the canary's shape (JSON configs included).
+func TestCanaryValidatedAtProvision(t *testing.T) {
+	r := &Relay{
+		Upstreams: []*Upstream{{Name: "u", BaseURL: "http://u/v1"}, {Name: "c", BaseURL: "http://c/v1"}},
+		Models: []*ModelRoute{{Alias: "m", Targets: []Target{{Upstream: "u"}},
+			Canary: &Canary{Upstream: "c", Percent: 50, Promote: []float64{20}}}},
+	}
+	err := cfProvision(t, r)
+	if err == nil || !strings.Contains(err.Error(), `model "m": canary:`) {
+		t.Fatalf("err = %v (promotion steps must increase)", err)
+	}
+}
+
+func TestCaddyfileSmoothing(t *testing.T) {
+	r, err := cfParse(t, `llm_relay {
+	upstream u http://u/v1
+	model fast {
+		to u
+		smoothing off
+	}
+	model thinker {
+		to u
+		smoothing {
+			reasoning hide
+			max_delay 250ms
+		}
+	}
+	model plain {
+		to u
+	}
+	smoothing split-reasoning {
+		max_delay 300ms
+		reasoning_max_delay 2s
+		min_interval 20ms
+		heartbeat 0
+		early_commit 5s
+	}
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfProvision(t, r); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]smoothPolicy{
+		"plain": {cfg: pace.Config{Mode: pace.ModeSplit, MaxDelay: 300 * time.Millisecond, ReasoningMaxDelay: 2 * time.Second,
+			MinInterval: 20 * time.Millisecond}, earlyCommit: 5 * time.Second},
+		"fast": {cfg: pace.Config{Mode: pace.ModeOff, MaxDelay: 300 * time.Millisecond, ReasoningMaxDelay: 2 * time.Second,
+			MinInterval: 20 * time.Millisecond}, earlyCommit: 5 * time.Second},
+		"thinker": {cfg: pace.Config{Mode: pace.ModeSplit, MaxDelay: 250 * time.Millisecond, ReasoningMaxDelay: 2 * time.Second,
+			MinInterval: 20 * time.Millisecond, HideReasoning: true}, earlyCommit: 5 * time.Second},
+	}
+	for alias, w := range want {
+		if got := r.routes[alias].smooth; got != w {
+			t.Errorf("%s: policy %+v, want %+v", alias, got, w)
+		}
+	}
+}
+
+func TestSmoothingDefaults(t *testing.T) {
+	cases := []struct {
+		name   string
+		relay  *Smoothing
+		mode   pace.Mode
+		hb     time.Duration
+		maxDel time.Duration
+	}{
+		{"no block: off, heartbeats on", nil, pace.ModeOff, 15 * time.Second, 400 * time.Millisecond},
+		{"a block without a mode paces", &Smoothing{}, pace.ModePace, 15 * time.Second, 400 * time.Millisecond},
+	}
+	for _, c := range cases {
+		pol, err := resolveSmoothing(c.relay, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pol.cfg.Mode != c.mode || pol.cfg.Heartbeat != c.hb || pol.cfg.MaxDelay != c.maxDel ||
+			pol.cfg.MinInterval != 30*time.Millisecond || pol.cfg.ReasoningMaxDelay != 1500*time.Millisecond || pol.earlyCommit != 0 {
+			t.Errorf("%s: %+v", c.name, pol)
+		}
+	}
+}
+
+func TestCaddyfileSmoothingErrors(t *testing.T) {
+	// The smoothing block starts at Testfile:6.
+	ok := func(body string) string {
+		return "llm_relay {\n\tupstream u http://u/v1\n\tmodel m {\n\t\tto u\n\t}\n" + body + "\n}"
+	}
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"unknown mode", ok("\tsmoothing fast"), []string{`smoothing: unknown mode "fast"; write ` + "`smoothing off`", "Testfile:6"}},
+		{"two modes", ok("\tsmoothing pace off"), []string{`got extra argument "off"`, "Testfile:6"}},
+		{"twice", ok("\tsmoothing pace\n\tsmoothing off"), []string{"smoothing is already specified", "Testfile:7"}},
+		{"unknown setting", ok("\tsmoothing {\n\t\tdelay 1s\n\t}"), []string{`unrecognized smoothing subdirective "delay"; expected max_delay`, "Testfile:7"}},
+		{"bad duration", ok("\tsmoothing {\n\t\tmax_delay soon\n\t}"), []string{`max_delay: "soon" is not a positive duration`, "Testfile:7"}},
+		{"zero max_delay", ok("\tsmoothing {\n\t\tmax_delay 0\n\t}"), []string{`max_delay: "0" is not a positive duration`, "Testfile:7"}},
+		{"no value", ok("\tsmoothing {\n\t\tmin_interval\n\t}"), []string{"smoothing: expected `min_interval <value>`, got 0 values", "Testfile:7"}},
+		{"bad heartbeat", ok("\tsmoothing {\n\t\theartbeat -1s\n\t}"), []string{`heartbeat: "-1s" is not a duration; write it like 15s, or 0 to turn it off`, "Testfile:7"}},
+		{"bad reasoning", ok("\tsmoothing {\n\t\treasoning maybe\n\t}"), []string{`reasoning: "maybe" is not show or hide`, "Testfile:7"}},
+		{"min_interval over max_delay", ok("\tsmoothing {\n\t\tmin_interval 500ms\n\t}"),
+			[]string{"smoothing: min_interval 500ms is longer than max_delay 400ms", "Testfile:6"}},
+		{"model block merged with relay level", "llm_relay {\n\tupstream u http://u/v1\n\tmodel m {\n\t\tto u\n\t\tsmoothing {\n\t\t\tmax_delay 50ms\n\t\t}\n\t}\n\tsmoothing {\n\t\tmin_interval 100ms\n\t\tmax_delay 1s\n\t}\n}",
+			[]string{`model "m": smoothing: min_interval 100ms is longer than max_delay 50ms`, "Testfile:5"}},
+		{"model smoothing twice", "llm_relay {\n\tupstream u http://u/v1\n\tmodel m {\n\t\tto u\n\t\tsmoothing pace\n\t\tsmoothing off\n\t}\n}",
+			[]string{`model "m": smoothing is already specified`, "Testfile:6"}},
+	} {
+		expectParseError(t, tc.name, tc.in, tc.want...)
+	}
+}
+
+// JSON configs (caddy adapt output, or hand-written) are checked at
+// provision with the same rules.
+func TestSmoothingJSONValidation(t *testing.T) {
+	r := &Relay{
+		Upstreams: []*Upstream{{Name: "u", BaseURL: "http://u/v1"}},
+		Models:    []*ModelRoute{{Alias: "m", Targets: []Target{{Upstream: "u"}}}},
+		Smoothing: &Smoothing{Mode: "turbo"},
+	}
+	err := cfProvision(t, r)
+	if err == nil || !strings.Contains(err.Error(), `smoothing: unknown smoothing mode "turbo"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// expectParseError fails unless parsing in gives an error containing every
+// want (the message and the Testfile:<line> it names).
+func expectParseError(t *testing.T, name, in string, want ...string) {
+	t.Helper()
+	_, err := cfParse(t, in)
+	if err == nil {
+		t.Errorf("%s: no error", name)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %q does not contain %q", name, err, w)
 		}
 	}
 }

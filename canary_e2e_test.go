@@ -135,7 +135,7 @@ func TestCanaryStableSliceAndRollback(t *testing.T) {
 // share) starts a fresh one, which is how an operator re-enables it.
 //
 // The key-source step fails at the time of writing: compileCanaryShadow
-// (canary_shadow.go) keys the canary pool by alias, target, steps, guard
+// (canary.go) keys the canary pool by alias, target, steps, guard
 // and promote interval but not by c.Key, although internal/canary's doc
 // lists the key source as part of a canary's identity, so a canary whose
 // key changed keeps the old state (still rolled back).

@@ -222,3 +222,216 @@ type Failover struct {
 	// default).
 	StreamIdleTimeout caddy.Duration `json:"stream_idle_timeout,omitempty"`
 }
+
+// HealthCheck actively probes an upstream, feeding the same health state
+// as live traffic and measuring its round-trip time.
+//
+// Caddyfile (in an `upstream` block):
+//
+//	health_check {
+//	    uri <path>
+//	    interval <duration>
+//	    timeout <duration>
+//	}
+type HealthCheck struct {
+	// `uri <path>`: what to GET, relative to the base URL, with the
+	// upstream's API key and headers. Default: `/models`.
+	URI string `json:"uri,omitempty"`
+
+	// `interval <duration>`: time between probes. Default: `30s`.
+	Interval caddy.Duration `json:"interval,omitempty"`
+
+	// `timeout <duration>`: a probe that takes longer fails. Default: `5s`.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+}
+
+// SLO is the service level a target must meet to keep its place in the
+// chain. A target whose recent window breaks it is skipped in favour of the
+// next target of the chain until it recovers; if every target is out, the
+// least bad one is still tried.
+//
+// Caddyfile (in `llm_relay`, or in a `model` block to override it there):
+//
+//	slo {
+//	    ttft <duration>
+//	    success <ratio>
+//	    window <n>
+//	    min_samples <n>
+//	}
+type SLO struct {
+	// `ttft <duration>`: the window's p90 time to first token must not
+	// exceed this. Default: not judged.
+	TTFT caddy.Duration `json:"ttft,omitempty"`
+
+	// `success <ratio>`: the window's share of successful attempts must be
+	// at least this, e.g. `0.95`. Default: not judged.
+	Success float64 `json:"success,omitempty"`
+
+	// `window <n>`: how many recent attempts are judged. Default: 50.
+	Window int `json:"window,omitempty"`
+
+	// `min_samples <n>`: no judgement on fewer attempts. Default: 10.
+	MinSamples int `json:"min_samples,omitempty"`
+
+	at string // where the Caddyfile block was, for load errors
+}
+
+// Canary sends a stable slice of requests to a new target first, and
+// rolls it back by itself when it misbehaves.
+//
+// Caddyfile (in a `model` block):
+//
+//	canary <upstream> [<model>] <percent> {
+//	    key header <name> | body user | client_ip
+//	    guard {
+//	        ttft_p99 <duration>
+//	        error_rate <ratio>
+//	        min_samples <n>
+//	        window <n>
+//	    }
+//	    promote <percent...> every <duration>
+//	}
+type Canary struct {
+	// The canary target: an upstream and the model sent to it (default:
+	// the client's model).
+	Upstream string `json:"upstream"`
+	Model    string `json:"model,omitempty"`
+
+	// The starting share of requests, in percent.
+	Percent float64 `json:"percent"`
+
+	// `key ...`: what picks a request's bucket (SHA-256, stable across
+	// restarts and instances): `header <name>`, `body user` (the OpenAI
+	// `user` field) or `client_ip`. Written in JSON as `header:<name>`,
+	// `body:user` or `client_ip`. Default: `client_ip`.
+	Key string `json:"key,omitempty"`
+
+	// `guard { ... }`: when the canary's window breaks these, its share
+	// drops to 0 at once.
+	Guard CanaryGuard `json:"guard,omitzero"`
+
+	// `promote <percent...> every <duration>`: the next shares, each taken
+	// after the guard held for the duration.
+	Promote      []float64      `json:"promote,omitempty"`
+	PromoteEvery caddy.Duration `json:"promote_every,omitempty"`
+}
+
+// CanaryGuard is a canary's rollback thresholds.
+type CanaryGuard struct {
+	// `ttft_p99 <duration>`: p99 time to first token of the window.
+	TTFTP99 caddy.Duration `json:"ttft_p99,omitempty"`
+	// `error_rate <ratio>`: share of failed attempts, e.g. `0.05`.
+	ErrorRate float64 `json:"error_rate,omitempty"`
+	// `min_samples <n>`: no judgement on fewer attempts. Default: 20.
+	MinSamples int `json:"min_samples,omitempty"`
+	// `window <n>`: attempts judged. Default: 100.
+	Window int `json:"window,omitempty"`
+}
+
+// Shadow copies a sample of requests to another target in the background,
+// to compare it with the real answer; the client never sees it.
+//
+// Caddyfile (in a `model` block):
+//
+//	shadow <upstream> [<model>] <percent> {
+//	    max_concurrent <n>
+//	}
+type Shadow struct {
+	Upstream string  `json:"upstream"`
+	Model    string  `json:"model,omitempty"`
+	Percent  float64 `json:"percent"`
+	// `max_concurrent <n>`: copies in flight at most; a copy beyond it is
+	// dropped and counted, never queued. Default: 4.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+}
+
+// ReasoningBudget caps the reasoning tokens of a request, counted on the
+// stream (estimated from the text) whatever the upstream does.
+//
+// Caddyfile (in `llm_relay`, or in a `model` block to override it there):
+//
+//	reasoning_budget <tokens> [truncate|failover|error]
+//
+// A request may ask for less with the header
+// `X-Relay-Reasoning-Budget: <tokens>` (never more than this cap; without
+// a configured cap the header sets one, with the truncate action). To
+// pass the budget to an upstream's own knob, write the placeholder
+// `{llm_relay.reasoning_budget}` as the value of a target's `set`, e.g.
+// `set reasoning.max_tokens {llm_relay.reasoning_budget}`.
+type ReasoningBudget struct {
+	// The cap, in tokens.
+	Tokens int `json:"tokens"`
+
+	// What happens when a stream's reasoning passes it: `truncate` stops
+	// forwarding reasoning and lets the answer through; `failover` (only
+	// before any answer text came) cancels the attempt and moves to the
+	// next target, on the same client stream; `error` ends the stream
+	// with the in-band error `reasoning_budget_exceeded`. Default:
+	// `truncate`.
+	Action string `json:"action,omitempty"`
+}
+
+// AdaptiveEffort sets the reasoning effort from an estimate of the
+// prompt's token count: long prompts get lower effort.
+//
+// A client's own effort counts in either form, `reasoning_effort` (Chat
+// Completions) or `reasoning.effort` (Responses API, OpenRouter). The
+// relay writes its effort in the form the client used, or, when the
+// client sent none, in the endpoint's form: `reasoning_effort` for
+// /v1/chat/completions and /v1/completions, `reasoning.effort` for
+// /v1/responses (other endpoints are left alone). It never adds a second
+// form next to the client's.
+//
+// Caddyfile (in `llm_relay`, or in a `model` block to override it there):
+//
+//	adaptive_effort {
+//	    below <tokens> <effort>
+//	    else <effort>
+//	    client_effort keep|override
+//	}
+type AdaptiveEffort struct {
+	// `below <tokens> <effort>`, repeatable: the first rule whose bound
+	// the estimate is below applies. Rules must be listed in increasing
+	// order of tokens. Efforts: none, minimal, low, medium, high.
+	Rules []EffortRule `json:"rules,omitempty"`
+
+	// `else <effort>`: the effort when no rule applies. Default: leave
+	// the request as it is.
+	Else string `json:"else,omitempty"`
+
+	// `client_effort keep|override`: whether an effort the client set
+	// itself (in either form) is kept (default) or replaced.
+	ClientEffort string `json:"client_effort,omitempty"`
+}
+
+// EffortRule is one `below <tokens> <effort>` line.
+type EffortRule struct {
+	Below  int    `json:"below"`
+	Effort string `json:"effort"`
+}
+
+// Price is what a model costs, in US dollars per million tokens.
+//
+// Caddyfile (in `llm_relay`, repeatable):
+//
+//	price <model> {
+//	    input <usd per MTok>
+//	    output <usd per MTok>
+//	    cached_input <usd per MTok>
+//	    cache_write <usd per MTok>
+//	}
+//
+// <model> is the model name sent upstream (as in `to`), or a prefix
+// ending in `*` such as `gpt-4o*`. Reasoning tokens are billed as output.
+type Price struct {
+	// Prompt tokens not read from or written to the provider's cache.
+	Input float64 `json:"input"`
+	// Completion tokens, reasoning (thinking) included.
+	Output float64 `json:"output"`
+	// Prompt tokens read from the provider's cache (OpenAI's
+	// cached_tokens, Anthropic's cache_read_input_tokens). Default: input.
+	CachedInput float64 `json:"cached_input,omitempty"`
+	// Prompt tokens written to the provider's cache (Anthropic's
+	// cache_creation_input_tokens, e.g. 1.25x input). Default: input.
+	CacheWrite float64 `json:"cache_write,omitempty"`
+}

@@ -3,7 +3,7 @@ package llmrelay
 // This file holds the failover decisions as plain Go: which outcomes are
 // retryable, how long to back off before revisiting a target, how to read
 // Retry-After, and which target the next attempt goes to. It imports nothing
-// from Caddy so it can be tested alone; attempt.go and proxy.go do the HTTP.
+// from Caddy so it can be tested alone; attempt.go, chain.go and serve.go do the HTTP.
 
 import (
 	"errors"

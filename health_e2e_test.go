@@ -845,7 +845,7 @@ func TestHealthCaddyfileErrors(t *testing.T) {
 // the target's samples and judges the new, wider window.
 //
 // Fails at the time of writing: the health state is created with the ring
-// size of the first config's window (attachHealth in health_state.go
+// size of the first config's window (attachHealth in health.go
 // calls health.NewTarget(name, slo.Window) only when the pool has no
 // entry yet), and the health package caps a judged window at that ring,
 // so after the reload the status (and the SLO) still count 4 samples.

@@ -15,6 +15,13 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
+// shadowRuntime is a route's compiled shadow.
+type shadowRuntime struct {
+	runner  *shadow.Runner // shared across reloads
+	percent float64
+	target  *target
+}
+
 // shadowTimeout bounds one shadow copy, so a hanging shadow target cannot
 // hold a slot for ever. A copy also ends when its config is unloaded.
 const shadowTimeout = 5 * time.Minute

@@ -54,13 +54,6 @@ func (c *canaryRuntime) logEvent(ev *canary.Event) {
 	c.logger.Info("canary promoted", fields...)
 }
 
-// shadowRuntime is a route's compiled shadow.
-type shadowRuntime struct {
-	runner  *shadow.Runner // shared across reloads
-	percent float64
-	target  *target
-}
-
 // compileCanaryShadow compiles a model's canary and shadow targets.
 func (h *Relay) compileCanaryShadow(rt *route, m *ModelRoute) error {
 	slo := resolveSLO(h.SLO, m.SLO)
