@@ -235,7 +235,9 @@ type Failover struct {
 //	}
 type HealthCheck struct {
 	// `uri <path>`: what to GET, relative to the base URL, with the
-	// upstream's API key and headers. Default: `/models`.
+	// upstream's API key and headers (for `api anthropic`: `x-api-key` and
+	// `anthropic-version`, as its own GET /v1/models wants). Default:
+	// `/models`.
 	URI string `json:"uri,omitempty"`
 
 	// `interval <duration>`: time between probes. Default: `30s`.

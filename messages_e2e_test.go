@@ -416,3 +416,28 @@ func TestCacheWritePriced(t *testing.T) {
 	waitFor(t, 5*time.Second, "the cost log line", func() bool { return strings.Contains(readLog(t, logFile), `"cost":`) })
 	mustContain(t, readLog(t, logFile), `"cost":"`+usage.FormatUSD(want)+`"`, `"prompt_tokens":1110`, `"cached_tokens":1000`, `"cache_write_tokens":100`)
 }
+
+// Health probes of an Anthropic upstream carry its own credentials:
+// x-api-key and anthropic-version, not a Bearer token.
+func TestAnthropicProbeHeaders(t *testing.T) {
+	claude := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerJSON(w, 200, `{"data":[]}`)
+	})
+	startRelay(t, `llm_relay {
+		upstream claude `+claude.v1()+` {
+			api anthropic
+			api_key sk-ant-probe
+			health_check {
+				interval 50ms
+			}
+		}
+		model claude-x {
+			to claude
+		}
+	}`)
+	waitFor(t, 5*time.Second, "a probe", func() bool { return len(claude.requests()) > 0 })
+	p := claude.requests()[0]
+	if p.path != "/v1/models" || p.header.Get("X-Api-Key") != "sk-ant-probe" || p.header.Get("Anthropic-Version") != "2023-06-01" || p.header.Get("Authorization") != "" {
+		t.Fatalf("probe %s with headers %v", p.path, p.header)
+	}
+}

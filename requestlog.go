@@ -126,6 +126,7 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 	fields := []zap.Field{
 		zap.String("key", rl.key),
 		zap.String("alias", rl.alias),
+		zap.String("api", rl.dialect.String()),
 		zap.String("upstream", rl.upstream),
 		zap.String("model", rl.model),
 		zap.Int("attempts", rl.attempts),
