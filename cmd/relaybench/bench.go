@@ -14,7 +14,10 @@ import (
 // target is one endpoint under test.
 type target struct {
 	name string
-	url  string // the full chat completions URL
+	url  string // the full endpoint URL
+	// messages: the target speaks Anthropic Messages (/v1/messages): it
+	// gets messagesBody, and its streams end with message_stop.
+	messages bool
 }
 
 // result is what the measured requests to one target produced.
@@ -128,7 +131,7 @@ func (b *bench) runRound(ctx context.Context, res *result, n int) {
 			part := &parts[w]
 			var buf bytes.Buffer
 			for claimed.Add(1) <= int64(n) && ctx.Err() == nil {
-				part.record(ctx, b.do(ctx, res.target.url, &buf))
+				part.record(ctx, b.do(ctx, res.target, &buf))
 			}
 		})
 	}
@@ -148,8 +151,12 @@ type outcome struct {
 
 // do sends one chat completion request and reads the whole answer into
 // buf (reused across a worker's requests to keep the client cheap).
-func (b *bench) do(ctx context.Context, url string, buf *bytes.Buffer) outcome {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b.body))
+func (b *bench) do(ctx context.Context, t *target, buf *bytes.Buffer) outcome {
+	body := b.body
+	if t.messages {
+		body = messagesBody(b.stream)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -166,16 +173,28 @@ func (b *bench) do(ctx context.Context, url string, buf *bytes.Buffer) outcome {
 	if err != nil {
 		return outcome{err: fmt.Errorf("reading body: %w", err)}
 	}
-	if err := checkAnswer(resp, buf.Bytes(), b.stream); err != nil {
+	if err := checkAnswer(resp, buf.Bytes(), b.stream, t.messages); err != nil {
 		return outcome{err: err}
 	}
 	return outcome{dur: dur, bytes: int64(buf.Len())}
 }
 
 // checkAnswer rejects answers that are not a complete 200 completion.
-func checkAnswer(resp *http.Response, body []byte, stream bool) error {
+func checkAnswer(resp *http.Response, body []byte, stream, messages bool) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+	}
+	switch {
+	case messages && stream:
+		if !bytes.HasSuffix(bytes.TrimRight(body, "\n"), []byte(`data: {"type":"message_stop"}`)) {
+			return errors.New("stream did not end with message_stop")
+		}
+		return nil
+	case messages:
+		if !bytes.Contains(body, []byte(`"type":"message"`)) {
+			return fmt.Errorf("not a Messages message: %.200s", body)
+		}
+		return nil
 	}
 	if stream {
 		if !bytes.HasSuffix(bytes.TrimRight(body, "\n"), []byte("data: [DONE]")) {

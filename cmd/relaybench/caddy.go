@@ -77,6 +77,20 @@ http://:%[7]d {
 	}
 }
 
+# relay-claude (-translate): the relay in front of sim as an Anthropic
+# upstream; OpenAI clients' requests are translated
+http://:%[9]d {
+	bind 127.0.0.1
+	llm_relay {
+		upstream sim http://127.0.0.1:%[1]d/v1 {
+			api anthropic
+		}
+		model sim-reasoner {
+			to sim
+		}
+	}
+}
+
 http://:%[8]d {
 	bind 127.0.0.1
 	llm_simulator {
@@ -91,17 +105,17 @@ http://:%[8]d {
 
 // siteURLs are the base URLs of the three sites.
 type siteURLs struct {
-	sim, relay, proxy, shadowed string
+	sim, relay, proxy, shadowed, claude string
 }
 
 // startCaddy picks three free ports, adapts the Caddyfile and loads it.
 func startCaddy(o options) (siteURLs, error) {
-	ports, err := inproc.FreePorts(5)
+	ports, err := inproc.FreePorts(6)
 	if err != nil {
 		return siteURLs{}, err
 	}
 	src := fmt.Sprintf(caddyfileTemplate, ports[0], ports[1], ports[2], o.reasoningTokens, o.contentTokens,
-		strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64), ports[3], ports[4])
+		strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64), ports[3], ports[4], ports[5])
 	cfg, err := inproc.Adapt(src, "relaybench.Caddyfile", os.Stderr)
 	if err != nil {
 		return siteURLs{}, err
@@ -114,7 +128,7 @@ func startCaddy(o options) (siteURLs, error) {
 		return siteURLs{}, fmt.Errorf("loading the config: %w", err)
 	}
 	base := func(p int) string { return fmt.Sprintf("http://127.0.0.1:%d", p) }
-	return siteURLs{sim: base(ports[0]), relay: base(ports[1]), proxy: base(ports[2]), shadowed: base(ports[3])}, nil
+	return siteURLs{sim: base(ports[0]), relay: base(ports[1]), proxy: base(ports[2]), shadowed: base(ports[3]), claude: base(ports[5])}, nil
 }
 
 var stopOnce sync.Once

@@ -63,6 +63,11 @@
 // error code for both. Each stream holds 4 file descriptors in this one
 // process; use -tokens-per-sec (e.g. 50) so the streams overlap.
 //
+// -translate compares, through the same relay and the same simulator
+// speaking Anthropic Messages, an OpenAI client (its stream translated
+// event by event) with an Anthropic client (the stream passed through):
+// the ratio is the cost of translation.
+//
 // -print-config prints the generated Caddyfile and JSON and exits.
 package main
 
@@ -94,6 +99,7 @@ type options struct {
 	memProfile      string
 	printConfig     bool
 	shadow          bool
+	translate       bool
 	storm           int
 	stormRounds     int
 }
@@ -113,6 +119,7 @@ func parseFlags() options {
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile (whole run) to this file at the end")
 	flag.BoolVar(&o.printConfig, "print-config", false, "print the Caddyfile and its JSON, then exit")
 	flag.BoolVar(&o.shadow, "shadow", false, "compare the relay with every request shadowed to a slow simulator (relay+shadow) against the plain relay, instead of relay against reverse_proxy")
+	flag.BoolVar(&o.translate, "translate", false, "compare a translated stream (an OpenAI client, an `api anthropic` upstream: the simulator's Messages mode) against the same stream passed through (an Anthropic client, the same upstream), instead of relay against reverse_proxy")
 	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
 	flag.IntVar(&o.stormRounds, "storm-rounds", 3, "with -storm: storms per target, alternating which target goes first")
 	flag.Usage = func() {
@@ -167,6 +174,12 @@ func main() {
 	targets := []*target{
 		{name: "relay", url: sites.relay + "/v1/chat/completions"},
 		{name: "reverse_proxy", url: sites.proxy + "/v1/chat/completions"},
+	}
+	if o.translate {
+		targets = []*target{
+			{name: "translated", url: sites.claude + "/v1/chat/completions"},
+			{name: "passed_through", url: sites.claude + "/v1/messages", messages: true},
+		}
 	}
 	if o.shadow {
 		targets = []*target{
@@ -251,6 +264,16 @@ func writeMemProfile(path string) error {
 	return f.Close()
 }
 
+// messagesBody is requestBody in Anthropic Messages, with thinking on so
+// that the simulator sends its reasoning as it does in Chat.
+func messagesBody(stream bool) []byte {
+	s := `{"model":"sim-reasoner","max_tokens":4096,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]`
+	if stream {
+		s += `,"stream":true`
+	}
+	return []byte(s + "}")
+}
+
 // requestBody is the chat completion request every measured request sends.
 func requestBody(stream bool) []byte {
 	s := `{"model":"sim-reasoner","messages":[{"role":"user","content":"hi"}]`
@@ -267,7 +290,7 @@ func probe(b *bench) error {
 	defer cancel()
 	var buf bytes.Buffer
 	for _, t := range b.targets {
-		if out := b.do(ctx, t.url, &buf); out.err != nil {
+		if out := b.do(ctx, t, &buf); out.err != nil {
 			return fmt.Errorf("%s: probe request failed: %v", t.name, out.err)
 		}
 	}
