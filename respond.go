@@ -76,7 +76,11 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 	rec.smooth = &result.Stats
 	switch result.End {
 	case pace.EndReasoningBudget:
-		if pol.cfg.BudgetAction == pace.BudgetFailover {
+		// A Messages stream is one message: after its message_start and a
+		// thinking block, a second upstream's message cannot follow on
+		// the same stream, so there the failover action ends the stream
+		// as the error action does.
+		if pol.cfg.BudgetAction == pace.BudgetFailover && rec.dialect != dialectMessages {
 			rec.budgetHits++
 			rec.note(t, "reasoning passed the budget of "+strconv.Itoa(pol.cfg.ReasoningBudget)+" tokens before any answer: failing over")
 			return true
