@@ -174,15 +174,13 @@ type renamingSource struct {
 
 func (r *renamingSource) Next() (sse.Event, error) {
 	ev, err := r.src.Next()
-	if err != nil || !ev.HasData || ev.IsDone() {
+	if err != nil || !ev.HasData || ev.IsDone() || ev.HasID || ev.Retry >= 0 {
+		// Nothing to rename, or a block with more than event and data
+		// lines, which is kept whole rather than rebuilt without them.
 		return ev, err
 	}
 	if data, changed := chat.RenameReasoning(ev.Data, r.to); changed {
-		renamed := sse.NewEvent(ev.Type, data)
-		if ev.HasID || ev.Retry >= 0 {
-			return ev, nil // a block with more than event and data: keep it whole
-		}
-		return renamed, nil
+		return sse.NewEvent(ev.Type, data), nil
 	}
 	return ev, nil
 }

@@ -441,3 +441,41 @@ func TestAnthropicProbeHeaders(t *testing.T) {
 		t.Fatalf("probe %s with headers %v", p.path, p.header)
 	}
 }
+
+// After an early commit, a chain that fails ends the Anthropic client's
+// stream with one `event: error` in Anthropic's shape.
+func TestMessagesEarlyCommitThenFailure(t *testing.T) {
+	slow := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		sleepOrGone(r, 300*time.Millisecond)
+		answerJSON(w, 529, overloaded)
+	})
+	startRelay(t, `llm_relay {
+		upstream claude `+slow.v1()+` {
+			api anthropic
+		}
+		model claude-x {
+			to claude
+		}
+		smoothing {
+			early_commit 50ms
+			heartbeat 50ms
+		}
+	}`)
+	resp := postMessages(t, `{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	got := readAll(t, resp)
+	if resp.StatusCode != 200 || !strings.HasPrefix(got, ": keep-alive\n\n") {
+		t.Fatalf("status %d, stream:\n%s\nwant an early 200 with heartbeats", resp.StatusCode, got)
+	}
+	i := strings.Index(got, "event: error\ndata: ")
+	if i < 0 {
+		t.Fatalf("no Anthropic error event in:\n%s", got)
+	}
+	var e struct {
+		Type  string `json:"type"`
+		Error struct{ Type, Message string }
+	}
+	data := strings.TrimSpace(strings.TrimPrefix(got[i:], "event: error\ndata: "))
+	if err := json.Unmarshal([]byte(data), &e); err != nil || e.Type != "error" || e.Error.Type != "api_error" || !strings.Contains(e.Error.Message, "529") {
+		t.Fatalf("error event %q", data)
+	}
+}
