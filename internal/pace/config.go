@@ -82,7 +82,7 @@ const (
 // Config tunes one paced stream. Zero fields take the defaults above,
 // except Heartbeat, where zero means no heartbeats.
 type Config struct {
-	Mode Mode
+	Mode   Mode
 	Format Format // TEMPORARY (pacemsg)
 
 	// MaxDelay bounds how long answer text (all text in ModePace) may be
