@@ -31,7 +31,7 @@ type target struct {
 	edits  []bodyEdit
 	rank   int
 	weight int
-	health *health.Target // shared across reloads; see health_state.go
+	health *health.Target // shared across reloads; see health.go
 	entry  *healthEntry
 	slo    health.SLO
 }
