@@ -18,6 +18,9 @@ type target struct {
 	// messages: the target speaks Anthropic Messages (/v1/messages): it
 	// gets messagesBody, and its streams end with message_stop.
 	messages bool
+	// body, when set, replaces the run's request body (the translated
+	// target asks for the same thinking budget as the Messages one).
+	body []byte
 }
 
 // result is what the measured requests to one target produced.
@@ -153,6 +156,9 @@ type outcome struct {
 // buf (reused across a worker's requests to keep the client cheap).
 func (b *bench) do(ctx context.Context, t *target, buf *bytes.Buffer) outcome {
 	body := b.body
+	if t.body != nil {
+		body = t.body
+	}
 	if t.messages {
 		body = messagesBody(b.stream)
 	}

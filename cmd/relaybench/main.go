@@ -177,7 +177,7 @@ func main() {
 	}
 	if o.translate {
 		targets = []*target{
-			{name: "translated", url: sites.claude + "/v1/chat/completions"},
+			{name: "translated", url: sites.claude + "/v1/chat/completions", body: translatedBody(o.stream)},
 			{name: "passed_through", url: sites.claude + "/v1/messages", messages: true},
 		}
 	}
@@ -268,6 +268,17 @@ func writeMemProfile(path string) error {
 // that the simulator sends its reasoning as it does in Chat.
 func messagesBody(stream bool) []byte {
 	s := `{"model":"sim-reasoner","max_tokens":4096,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]`
+	if stream {
+		s += `,"stream":true`
+	}
+	return []byte(s + "}")
+}
+
+// translatedBody is requestBody with reasoning_effort minimal, which the
+// relay translates to the thinking budget messagesBody asks for (1024), so
+// both targets carry the same stream.
+func translatedBody(stream bool) []byte {
+	s := `{"model":"sim-reasoner","reasoning_effort":"minimal","messages":[{"role":"user","content":"hi"}]`
 	if stream {
 		s += `,"stream":true`
 	}
