@@ -64,10 +64,10 @@ func dialectOfAPI(api string) dialect {
 
 // Endpoints the relay understands, by what follows /v1/.
 const (
-	restChat        = "chat/completions"
-	restCompletions = "completions"
-	restMessages    = "messages"
-	restCountTokens = "messages/count_tokens"
+	restChat        = chat.Path
+	restCompletions = chat.CompletionsPath
+	restMessages    = anthropic.Path
+	restCountTokens = anthropic.CountTokensPath
 )
 
 // clientDialect is the dialect of a client request, by its path: Anthropic
