@@ -130,9 +130,10 @@ func ClassifyMessages(ev *sse.Event, scratch []byte) (Chunk, []byte) {
 		c.msg.index, c.msg.is, c.msg.ie = s.index, s.is, s.ie
 	}
 	c.msg.thinking = c.msg.typ == msgBlockStart && s.thinking
-	textOK := c.msg.typ == msgBlockDelta && s.seen[mtDelta] == 1 && s.deltaOK &&
+	textOK := c.msg.typ == msgBlockDelta && s.seen[mtDelta] == 1 &&
 		s.dseen[mdType] == 1 && s.dseen[mdText] <= 1 && s.dseen[mdThinking] <= 1
 	if textOK {
+		// Counted whatever else the delta holds, as for Chat.
 		switch s.dtype {
 		case deltaText:
 			c.AnswerRunes = s.textRunes
@@ -151,6 +152,7 @@ func ClassifyMessages(ev *sse.Event, scratch []byte) (Chunk, []byte) {
 		c.Kind = KindPing
 		return c, scratch
 	}
+	textOK = textOK && s.deltaOK
 	ts, te := -1, -1
 	switch s.dtype {
 	case deltaText:
