@@ -551,3 +551,79 @@ func TestRunMessagesInBandError(t *testing.T) {
 		}
 	})
 }
+
+// The usage object is message_start's, overlaid by each message_delta's
+// non-null members; DropUsage changes nothing for Messages.
+func TestMessagesUsageMerge(t *testing.T) {
+	cases := []struct {
+		name  string
+		datas []string
+		want  string
+	}{
+		{"anthropic", []string{amStart, amMsgDelta}, rsUsageWant},
+		{"start only", []string{amStart}, `{"cache_creation_input_tokens":0,"cache_read_input_tokens":2048,"input_tokens":472,"output_tokens":2}`},
+		{"delta only", []string{amMsgDelta}, `{"output_tokens":215}`},
+		{"delta repeats final input and cache counts, nulls ignored",
+			[]string{amStart, `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"input_tokens":480,"cache_read_input_tokens":null,"output_tokens":9,"server_tool_use":{"web_search_requests":1}}}`},
+			`{"cache_creation_input_tokens":0,"cache_read_input_tokens":2048,"input_tokens":480,"output_tokens":9,"server_tool_use":{"web_search_requests":1}}`},
+		{"two deltas", []string{amStart, `{"type":"message_delta","delta":{},"usage":{"output_tokens":5}}`, amMsgDelta}, rsUsageWant},
+		{"null usage", []string{`{"type":"message_start","message":{"usage":null}}`, `{"type":"message_delta","usage":null}`}, ``},
+		{"usage in another event is not read", []string{`{"type":"content_block_stop","index":0,"usage":{"output_tokens":1}}`}, ``},
+	}
+	for _, c := range cases {
+		for _, m := range modes {
+			p := NewPacer(Config{Mode: m, Format: FormatMessages, DropUsage: true})
+			var out []byte
+			for _, d := range c.datas {
+				ev := oneEvent(t, am(d))
+				p.Push(&ev, t0)
+				b, _ := p.Next(t0)
+				out = append(out, b...)
+			}
+			if got := string(p.Stats().Usage); got != c.want {
+				t.Errorf("%s %s: usage %s, want %s", c.name, m, got, c.want)
+			}
+			for _, d := range c.datas {
+				if !bytes.Contains(out, []byte(am(d))) {
+					t.Errorf("%s %s: %s not forwarded", c.name, m, d)
+				}
+			}
+		}
+	}
+}
+
+// Renumbering edits only the index digits, wherever the index sits, and a
+// renumbered text event is still split and merged around its new envelope.
+func TestMessagesRenumberText(t *testing.T) {
+	ms := time.Millisecond
+	long := strings.Repeat("after the index ", 40)
+	late := fmt.Sprintf(`{"type":"content_block_delta","delta":{"type":"text_delta","text":%s},"index":10}`, AppendString(nil, []byte(long)))
+	arrs := []arrival{msgArr(t, 0, amStart)}
+	for i := range 10 {
+		arrs = append(arrs, msgArr(t, 0, mbStart(i, "thinking")), msgArr(t, 0, mbThink(i, "x")), msgArr(t, 0, mbStop(i)))
+	}
+	arrs = append(arrs, msgArr(t, 0, mbStart(10, "text")), msgArr(t, 10*ms, late), msgArr(t, 10*ms, mbText(10, "short")),
+		msgArr(t, 2*time.Second, mbStop(10)), msgArr(t, 2*time.Second, amMsgStop))
+	for _, m := range modes {
+		ems, _ := simulate(t, Config{Mode: m, Format: FormatMessages, HideReasoning: true}, arrs)
+		out := emitted(ems)
+		v := viewMessages(t, out)
+		if v.text[0].String() != long+"short" || len(v.starts) != 1 {
+			t.Fatalf("%s: text %q, blocks %v", m, v.text[0].String(), v.starts)
+		}
+		if m == ModeOff {
+			if want := strings.Replace(am(late), `"index":10`, `"index":0`, 1); !bytes.Contains(out, []byte(want)) {
+				t.Fatalf("off: renumbered event not byte-exact: %q", out)
+			}
+			continue
+		}
+		if v.textEvents < 3 {
+			t.Fatalf("%s: long delta not split: %d text events", m, v.textEvents)
+		}
+		for _, ev := range v.events {
+			if c, _ := ClassifyMessages(&ev, nil); c.Kind == KindText && !bytes.HasSuffix(ev.Data, []byte(`},"index":0}`)) && !bytes.Contains(ev.Data, []byte(`"index":0,"delta"`)) {
+				t.Fatalf("%s: piece %q", m, ev.Data)
+			}
+		}
+	}
+}
