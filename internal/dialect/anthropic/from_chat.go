@@ -161,9 +161,9 @@ type chatRequest struct {
 	} `json:"reasoning"`
 
 	// Refused when they ask for something Messages cannot give.
-	N              *int            `json:"n"`
-	Logprobs       *bool           `json:"logprobs"`
-	TopLogprobs    *int            `json:"top_logprobs"`
+	N              *int  `json:"n"`
+	Logprobs       *bool `json:"logprobs"`
+	TopLogprobs    *int  `json:"top_logprobs"`
 	ResponseFormat *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`

@@ -157,9 +157,9 @@ type chatCompletionIn struct {
 	Choices []struct {
 		Message struct {
 			Content          json.RawMessage `json:"content"`
-			ReasoningContent string         `json:"reasoning_content"`
-			Reasoning        string         `json:"reasoning"`
-			ToolCalls        []chatToolCall `json:"tool_calls"`
+			ReasoningContent string          `json:"reasoning_content"`
+			Reasoning        string          `json:"reasoning"`
+			ToolCalls        []chatToolCall  `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -180,10 +180,10 @@ type Usage struct {
 // cached ones; CacheCreationInputTokens is not OpenAI's, but Anthropic's
 // cache writes kept for pricing (the relay's usage parser reads it).
 type ChatUsage struct {
-	PromptTokens             int `json:"prompt_tokens"`
-	CompletionTokens         int `json:"completion_tokens"`
-	TotalTokens              int `json:"total_tokens"`
-	PromptTokensDetails      struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
