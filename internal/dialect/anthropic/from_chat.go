@@ -320,7 +320,7 @@ func assistantBlocks(m chatMessage, param string) ([]block, error) {
 		if !isObject(args) {
 			return nil, reqErr(pp+".function.arguments", "the arguments must be a JSON object to become an Anthropic tool_use input")
 		}
-		blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(compactJSON(args))})
+		blocks = append(blocks, block{Type: "tool_use", ID: ToolUseID(tc.ID), Name: tc.Function.Name, Input: json.RawMessage(compactJSON(args))})
 	}
 	return blocks, nil
 }
@@ -331,7 +331,7 @@ func toolResult(m chatMessage, param string) (block, error) {
 	if err != nil {
 		return block{}, err
 	}
-	b := block{Type: "tool_result", ToolUseID: m.ToolCallID}
+	b := block{Type: "tool_result", ToolUseID: ToolUseID(m.ToolCallID)}
 	switch {
 	case len(parts) == 1:
 		b.Content = marshal(parts[0].Text)

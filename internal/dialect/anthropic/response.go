@@ -97,7 +97,7 @@ func FromChatResponse(chat []byte) ([]byte, error) {
 		if !isObject(input) {
 			return nil, errors.New("a tool call's arguments are not a JSON object: " + strconvQuote(tc.Function.Arguments))
 		}
-		content = append(content, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+		content = append(content, block{Type: "tool_use", ID: ToolUseID(tc.ID), Name: tc.Function.Name, Input: input})
 	}
 	out := messageAnswer{
 		ID: in.ID, Type: "message", Role: "assistant", Model: in.Model, Content: content,
