@@ -1,4 +1,4 @@
-package llmrelay
+package simulator
 
 import (
 	"context"

@@ -1,4 +1,8 @@
-package llmrelay
+// Package simulator is the llm_simulator Caddy module: a fake LLM
+// provider on one machine. The work is done by internal/sim; this package
+// only turns Caddy config (JSON or Caddyfile) into a sim.Config. The relay's
+// root package imports it, so any build with the relay has the simulator.
+package simulator
 
 import (
 	"fmt"
