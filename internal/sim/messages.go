@@ -105,8 +105,8 @@ type contentBlock struct {
 	Thinking  *string         `json:"thinking,omitempty"`
 	Signature *string         `json:"signature,omitempty"`
 	Text      *string         `json:"text,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
+	ID        *string         `json:"id,omitempty"`   // tool_use: always sent,
+	Name      *string         `json:"name,omitempty"` // even when empty
 	Input     json.RawMessage `json:"input,omitempty"`
 }
 
@@ -219,7 +219,7 @@ func (s *Server) completeMessage(w http.ResponseWriter, r *http.Request, p *msgP
 	}
 	if p.tool != nil {
 		resp.Content = append(resp.Content, contentBlock{
-			Type: "tool_use", ID: p.toolID(), Name: p.tool.name, Input: json.RawMessage(ToolInput),
+			Type: "tool_use", ID: new(p.toolID()), Name: &p.tool.name, Input: json.RawMessage(ToolInput),
 		})
 	} else {
 		text := strings.Join(s.content, "")

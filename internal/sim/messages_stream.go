@@ -151,7 +151,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, p *msgPla
 	}
 	if p.tool != nil {
 		phases = append(phases, msgPhase{
-			start:   contentBlock{Type: "tool_use", ID: p.toolID(), Name: p.tool.name, Input: json.RawMessage(`{}`)},
+			start:   contentBlock{Type: "tool_use", ID: new(p.toolID()), Name: &p.tool.name, Input: json.RawMessage(`{}`)},
 			pieces:  ToolInputFragments,
 			pattern: s.cfg.ContentPattern,
 			delta:   func(x string) blockDelta { return blockDelta{Type: "input_json_delta", PartialJSON: &x} },
