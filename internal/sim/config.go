@@ -1,13 +1,13 @@
 // Package sim is an LLM upstream simulator: a plain net/http handler
-// that answers OpenAI chat completions and Anthropic Messages (the same
-// text in both dialects) with deterministic,
-// seeded text, paced like a real model (steady or in clustered bursts),
-// and injects faults (error statuses, stalls, dropped connections,
-// in-band stream errors) on demand.
+// that answers OpenAI chat completions and Anthropic Messages with
+// deterministic, seeded text (the same in both dialects), paced like a
+// real model (steady or in clustered bursts), calls a tool when the
+// request forces one, and injects faults (error statuses, overload,
+// stalls, dropped connections, in-band stream errors) on demand.
 //
 // It exists so an LLM relay can be run, demonstrated, tested and
 // benchmarked on one machine without API keys. It has no Caddy imports;
-// the root package wraps it as the http.handlers.llm_simulator module.
+// package simulator wraps it as the http.handlers.llm_simulator module.
 package sim
 
 import (
