@@ -100,7 +100,7 @@ func TestChatStreamEvents(t *testing.T) {
 			wantErr: io.EOF},
 		{name: "error after content", in: blockDelta("0", `{"type":"text_delta","text":"a"}`) +
 			msgEv("error", `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`),
-			want: []string{ckRole, ck(`"content":"a"`), `{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":"rate_limit_error"}}`},
+			want:    []string{ckRole, ck(`"content":"a"`), `{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":"rate_limit_error"}}`},
 			wantErr: io.EOF},
 		{name: "error type in data only", in: "data: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"bad\"}}\n\n",
 			want:    []string{`{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}`},
