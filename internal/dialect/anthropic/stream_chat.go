@@ -89,12 +89,17 @@ func (s *chatStream) Next() (sse.Event, error) {
 
 // handle translates one upstream event into s.q.
 func (s *chatStream) handle(ev *sse.Event) {
-	if ev.Unterminated || !ev.HasData {
+	if ev.Unterminated {
 		// A block cut off by EOF may be cut anywhere: dropping it lets the
-		// stream end as truncated. Comments and data-less blocks carry
-		// nothing a Chat client can use (the relay sends its own
-		// keep-alives).
+		// stream end as truncated. A whole message_stop missing only its
+		// blank line is the end all the same, as the pacer sees it.
+		if c, _ := pace.ClassifyMessages(ev, nil); c.Kind == pace.KindDone {
+			s.stop()
+		}
 		return
+	}
+	if !ev.HasData {
+		return // comments and data-less blocks: the relay sends its own keep-alives
 	}
 	// The hot path: text and thinking deltas, recognised without
 	// allocating by the pacer's own classifier.

@@ -111,7 +111,9 @@ func TestChatStreamEvents(t *testing.T) {
 		{name: "not JSON", in: msgEv("content_block_delta", `{"type":"content_block_delta",`)},
 		{name: "comment and data-less block", in: ": keep-alive\n\nevent: ping\n\n"},
 		{name: "unknown type", in: msgEv("future_event", `{"type":"future_event","x":1}`)},
-		{name: "unterminated message_stop", in: "event: message_stop\ndata: {\"type\":\"message_stop\"}"},
+		{name: "unterminated message_stop", in: "event: message_stop\ndata: {\"type\":\"message_stop\"}",
+			want: []string{ckRole, ckFinish("stop"), "[DONE]"}, wantErr: io.EOF},
+		{name: "unterminated text", in: "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
