@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +52,66 @@ func TestChatStreamWhole(t *testing.T) {
 		w[i] = out{"", s}
 	}
 	sameOuts(t, got, w)
+}
+
+// A whole Chat stream as DeepSeek-like providers send it: role chunk,
+// reasoning, content, a tool call in fragments, finish, usage, [DONE].
+var wholeChat = cc(`"role":"assistant","content":null,"reasoning_content":""`) +
+	cc(`"reasoning_content":"Weather "`) + cc(`"reasoning_content":"needed."`) +
+	cc(`"content":"Checking"`) + cc(`"content":" Paris."`) +
+	cc(`"tool_calls":[{"index":0,"id":"call_9","type":"function","function":{"name":"get_weather","arguments":""}}]`) +
+	cc(`"tool_calls":[{"index":0,"function":{"arguments":"{\"location\":"}}]`) +
+	cc(`"tool_calls":[{"index":0,"function":{"arguments":" \"Paris\"}"}}]`) +
+	ccFinish("tool_calls") +
+	chatEv(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt","choices":[],"usage":{"prompt_tokens":2520,"completion_tokens":89,"total_tokens":2609,"prompt_tokens_details":{"cached_tokens":2048}}}`) +
+	": keep-alive\n\n" + ccDone
+
+func TestMessagesStreamWhole(t *testing.T) {
+	want := []out{
+		mStart,
+		mBlockStart("0", thinkingBlock),
+		mDelta("0", `{"type":"thinking_delta","thinking":"Weather "}`),
+		mDelta("0", `{"type":"thinking_delta","thinking":"needed."}`),
+		mBlockStop("0"),
+		mBlockStart("1", textBlock),
+		mDelta("1", `{"type":"text_delta","text":"Checking"}`),
+		mDelta("1", `{"type":"text_delta","text":" Paris."}`),
+		mBlockStop("1"),
+		mBlockStart("2", `{"type":"tool_use","id":"call_9","name":"get_weather","input":{}}`),
+		mDelta("2", `{"type":"input_json_delta","partial_json":"{\"location\":"}`),
+		mDelta("2", `{"type":"input_json_delta","partial_json":" \"Paris\"}"}`),
+		mBlockStop("2"),
+		mMsgDelta("tool_use", `"output_tokens":89,"input_tokens":472,"cache_read_input_tokens":2048`),
+		mStop,
+	}
+	got, err := drain(t, MessagesStream(newReusingSource(wholeChat), MessagesStreamOptions{Model: "claude-alias", InputTokens: 12}))
+	if err != io.EOF {
+		t.Fatalf("err %v, want io.EOF", err)
+	}
+	sameOuts(t, got, want)
+}
+
+// TestTruncatedGetsNoTerminator: every prefix of a whole stream, cut at a
+// block boundary before its terminator, translates to a stream without
+// the other side's terminator.
+func TestTruncatedGetsNoTerminator(t *testing.T) {
+	blocks := strings.SplitAfter(wholeMessages, "\n\n")
+	for i := range blocks[:len(blocks)-1] {
+		got, err := drain(t, ChatStream(newReusingSource(strings.Join(blocks[:i], "")), ChatStreamOptions{IncludeUsage: true}))
+		if err != io.EOF || len(got) > 0 && got[len(got)-1].data == "[DONE]" {
+			t.Fatalf("ChatStream of %d of %d blocks ended with %v, %v", i, len(blocks), got, err)
+		}
+	}
+	blocks = strings.SplitAfter(wholeChat, "\n\n")
+	for i := range blocks[:len(blocks)-1] {
+		got, err := drain(t, MessagesStream(newReusingSource(strings.Join(blocks[:i], "")), MessagesStreamOptions{}))
+		for _, o := range got {
+			if o.typ == "message_stop" || o.typ == "message_delta" {
+				t.Fatalf("MessagesStream of %d of %d blocks has %s", i, len(blocks), o.typ)
+			}
+		}
+		if err != io.EOF {
+			t.Fatalf("MessagesStream of %d blocks: err %v", i, err)
+		}
+	}
 }
