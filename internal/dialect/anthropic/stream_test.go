@@ -110,6 +110,15 @@ func TestNewStreamEventIsNewEvent(t *testing.T) {
 		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`},
 		{"message_stop", `{"type":"message_stop"}`},
 		{"x", ""},
+		{"", ""},
+		{"message_start", `{"type":"message_start"}`},
+		{"content_block_start", `{}`},
+		{"content_block_stop", `{}`},
+		{"message_delta", `{}`},
+		{"error", `{"type":"error"}`},
+		{"", "two\nlines"},
+		{"error", "cr\rlf\r\n"},
+		{"event\nsplit", "x"},
 		{"", strings.Repeat("y", 10000)},
 	} {
 		got := newStreamEvent(c.typ, []byte(c.data))
