@@ -115,6 +115,9 @@ func (s *chatStream) handle(ev *sse.Event) {
 		return
 	case pace.KindPing:
 		return
+	case pace.KindDone:
+		s.stop()
+		return
 	}
 
 	var m msgStreamEvent

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -26,6 +27,9 @@ func checkTranslated(src Source, terminator string, inputHasEnd bool) error {
 		}
 		if !ev.HasData || ev.Unterminated {
 			return fmt.Errorf("event without data or unterminated: %q", ev.Raw)
+		}
+		if !reflect.DeepEqual(ev, sse.NewEvent(ev.Type, ev.Data)) {
+			return fmt.Errorf("event not as sse.NewEvent makes it: %+v", ev)
 		}
 		if !ev.IsDone() && !json.Valid(ev.Data) {
 			return fmt.Errorf("data is not JSON: %q", ev.Data)

@@ -11,7 +11,8 @@ import (
 
 // MessagesStreamOptions configures MessagesStream.
 type MessagesStreamOptions struct {
-	// Model is message_start's "model": the one the client asked for.
+	// Model is message_start's "model": the one the client asked for;
+	// "" takes the first chunk's.
 	Model string
 	// InputTokens is message_start's input_tokens (the relay's estimate:
 	// a Chat upstream reports usage only at the end, if at all).
@@ -140,7 +141,7 @@ func (s *messagesStream) handle(ev *sse.Event) {
 		s.fail(&c)
 		return
 	}
-	s.begin(c.ID)
+	s.begin(c.ID, c.Model)
 	if u := c.Usage; u != nil && (u.PromptTokens != nil || u.CompletionTokens != nil) {
 		s.usage = chatStreamTotals{known: true, prompt: streamDeref(u.PromptTokens), completion: streamDeref(u.CompletionTokens)}
 		if p := u.PromptTokensDetails.CachedTokens; p != nil {
@@ -206,10 +207,13 @@ func (s *messagesStream) toolCall(tc *chatStreamToolCall) {
 }
 
 // begin emits message_start at the first chunk.
-func (s *messagesStream) begin(chatID string) {
+func (s *messagesStream) begin(chatID, model string) {
 	if !s.started {
 		s.started = true
-		s.emitMessageStart(chatID)
+		if s.opt.Model != "" {
+			model = s.opt.Model
+		}
+		s.emitMessageStart(chatID, model)
 	}
 }
 
@@ -223,7 +227,7 @@ func (s *messagesStream) closeBlock() {
 
 // done ends the stream at [DONE].
 func (s *messagesStream) done() {
-	s.begin("")
+	s.begin("", "")
 	s.closeBlock()
 	stop := s.stopReason
 	if stop == "" {

@@ -16,6 +16,7 @@ import (
 type chatStreamChunk struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
+	Model   string `json:"model"`
 	Choices []struct {
 		Delta struct {
 			Content          string               `json:"content"`
@@ -120,11 +121,11 @@ func messageID(chatID string) string {
 	return "msg_relay_" + hex.EncodeToString(b[:])
 }
 
-func (s *messagesStream) emitMessageStart(chatID string) {
+func (s *messagesStream) emitMessageStart(chatID, model string) {
 	b := append(s.buf[:0], `{"type":"message_start","message":{"id":`...)
 	b = pace.AppendString(b, []byte(messageID(chatID)))
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
-	b = pace.AppendString(b, []byte(s.opt.Model))
+	b = pace.AppendString(b, []byte(model))
 	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(s.opt.InputTokens), 10)
 	s.buf = append(b, `,"output_tokens":0}}}`...)

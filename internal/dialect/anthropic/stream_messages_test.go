@@ -152,6 +152,10 @@ func TestMessagesStreamIDs(t *testing.T) {
 			t.Errorf("%q: got %v, want message_start with %s", in, got, want)
 		}
 	}
+	got, _ := drain(t, MessagesStream(newReusingSource(chatEv(`{"id":"x","model":"gpt-up","choices":[]}`)), MessagesStreamOptions{}))
+	if len(got) == 0 || !strings.Contains(got[0].data, `"model":"gpt-up"`) {
+		t.Errorf("no Model option: got %v, want the chunk's model", got)
+	}
 	a, _ := drain(t, MessagesStream(newReusingSource(ccDone), MessagesStreamOptions{}))
 	b, _ := drain(t, MessagesStream(newReusingSource(ccDone), MessagesStreamOptions{}))
 	if a[0] == b[0] {
