@@ -48,20 +48,20 @@ var benchWords = []string{" the", " answer", " is", ",", " \"quoted\"", " naïve
 func benchMessages() string {
 	var b strings.Builder
 	b.WriteString(msgEv("message_start", tStart) + msgEv("ping", `{"type": "ping"}`))
-	b.WriteString(blockStart("0", `{"type":"thinking","thinking":"","signature":""}`))
+	b.WriteString(msgBlockStart("0", `{"type":"thinking","thinking":"","signature":""}`))
 	for i := range 100 {
-		b.WriteString(blockDelta("0", `{"type":"thinking_delta","thinking":`+jsonStr(benchWords[i%len(benchWords)])+`}`))
+		b.WriteString(msgBlockDelta("0", `{"type":"thinking_delta","thinking":`+streamJSONStr(benchWords[i%len(benchWords)])+`}`))
 	}
-	b.WriteString(blockDelta("0", `{"type":"signature_delta","signature":"EqQBCgIYAhIM1gbcDa9GJwZA"}`))
+	b.WriteString(msgBlockDelta("0", `{"type":"signature_delta","signature":"EqQBCgIYAhIM1gbcDa9GJwZA"}`))
 	b.WriteString(msgEv("content_block_stop", `{"type":"content_block_stop","index":0}`))
-	b.WriteString(blockStart("1", `{"type":"text","text":""}`))
+	b.WriteString(msgBlockStart("1", `{"type":"text","text":""}`))
 	for i := range 300 {
-		b.WriteString(blockDelta("1", `{"type":"text_delta","text":`+jsonStr(benchWords[i%len(benchWords)])+`}`))
+		b.WriteString(msgBlockDelta("1", `{"type":"text_delta","text":`+streamJSONStr(benchWords[i%len(benchWords)])+`}`))
 	}
 	b.WriteString(msgEv("content_block_stop", `{"type":"content_block_stop","index":1}`))
-	b.WriteString(blockStart("2", `{"type":"tool_use","id":"toolu_01","name":"search","input":{}}`))
+	b.WriteString(msgBlockStart("2", `{"type":"tool_use","id":"toolu_01","name":"search","input":{}}`))
 	for i := range 20 {
-		b.WriteString(blockDelta("2", fmt.Sprintf(`{"type":"input_json_delta","partial_json":"{\"q%d\": "}`, i)))
+		b.WriteString(msgBlockDelta("2", fmt.Sprintf(`{"type":"input_json_delta","partial_json":"{\"q%d\": "}`, i)))
 	}
 	b.WriteString(msgEv("content_block_stop", `{"type":"content_block_stop","index":2}`))
 	b.WriteString(msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":420}}`))
@@ -74,10 +74,10 @@ func benchChat() string {
 	var b strings.Builder
 	b.WriteString(ccRole)
 	for i := range 100 {
-		b.WriteString(cc(`"reasoning_content":` + jsonStr(benchWords[i%len(benchWords)])))
+		b.WriteString(cc(`"reasoning_content":` + streamJSONStr(benchWords[i%len(benchWords)])))
 	}
 	for i := range 300 {
-		b.WriteString(cc(`"content":` + jsonStr(benchWords[i%len(benchWords)])))
+		b.WriteString(cc(`"content":` + streamJSONStr(benchWords[i%len(benchWords)])))
 	}
 	b.WriteString(cc(`"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"search","arguments":""}}]`))
 	for i := range 20 {

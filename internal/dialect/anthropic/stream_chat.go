@@ -138,9 +138,9 @@ func (s *chatStream) handle(ev *sse.Event) {
 		}
 		s.usage.overlay(&m.Message.Usage)
 	case "content_block_start":
-		s.blockStart(&m)
+		s.msgBlockStart(&m)
 	case "content_block_delta":
-		s.blockDelta(&m)
+		s.msgBlockDelta(&m)
 	case "message_delta":
 		s.usage.overlay(&m.Usage)
 		s.finish(m.Delta.StopReason)
@@ -150,7 +150,7 @@ func (s *chatStream) handle(ev *sse.Event) {
 	// content_block_stop, ping and unknown types: nothing to say.
 }
 
-func (s *chatStream) blockStart(m *msgStreamEvent) {
+func (s *chatStream) msgBlockStart(m *msgStreamEvent) {
 	b := &m.ContentBlock
 	switch b.Type {
 	case "text":
@@ -167,7 +167,7 @@ func (s *chatStream) blockStart(m *msgStreamEvent) {
 	// client can show.
 }
 
-func (s *chatStream) blockDelta(m *msgStreamEvent) {
+func (s *chatStream) msgBlockDelta(m *msgStreamEvent) {
 	d := &m.Delta
 	switch d.Type {
 	case "text_delta":

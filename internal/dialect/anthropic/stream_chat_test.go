@@ -26,11 +26,11 @@ func ckFinish(reason string) string {
 
 var ckRole = ck(`"role":"assistant","content":""`)
 
-func blockDelta(index, delta string) string {
+func msgBlockDelta(index, delta string) string {
 	return msgEv("content_block_delta", `{"type":"content_block_delta","index":`+index+`,"delta":`+delta+`}`)
 }
 
-func blockStart(index, block string) string {
+func msgBlockStart(index, block string) string {
 	return msgEv("content_block_start", `{"type":"content_block_start","index":`+index+`,"content_block":`+block+`}`)
 }
 
@@ -44,43 +44,43 @@ func TestChatStreamEvents(t *testing.T) {
 		wantErr error
 	}{
 		{name: "ping", in: msgEv("ping", `{"type": "ping"}`)},
-		{name: "empty text block start", in: blockStart("0", `{"type":"text","text":""}`)},
-		{name: "text block start with text", in: blockStart("0", `{"type":"text","text":"Hi"}`),
+		{name: "empty text block start", in: msgBlockStart("0", `{"type":"text","text":""}`)},
+		{name: "text block start with text", in: msgBlockStart("0", `{"type":"text","text":"Hi"}`),
 			want: []string{ckRole, ck(`"content":"Hi"`)}},
-		{name: "text_delta, escaped", in: blockDelta("0", `{"type":"text_delta","text":"say \"x\"\n\u00e9<"}`),
+		{name: "text_delta, escaped", in: msgBlockDelta("0", `{"type":"text_delta","text":"say \"x\"\n\u00e9<"}`),
 			want: []string{ckRole, ck(`"content":"say \"x\"\né<"`)}},
-		{name: "empty text_delta", in: blockDelta("0", `{"type":"text_delta","text":""}`)},
-		{name: "thinking", in: blockStart("0", `{"type":"thinking","thinking":"","signature":""}`) +
-			blockDelta("0", `{"type":"thinking_delta","thinking":"hmm"}`),
+		{name: "empty text_delta", in: msgBlockDelta("0", `{"type":"text_delta","text":""}`)},
+		{name: "thinking", in: msgBlockStart("0", `{"type":"thinking","thinking":"","signature":""}`) +
+			msgBlockDelta("0", `{"type":"thinking_delta","thinking":"hmm"}`),
 			want: []string{ckRole, ck(`"reasoning_content":"hmm"`)}},
-		{name: "signature_delta", in: blockDelta("0", `{"type":"signature_delta","signature":"EqQBCgIYAh"}`)},
-		{name: "redacted_thinking", in: blockStart("0", `{"type":"redacted_thinking","data":"EmwKAhgB"}`)},
+		{name: "signature_delta", in: msgBlockDelta("0", `{"type":"signature_delta","signature":"EqQBCgIYAh"}`)},
+		{name: "redacted_thinking", in: msgBlockStart("0", `{"type":"redacted_thinking","data":"EmwKAhgB"}`)},
 		{name: "content_block_stop", in: msgEv("content_block_stop", `{"type":"content_block_stop","index":0}`)},
-		{name: "tool_use", in: blockStart("1", `{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}`) +
-			blockDelta("1", `{"type":"input_json_delta","partial_json":""}`) +
-			blockDelta("1", `{"type":"input_json_delta","partial_json":"{\"city\": "}`) +
-			blockDelta("1", `{"type":"input_json_delta","partial_json":"\"Paris\"}"}`),
+		{name: "tool_use", in: msgBlockStart("1", `{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}`) +
+			msgBlockDelta("1", `{"type":"input_json_delta","partial_json":""}`) +
+			msgBlockDelta("1", `{"type":"input_json_delta","partial_json":"{\"city\": "}`) +
+			msgBlockDelta("1", `{"type":"input_json_delta","partial_json":"\"Paris\"}"}`),
 			want: []string{ckRole,
 				ck(`"tool_calls":[{"index":0,"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":""}}]`),
 				ck(`"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]`),
 				ck(`"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]`)}},
-		{name: "second tool gets index 1", in: blockStart("0", `{"type":"tool_use","id":"a","name":"f","input":{}}`) +
-			blockStart("2", `{"type":"tool_use","id":"b","name":"g","input":{}}`) +
-			blockDelta("0", `{"type":"input_json_delta","partial_json":"{}"}`) +
-			blockDelta("2", `{"type":"input_json_delta","partial_json":"[]"}`),
+		{name: "second tool gets index 1", in: msgBlockStart("0", `{"type":"tool_use","id":"a","name":"f","input":{}}`) +
+			msgBlockStart("2", `{"type":"tool_use","id":"b","name":"g","input":{}}`) +
+			msgBlockDelta("0", `{"type":"input_json_delta","partial_json":"{}"}`) +
+			msgBlockDelta("2", `{"type":"input_json_delta","partial_json":"[]"}`),
 			want: []string{ckRole,
 				ck(`"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":""}}]`),
 				ck(`"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"g","arguments":""}}]`),
 				ck(`"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]`),
 				ck(`"tool_calls":[{"index":1,"function":{"arguments":"[]"}}]`)}},
-		{name: "input_json_delta of no tool block", in: blockDelta("3", `{"type":"input_json_delta","partial_json":"{}"}`)},
+		{name: "input_json_delta of no tool block", in: msgBlockDelta("3", `{"type":"input_json_delta","partial_json":"{}"}`)},
 		{name: "message_delta", in: msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}}`),
 			want: []string{ckRole, ckFinish("tool_calls")}},
 		{name: "max_tokens", in: msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens"}}`) + stop,
 			want: []string{ckRole, ckFinish("length"), "[DONE]"}, wantErr: io.EOF},
 		{name: "message_stop alone", in: stop,
 			want: []string{ckRole, ckFinish("stop"), "[DONE]"}, wantErr: io.EOF},
-		{name: "nothing read after message_stop", in: stop + blockDelta("0", `{"type":"text_delta","text":"late"}`),
+		{name: "nothing read after message_stop", in: stop + msgBlockDelta("0", `{"type":"text_delta","text":"late"}`),
 			want: []string{ckRole, ckFinish("stop"), "[DONE]"}, wantErr: io.EOF},
 		{name: "usage chunk", opt: ChatStreamOptions{IncludeUsage: true},
 			in: msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`) + stop,
@@ -93,12 +93,12 @@ func TestChatStreamEvents(t *testing.T) {
 				tHead + `],"usage":{"prompt_tokens":123,"completion_tokens":7,"total_tokens":130,"prompt_tokens_details":{"cached_tokens":100},"cache_creation_input_tokens":20}}`,
 				"[DONE]"}, wantErr: io.EOF},
 		{name: "model and created from options", opt: ChatStreamOptions{Model: "alias", Created: 5},
-			in:   blockDelta("0", `{"type":"text_delta","text":"x"}`),
+			in:   msgBlockDelta("0", `{"type":"text_delta","text":"x"}`),
 			want: []string{strings.Replace(strings.Replace(ckRole, "claude-t", "alias", 1), "1700000000", "5", 1), strings.Replace(strings.Replace(ck(`"content":"x"`), "claude-t", "alias", 1), "1700000000", "5", 1)}},
 		{name: "error event", in: msgEv("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`) + stop,
 			want:    []string{`{"error":{"message":"Overloaded","type":"server_error","param":null,"code":"overloaded_error"}}`},
 			wantErr: io.EOF},
-		{name: "error after content", in: blockDelta("0", `{"type":"text_delta","text":"a"}`) +
+		{name: "error after content", in: msgBlockDelta("0", `{"type":"text_delta","text":"a"}`) +
 			msgEv("error", `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`),
 			want:    []string{ckRole, ck(`"content":"a"`), `{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":"rate_limit_error"}}`},
 			wantErr: io.EOF},
@@ -120,10 +120,10 @@ func TestChatStreamEvents(t *testing.T) {
 			if c.opt.Created == 0 {
 				c.opt.Created = 1700000000
 			}
-			got, err := drain(t, ChatStream(newReusingSource(msgEv("message_start", tStart)+c.in), c.opt))
-			want := make([]out, len(c.want))
+			got, err := drainStream(t, ChatStream(newReusingSource(msgEv("message_start", tStart)+c.in), c.opt))
+			want := make([]streamOut, len(c.want))
 			for i, w := range c.want {
-				want[i] = out{"", w}
+				want[i] = streamOut{"", w}
 			}
 			sameOuts(t, got, want)
 			if c.wantErr == nil {
@@ -141,14 +141,14 @@ func TestChatStreamEvents(t *testing.T) {
 func TestChatStreamNothingBeforeContent(t *testing.T) {
 	cut := errors.New("cut")
 	pre := msgEv("message_start", tStart) + msgEv("ping", `{"type":"ping"}`) +
-		blockStart("0", `{"type":"thinking","thinking":"","signature":""}`)
+		msgBlockStart("0", `{"type":"thinking","thinking":"","signature":""}`)
 	src := newReusingSource(pre)
 	src.err = cut
-	got, err := drain(t, ChatStream(src, ChatStreamOptions{}))
+	got, err := drainStream(t, ChatStream(src, ChatStreamOptions{}))
 	if len(got) != 0 || err != cut {
 		t.Fatalf("preamble gave %v, %v; want nothing, cut", got, err)
 	}
-	got, err = drain(t, ChatStream(newReusingSource(pre+blockDelta("0", `{"type":"thinking_delta","thinking":"a"}`)+
+	got, err = drainStream(t, ChatStream(newReusingSource(pre+msgBlockDelta("0", `{"type":"thinking_delta","thinking":"a"}`)+
 		msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`)), ChatStreamOptions{}))
 	if err != io.EOF || len(got) != 3 || got[2].data == "[DONE]" {
 		t.Fatalf("truncated stream gave %v, %v; want role, thinking, finish, no [DONE]", got, err)
@@ -166,10 +166,10 @@ func TestChatStreamTextIsPaceable(t *testing.T) {
 		if i%2 == 1 {
 			typ, field = "thinking_delta", "thinking"
 		}
-		d, _ := jsonMarshal(map[string]string{"type": typ, field: s})
-		in.WriteString(blockDelta("0", d))
+		d := `{"type":"` + typ + `","` + field + `":` + streamJSONStr(s) + `}`
+		in.WriteString(msgBlockDelta("0", d))
 	}
-	got, _ := drain(t, ChatStream(newReusingSource(in.String()), ChatStreamOptions{}))
+	got, _ := drainStream(t, ChatStream(newReusingSource(in.String()), ChatStreamOptions{}))
 	if len(got) != len(texts)+1 {
 		t.Fatalf("%d events, want %d", len(got), len(texts)+1)
 	}

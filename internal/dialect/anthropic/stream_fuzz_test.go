@@ -49,8 +49,8 @@ func FuzzChatStream(f *testing.F) {
 	f.Add([]byte(wholeMessages[:len(wholeMessages)/2]), false)
 	f.Add([]byte(msgEv("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)), true)
 	f.Add([]byte("event: message_stop\ndata: {\"type\":\"message_stop\"}"), false)
-	f.Add([]byte(blockDelta("0", `{"type":"text_delta","text":"\ud800 bad surrogate"}`)+": c\n\ndata: [DONE]\n\n"), true)
-	f.Add([]byte(blockStart("7", `{"type":"tool_use","id":1,"name":null}`)+blockDelta("7", `{"type":"input_json_delta","partial_json":"\u0000"}`)), false)
+	f.Add([]byte(msgBlockDelta("0", `{"type":"text_delta","text":"\ud800 bad surrogate"}`)+": c\n\ndata: [DONE]\n\n"), true)
+	f.Add([]byte(msgBlockStart("7", `{"type":"tool_use","id":1,"name":null}`)+msgBlockDelta("7", `{"type":"input_json_delta","partial_json":"\u0000"}`)), false)
 	f.Add([]byte("data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":\"x\"}}\r\r"), true)
 	f.Fuzz(func(t *testing.T, in []byte, usage bool) {
 		src := sse.NewReader(strings.NewReader(string(in)), 1<<16)

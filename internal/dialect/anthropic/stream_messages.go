@@ -40,17 +40,17 @@ type MessagesStreamOptions struct {
 // errors, io.EOF included, are returned as they are once the events made
 // before them are out. The returned Source forwards BeforeRead to src.
 func MessagesStream(src Source, opt MessagesStreamOptions) Source {
-	return &messagesStream{src: src, opt: opt, open: blockNone}
+	return &messagesStream{src: src, opt: opt, open: streamBlockNone}
 }
 
-// blockKind is the kind of the content block open in a MessagesStream.
-type blockKind uint8
+// streamBlock is the kind of the content block open in a MessagesStream.
+type streamBlock uint8
 
 const (
-	blockNone blockKind = iota
-	blockThinking
-	blockText
-	blockTool
+	streamBlockNone streamBlock = iota
+	streamBlockThinking
+	streamBlockText
+	streamBlockTool
 )
 
 // messagesStream is MessagesStream's state.
@@ -60,9 +60,9 @@ type messagesStream struct {
 	q   streamQueue
 	err error // returned once q is empty: src's, or io.EOF after the end
 
-	started bool      // message_start is out
-	open    blockKind // the block being written, if any
-	next    int       // index of the next block
+	started bool        // message_start is out
+	open    streamBlock // the block being written, if any
+	next    int         // index of the next block
 	// tool is the Chat index of the call in the open tool_use block;
 	// seen lists every call index that got a block.
 	tool int
@@ -123,9 +123,9 @@ func (s *messagesStream) handle(ev *sse.Event) {
 		s.scratch = scratch
 		if c.Kind == pace.KindText {
 			if c.Channel == pace.ChanReasoning {
-				s.text(blockThinking, c.Text)
+				s.text(streamBlockThinking, c.Text)
 			} else {
-				s.text(blockText, c.Text)
+				s.text(streamBlockText, c.Text)
 			}
 			return
 		}
@@ -155,11 +155,11 @@ func (s *messagesStream) handle(ev *sse.Event) {
 	// Some providers send the same text as both reasoning_content and
 	// reasoning: one of them is the reasoning.
 	if r := ch.Delta.ReasoningContent; r != "" {
-		s.text(blockThinking, []byte(r))
+		s.text(streamBlockThinking, []byte(r))
 	} else {
-		s.text(blockThinking, []byte(ch.Delta.Reasoning))
+		s.text(streamBlockThinking, []byte(ch.Delta.Reasoning))
 	}
-	s.text(blockText, []byte(ch.Delta.Content))
+	s.text(streamBlockText, []byte(ch.Delta.Content))
 	for i := range ch.Delta.ToolCalls {
 		s.toolCall(&ch.Delta.ToolCalls[i])
 	}
@@ -171,7 +171,7 @@ func (s *messagesStream) handle(ev *sse.Event) {
 
 // text appends to a thinking or text block, opening one if another kind
 // is open; empty text says nothing.
-func (s *messagesStream) text(kind blockKind, text []byte) {
+func (s *messagesStream) text(kind streamBlock, text []byte) {
 	if len(text) == 0 {
 		return
 	}
@@ -184,7 +184,7 @@ func (s *messagesStream) text(kind blockKind, text []byte) {
 }
 
 func (s *messagesStream) toolCall(tc *chatStreamToolCall) {
-	if s.open != blockTool || tc.Index != s.tool {
+	if s.open != streamBlockTool || tc.Index != s.tool {
 		for _, i := range s.seen {
 			if i == tc.Index {
 				return // its block is closed: see MessagesStream
@@ -192,14 +192,14 @@ func (s *messagesStream) toolCall(tc *chatStreamToolCall) {
 		}
 		s.closeBlock()
 		s.seen = append(s.seen, tc.Index)
-		s.open, s.tool = blockTool, tc.Index
+		s.open, s.tool = streamBlockTool, tc.Index
 		id := tc.ID
 		if id == "" {
 			// Messages requires one; the client echoes it in its
 			// tool_result, which the request translator passes back.
 			id = "toolu_relay_" + strconv.Itoa(s.next)
 		}
-		s.emitBlockStart(blockTool, id, tc.Function.Name)
+		s.emitBlockStart(streamBlockTool, id, tc.Function.Name)
 	}
 	if tc.Function.Arguments != "" {
 		s.emitInputDelta([]byte(tc.Function.Arguments))
@@ -218,9 +218,9 @@ func (s *messagesStream) begin(chatID, model string) {
 }
 
 func (s *messagesStream) closeBlock() {
-	if s.open != blockNone {
+	if s.open != streamBlockNone {
 		s.emitBlockStop()
-		s.open = blockNone
+		s.open = streamBlockNone
 		s.next++
 	}
 }

@@ -106,10 +106,10 @@ func streamDeref(p *int) int {
 	return *p
 }
 
-// messageID is message_start's id: "msg_" and the Chat id (kept as it is
+// streamMessageID is message_start's id: "msg_" and the Chat id (kept as it is
 // when it already has the prefix: a Messages id that went through Chat),
 // or a random one when the upstream gave none.
-func messageID(chatID string) string {
+func streamMessageID(chatID string) string {
 	switch {
 	case strings.HasPrefix(chatID, "msg_"):
 		return chatID
@@ -123,7 +123,7 @@ func messageID(chatID string) string {
 
 func (s *messagesStream) emitMessageStart(chatID, model string) {
 	b := append(s.buf[:0], `{"type":"message_start","message":{"id":`...)
-	b = pace.AppendString(b, []byte(messageID(chatID)))
+	b = pace.AppendString(b, []byte(streamMessageID(chatID)))
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
 	b = pace.AppendString(b, []byte(model))
 	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
@@ -140,12 +140,12 @@ func (s *messagesStream) blockHead(typ string) {
 	s.buf = strconv.AppendInt(b, int64(s.next), 10)
 }
 
-func (s *messagesStream) emitBlockStart(kind blockKind, id, name string) {
+func (s *messagesStream) emitBlockStart(kind streamBlock, id, name string) {
 	s.blockHead("content_block_start")
 	switch kind {
-	case blockThinking:
+	case streamBlockThinking:
 		s.buf = append(s.buf, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`...)
-	case blockText:
+	case streamBlockText:
 		s.buf = append(s.buf, `,"content_block":{"type":"text","text":""}}`...)
 	default:
 		s.buf = append(s.buf, `,"content_block":{"type":"tool_use","id":`...)
@@ -159,9 +159,9 @@ func (s *messagesStream) emitBlockStart(kind blockKind, id, name string) {
 
 // emitTextDelta queues a text_delta or thinking_delta of the shape
 // pace.ClassifyMessages takes for text: the relay re-paces it.
-func (s *messagesStream) emitTextDelta(kind blockKind, text []byte) {
+func (s *messagesStream) emitTextDelta(kind streamBlock, text []byte) {
 	s.blockHead("content_block_delta")
-	if kind == blockThinking {
+	if kind == streamBlockThinking {
 		s.buf = append(s.buf, `,"delta":{"type":"thinking_delta","thinking":`...)
 	} else {
 		s.buf = append(s.buf, `,"delta":{"type":"text_delta","text":`...)

@@ -31,7 +31,7 @@ func propText(r *rand.Rand) string {
 	return string(b)
 }
 
-func jsonStr(s string) string {
+func streamJSONStr(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
@@ -54,13 +54,13 @@ func genChat(r *rand.Rand) (string, streamAnswer) {
 			for k := 1 + r.IntN(4); k > 0; k-- {
 				t := propText(r)
 				want.reasoning += t
-				chunk(`"` + field + `":` + jsonStr(t))
+				chunk(`"` + field + `":` + streamJSONStr(t))
 			}
 		case 1:
 			for k := 1 + r.IntN(4); k > 0; k-- {
 				t := propText(r)
 				want.content += t
-				chunk(`"content":` + jsonStr(t))
+				chunk(`"content":` + streamJSONStr(t))
 			}
 		default:
 			i := len(want.tools)
@@ -69,12 +69,12 @@ func genChat(r *rand.Rand) (string, streamAnswer) {
 			if r.IntN(2) == 0 {
 				first = propText(r)
 			}
-			chunk(fmt.Sprintf(`"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":%s}}]`, i, jsonStr(tl.id), jsonStr(tl.name), jsonStr(first)))
+			chunk(fmt.Sprintf(`"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":%s}}]`, i, streamJSONStr(tl.id), streamJSONStr(tl.name), streamJSONStr(first)))
 			tl.args = first
 			for k := r.IntN(4); k > 0; k-- {
 				t := propText(r)
 				tl.args += t
-				chunk(fmt.Sprintf(`"tool_calls":[{"index":%d,"function":{"arguments":%s}}]`, i, jsonStr(t)))
+				chunk(fmt.Sprintf(`"tool_calls":[{"index":%d,"function":{"arguments":%s}}]`, i, streamJSONStr(t)))
 			}
 			want.tools = append(want.tools, tl)
 		}

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"reflect"
@@ -54,12 +53,12 @@ func (r *reusingSource) Next() (sse.Event, error) {
 	return ev, nil
 }
 
-// out is one output event: its SSE type and data.
-type out struct{ typ, data string }
+// streamOut is one output event: its SSE type and data.
+type streamOut struct{ typ, data string }
 
 // drain reads src to its end; the error it ended with is returned, and
 // must repeat on the next call.
-func drain(t *testing.T, src Source) ([]out, error) {
+func drainStream(t *testing.T, src Source) ([]streamOut, error) {
 	t.Helper()
 	var evs []sse.Event
 	for i := 0; ; i++ {
@@ -73,9 +72,9 @@ func drain(t *testing.T, src Source) ([]out, error) {
 			}
 			// Compare only after the whole stream: an event aliasing
 			// src's buffer would have been scribbled over by now.
-			outs := make([]out, len(evs))
+			outs := make([]streamOut, len(evs))
 			for j, e := range evs {
-				outs[j] = out{e.Type, string(e.Data)}
+				outs[j] = streamOut{e.Type, string(e.Data)}
 				if !reflect.DeepEqual(e, sse.NewEvent(e.Type, e.Data)) {
 					t.Errorf("event %d is not as sse.NewEvent makes it: %+v", j, e)
 				}
@@ -87,10 +86,10 @@ func drain(t *testing.T, src Source) ([]out, error) {
 }
 
 // sameOuts compares output event lists, naming the first difference.
-func sameOuts(t *testing.T, got, want []out) {
+func sameOuts(t *testing.T, got, want []streamOut) {
 	t.Helper()
 	for i := 0; i < max(len(got), len(want)); i++ {
-		var g, w out
+		var g, w streamOut
 		if i < len(got) {
 			g = got[i]
 		}
@@ -173,27 +172,14 @@ func TestSourceErrorPassesThrough(t *testing.T) {
 	src := newReusingSource(msgEv("message_start", `{"type":"message_start","message":{"id":"m","model":"x"}}`) +
 		msgEv("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`))
 	src.err = boom
-	got, err := drain(t, ChatStream(src, ChatStreamOptions{}))
+	got, err := drainStream(t, ChatStream(src, ChatStreamOptions{}))
 	if err != boom || len(got) != 2 {
 		t.Fatalf("ChatStream: %d events, err %v; want 2 then boom", len(got), err)
 	}
 	csrc := newReusingSource(chatEv(`{"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}`))
 	csrc.err = boom
-	got, err = drain(t, MessagesStream(csrc, MessagesStreamOptions{}))
+	got, err = drainStream(t, MessagesStream(csrc, MessagesStreamOptions{}))
 	if err != boom || len(got) == 0 {
 		t.Fatalf("MessagesStream: %d events, err %v; want some then boom", len(got), err)
 	}
-}
-
-// validJSONOrDone checks the fuzz targets' invariant on one event.
-func validJSONOrDone(t *testing.T, o out) {
-	t.Helper()
-	if o.data != "[DONE]" && !json.Valid([]byte(o.data)) {
-		t.Fatalf("event %q data is not JSON: %q", o.typ, o.data)
-	}
-}
-
-func jsonMarshal(v any) (string, error) {
-	b, err := json.Marshal(v)
-	return string(b), err
 }

@@ -10,19 +10,19 @@ import (
 // signature, text, a tool call, usage with cache counts.
 var wholeMessages = msgEv("message_start", `{"type":"message_start","message":{"id":"msg_01XFD","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":472,"cache_creation_input_tokens":10,"cache_read_input_tokens":2048,"output_tokens":2}}}`) +
 	msgEv("ping", `{"type": "ping"}`) +
-	blockStart("0", `{"type":"thinking","thinking":"","signature":""}`) +
-	blockDelta("0", `{"type":"thinking_delta","thinking":"The user wants "}`) +
-	blockDelta("0", `{"type":"thinking_delta","thinking":"the weather."}`) +
-	blockDelta("0", `{"type":"signature_delta","signature":"EqQBCgIYAhIM1gbcDa9GJwZA"}`) +
+	msgBlockStart("0", `{"type":"thinking","thinking":"","signature":""}`) +
+	msgBlockDelta("0", `{"type":"thinking_delta","thinking":"The user wants "}`) +
+	msgBlockDelta("0", `{"type":"thinking_delta","thinking":"the weather."}`) +
+	msgBlockDelta("0", `{"type":"signature_delta","signature":"EqQBCgIYAhIM1gbcDa9GJwZA"}`) +
 	msgEv("content_block_stop", `{"type":"content_block_stop","index":0}`) +
-	blockStart("1", `{"type":"text","text":""}`) +
-	blockDelta("1", `{"type":"text_delta","text":"Let me check"}`) +
-	blockDelta("1", `{"type":"text_delta","text":" Paris."}`) +
+	msgBlockStart("1", `{"type":"text","text":""}`) +
+	msgBlockDelta("1", `{"type":"text_delta","text":"Let me check"}`) +
+	msgBlockDelta("1", `{"type":"text_delta","text":" Paris."}`) +
 	msgEv("content_block_stop", `{"type":"content_block_stop","index":1}`) +
-	blockStart("2", `{"type":"tool_use","id":"toolu_01T1x","name":"get_weather","input":{}}`) +
-	blockDelta("2", `{"type":"input_json_delta","partial_json":""}`) +
-	blockDelta("2", `{"type":"input_json_delta","partial_json":"{\"location\":"}`) +
-	blockDelta("2", `{"type":"input_json_delta","partial_json":" \"Paris\"}"}`) +
+	msgBlockStart("2", `{"type":"tool_use","id":"toolu_01T1x","name":"get_weather","input":{}}`) +
+	msgBlockDelta("2", `{"type":"input_json_delta","partial_json":""}`) +
+	msgBlockDelta("2", `{"type":"input_json_delta","partial_json":"{\"location\":"}`) +
+	msgBlockDelta("2", `{"type":"input_json_delta","partial_json":" \"Paris\"}"}`) +
 	msgEv("content_block_stop", `{"type":"content_block_stop","index":2}`) +
 	msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":89}}`) +
 	msgEv("message_stop", `{"type":"message_stop"}`)
@@ -43,13 +43,13 @@ func TestChatStreamWhole(t *testing.T) {
 		head + `],"usage":{"prompt_tokens":2530,"completion_tokens":89,"total_tokens":2619,"prompt_tokens_details":{"cached_tokens":2048},"cache_creation_input_tokens":10}}`,
 		`[DONE]`,
 	}
-	got, err := drain(t, ChatStream(newReusingSource(wholeMessages), ChatStreamOptions{Model: "sonnet", Created: 1767225600, IncludeUsage: true}))
+	got, err := drainStream(t, ChatStream(newReusingSource(wholeMessages), ChatStreamOptions{Model: "sonnet", Created: 1767225600, IncludeUsage: true}))
 	if err != io.EOF {
 		t.Fatalf("err %v, want io.EOF", err)
 	}
-	w := make([]out, len(want))
+	w := make([]streamOut, len(want))
 	for i, s := range want {
-		w[i] = out{"", s}
+		w[i] = streamOut{"", s}
 	}
 	sameOuts(t, got, w)
 }
@@ -67,13 +67,13 @@ var wholeChat = cc(`"role":"assistant","content":null,"reasoning_content":""`) +
 	": keep-alive\n\n" + ccDone
 
 func TestMessagesStreamWhole(t *testing.T) {
-	want := []out{
+	want := []streamOut{
 		mStart,
-		mBlockStart("0", thinkingBlock),
+		mBlockStart("0", mThinkingBlock),
 		mDelta("0", `{"type":"thinking_delta","thinking":"Weather "}`),
 		mDelta("0", `{"type":"thinking_delta","thinking":"needed."}`),
 		mBlockStop("0"),
-		mBlockStart("1", textBlock),
+		mBlockStart("1", mTextBlock),
 		mDelta("1", `{"type":"text_delta","text":"Checking"}`),
 		mDelta("1", `{"type":"text_delta","text":" Paris."}`),
 		mBlockStop("1"),
@@ -84,7 +84,7 @@ func TestMessagesStreamWhole(t *testing.T) {
 		mMsgDelta("tool_use", `"output_tokens":89,"input_tokens":472,"cache_read_input_tokens":2048`),
 		mStop,
 	}
-	got, err := drain(t, MessagesStream(newReusingSource(wholeChat), MessagesStreamOptions{Model: "claude-alias", InputTokens: 12}))
+	got, err := drainStream(t, MessagesStream(newReusingSource(wholeChat), MessagesStreamOptions{Model: "claude-alias", InputTokens: 12}))
 	if err != io.EOF {
 		t.Fatalf("err %v, want io.EOF", err)
 	}
@@ -97,14 +97,14 @@ func TestMessagesStreamWhole(t *testing.T) {
 func TestTruncatedGetsNoTerminator(t *testing.T) {
 	blocks := strings.SplitAfter(wholeMessages, "\n\n")
 	for i := range blocks[:len(blocks)-1] {
-		got, err := drain(t, ChatStream(newReusingSource(strings.Join(blocks[:i], "")), ChatStreamOptions{IncludeUsage: true}))
+		got, err := drainStream(t, ChatStream(newReusingSource(strings.Join(blocks[:i], "")), ChatStreamOptions{IncludeUsage: true}))
 		if err != io.EOF || len(got) > 0 && got[len(got)-1].data == "[DONE]" {
 			t.Fatalf("ChatStream of %d of %d blocks ended with %v, %v", i, len(blocks), got, err)
 		}
 	}
 	blocks = strings.SplitAfter(wholeChat, "\n\n")
 	for i := range blocks[:len(blocks)-1] {
-		got, err := drain(t, MessagesStream(newReusingSource(strings.Join(blocks[:i], "")), MessagesStreamOptions{}))
+		got, err := drainStream(t, MessagesStream(newReusingSource(strings.Join(blocks[:i], "")), MessagesStreamOptions{}))
 		for _, o := range got {
 			if o.typ == "message_stop" || o.typ == "message_delta" {
 				t.Fatalf("MessagesStream of %d of %d blocks has %s", i, len(blocks), o.typ)
