@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
@@ -30,7 +31,8 @@ type MessagesStreamOptions struct {
 // taken as sequential, as every Chat provider streams them: a call index
 // not seen before opens a new block, and an arguments fragment for a call
 // whose block is already closed is dropped (a Messages stream cannot
-// reopen a block). Only the first choice is read: the relay's Messages to
+// reopen a block); a call with a new id opens a new block whatever its
+// index. Only the first choice is read: the relay's Messages to
 // Chat translation never asks for more than one.
 //
 // [DONE] becomes message_delta (stop reason and usage) and message_stop;
@@ -63,10 +65,11 @@ type messagesStream struct {
 	started bool        // message_start is out
 	open    streamBlock // the block being written, if any
 	next    int         // index of the next block
-	// tool is the Chat index of the call in the open tool_use block;
-	// seen lists every call index that got a block.
-	tool int
-	seen []int
+	// tool and toolID are the Chat index and id of the call in the open
+	// tool_use block; seen lists every call index that got a block.
+	tool   int
+	toolID string
+	seen   []int
 
 	stopReason string // from finish_reason, "" until one came
 	usage      chatStreamTotals
@@ -184,15 +187,18 @@ func (s *messagesStream) text(kind streamBlock, text []byte) {
 }
 
 func (s *messagesStream) toolCall(tc *chatStreamToolCall) {
-	if s.open != streamBlockTool || tc.Index != s.tool {
-		for _, i := range s.seen {
-			if i == tc.Index {
-				return // its block is closed: see MessagesStream
-			}
+	same := s.open == streamBlockTool && tc.Index == s.tool
+	// A different id is a different call even under the same index:
+	// providers that omit "index" send every call as index 0. The same id
+	// again (some repeat it in every fragment) is the same call.
+	newID := tc.ID != "" && tc.ID != s.toolID
+	if !same || newID {
+		if !newID && slices.Contains(s.seen, tc.Index) {
+			return // its block is closed: see MessagesStream
 		}
 		s.closeBlock()
 		s.seen = append(s.seen, tc.Index)
-		s.open, s.tool = streamBlockTool, tc.Index
+		s.open, s.tool, s.toolID = streamBlockTool, tc.Index, tc.ID
 		id := tc.ID
 		if id == "" {
 			// Messages requires one; the client echoes it in its

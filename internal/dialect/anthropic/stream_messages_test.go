@@ -85,6 +85,14 @@ func TestMessagesStreamEvents(t *testing.T) {
 			cc(`"tool_calls":[{"index":1,"id":"b","function":{"name":"g"}}]`) + cc(`"tool_calls":[{"index":0,"function":{"arguments":"late"}}]`),
 			want: []streamOut{mBlockStart("0", `{"type":"tool_use","id":"a","name":"f","input":{}}`), mBlockStop("0"),
 				mBlockStart("1", `{"type":"tool_use","id":"b","name":"g","input":{}}`)}},
+		{name: "calls without index, told apart by id", in: cc(`"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]`) +
+			cc(`"tool_calls":[{"id":"b","function":{"name":"g","arguments":"[]"}}]`),
+			want: []streamOut{mBlockStart("0", `{"type":"tool_use","id":"a","name":"f","input":{}}`), mDelta("0", `{"type":"input_json_delta","partial_json":"{}"}`), mBlockStop("0"),
+				mBlockStart("1", `{"type":"tool_use","id":"b","name":"g","input":{}}`), mDelta("1", `{"type":"input_json_delta","partial_json":"[]"}`)}},
+		{name: "id repeated in every fragment", in: cc(`"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{"}}]`) +
+			cc(`"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"}"}}]`),
+			want: []streamOut{mBlockStart("0", `{"type":"tool_use","id":"a","name":"f","input":{}}`), mDelta("0", `{"type":"input_json_delta","partial_json":"{"}`),
+				mDelta("0", `{"type":"input_json_delta","partial_json":"}"}`)}},
 		{name: "tool call without id", in: cc(`"content":"x"`) + cc(`"tool_calls":[{"index":0,"function":{"name":"f"}}]`),
 			want: []streamOut{mBlockStart("0", mTextBlock), mDelta("0", `{"type":"text_delta","text":"x"}`), mBlockStop("0"),
 				mBlockStart("1", `{"type":"tool_use","id":"toolu_relay_1","name":"f","input":{}}`)}},
