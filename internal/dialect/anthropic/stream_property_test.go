@@ -159,8 +159,10 @@ func TestRoundTripKeepsAnswer(t *testing.T) {
 		in, want := genChat(r)
 		ms := MessagesStream(sse.NewReader(strings.NewReader(in), 0), MessagesStreamOptions{Model: "m"})
 		got := readAnswer(t, ChatStream(ms, ChatStreamOptions{IncludeUsage: true}))
-		if fmt.Sprint(got) != fmt.Sprint(want) {
+		if fmtAnswer(got) != fmtAnswer(want) {
 			t.Fatalf("stream %d:\n%s\ngot  %+v\nwant %+v", i, in, got, want)
 		}
 	}
 }
+
+func fmtAnswer(a streamAnswer) string { return fmt.Sprintf("%+v", a) }
