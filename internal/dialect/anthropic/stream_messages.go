@@ -110,9 +110,10 @@ func (s *messagesStream) handle(ev *sse.Event) {
 	if !ev.HasData {
 		return // comments and data-less blocks: the relay sends its own keep-alives
 	}
-	if ev.IsDone() {
+	if ev.IsDone() && ev.Type != "error" {
 		// Also when unterminated: llama.cpp ends with "data: [DONE]" and
-		// no blank line, and the pacer takes that as the end.
+		// no blank line, and the pacer takes that as the end. (An
+		// "event: error" is an error whatever its data, as for the pacer.)
 		s.done()
 		return
 	}

@@ -122,6 +122,8 @@ func TestMessagesStreamEvents(t *testing.T) {
 			want: []streamOut{mErr("api_error", "it broke")}, wantErr: io.EOF},
 		{name: "vLLM object error", in: chatEv(`{"object":"error","message":"bad input","type":"BadRequestError","code":400}`),
 			want: []streamOut{mErr("api_error", "bad input")}, wantErr: io.EOF},
+		{name: "error event with [DONE]", in: "event: error\ndata: [DONE]\n\n",
+			want: []streamOut{mErr("api_error", "upstream stream error")}, wantErr: io.EOF},
 		{name: "error event with junk", in: "event: error\ndata: oops\n\n",
 			want: []streamOut{mErr("api_error", "upstream stream error")}, wantErr: io.EOF},
 		{name: "null error is no error", in: chatEv(`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"x"}}],"error":null}`),
