@@ -127,3 +127,13 @@ func TestSteadyStateAllocs(t *testing.T) {
 		}
 	}
 }
+
+// NewEvent is on the translators' hot path (one call per translated or
+// renamed event).
+func BenchmarkNewEvent(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hello there"},"logprobs":null,"finish_reason":null}]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		NewEvent("content_block_delta", data)
+	}
+}

@@ -53,7 +53,9 @@ func NewEvent(typ string, data []byte) Event {
 		raw = appendLines(make([]byte, 0, len(typ)+len(data)+16), "event: ", typ)
 	}
 	raw = AppendData(raw, data)
-	ev, err := NewReader(bytes.NewReader(raw), 0).Next()
+	// A buffer the size of the block: the default 4 KiB one costs more
+	// than the parse (8.4 µs against 1.3 µs per event, loaded machine).
+	ev, err := newReaderSize(bytes.NewReader(raw), 0, len(raw)+1).Next()
 	if err != nil {
 		// Unreachable: raw is one complete block.
 		return Event{Raw: raw, Type: typ, Data: data, HasData: true, Retry: -1, hasField: true}

@@ -206,7 +206,7 @@ func (s *messagesStream) toolCall(tc *chatStreamToolCall) {
 			// tool_result, which the request translator passes back.
 			id = "toolu_relay_" + strconv.Itoa(s.next)
 		}
-		s.emitBlockStart(streamBlockTool, id, tc.Function.Name)
+		s.emitBlockStart(streamBlockTool, ToolUseID(id), tc.Function.Name)
 	}
 	if tc.Function.Arguments != "" {
 		s.emitInputDelta([]byte(tc.Function.Arguments))

@@ -75,6 +75,8 @@ func TestMessagesStreamEvents(t *testing.T) {
 			cc(`"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]`) + cc(`"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]`),
 			want: []streamOut{mBlockStart("0", `{"type":"tool_use","id":"call_1","name":"get_weather","input":{}}`),
 				mDelta("0", `{"type":"input_json_delta","partial_json":"{\"city\":"}`), mDelta("0", `{"type":"input_json_delta","partial_json":"\"Paris\"}"}`)}},
+		{name: "a tool call id made a valid tool_use id (Kimi)", in: cc(`"tool_calls":[{"index":0,"id":"functions.w:0","type":"function","function":{"name":"w","arguments":""}}]`),
+			want: []streamOut{mBlockStart("0", `{"type":"tool_use","id":"functions_w_0","name":"w","input":{}}`)}},
 		{name: "content then two tools, one chunk each", in: cc(`"content":"x"`) +
 			cc(`"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]`) +
 			cc(`"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"g","arguments":"[1]"}}]`),
