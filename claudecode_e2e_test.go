@@ -1,0 +1,176 @@
+package llmrelay_test
+
+// Claude Code itself through the relay: the real CLI (npm
+// @anthropic-ai/claude-code, pinned in e2e/node/package.json) asks the
+// relay for an alias whose only target is a Chat Completions simulator, so
+// every byte it gets back was translated from Chat to Messages. What the
+// CLI sends is recorded in testdata/claudecode (request.json and README).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clientsSimSite runs the simulators the client tests use, on :9084 (the
+// other e2e files use 9080-9083). One llm_simulator answers both dialects
+// (.../chat/completions and .../messages), so the same handler is an
+// `api chat` upstream or an `api anthropic` one depending on the relay's
+// config. /fail/ answers every request 503.
+const clientsSimSite = `http://127.0.0.1:9084 {
+	handle /sim/* {
+		llm_simulator {
+			seed 21
+			reasoning_tokens 12
+			content_tokens 15
+			pattern steady 0
+		}
+	}
+	handle /fail/* {
+		llm_simulator {
+			fail 503
+		}
+	}
+}`
+
+// simV1 is the simulator's base URL as an upstream line wants it.
+const simV1 = "http://127.0.0.1:9084/sim/v1"
+
+// requireNodeTool returns the path of an e2e/node tool (under
+// node_modules), skipping the test when it is not installed, or failing it
+// when RELAY_REQUIRE_NODE=1 (CI installs it and must run the test).
+func requireNodeTool(t *testing.T, rel, what string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test with a real Caddy; skipped with -short")
+	}
+	p, err := filepath.Abs(filepath.Join("e2e", "node", "node_modules", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		msg := "e2e/node/node_modules/" + rel + " is missing: run `npm ci --prefix e2e/node` to install " + what
+		if os.Getenv("RELAY_REQUIRE_NODE") == "1" {
+			t.Fatal(msg + " (RELAY_REQUIRE_NODE=1)")
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+// directChat asks the simulator itself (no relay) for a non-streaming
+// chat completion: the texts every path through the relay must reproduce.
+func directChat(t *testing.T, v1 string) (reasoning, content string) {
+	t.Helper()
+	resp, err := httpClient.Post(v1+"/chat/completions", "application/json",
+		strings.NewReader(`{"model":"sim-reasoner","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatalf("direct chat request to the simulator: %v", err)
+	}
+	body := readAll(t, resp)
+	var c struct {
+		Choices []struct {
+			Message struct {
+				Content          string `json:"content"`
+				ReasoningContent string `json:"reasoning_content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal([]byte(body), &c); err != nil || resp.StatusCode != 200 || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" {
+		t.Fatalf("direct chat request: status %d: %s", resp.StatusCode, body)
+	}
+	return c.Choices[0].Message.ReasoningContent, c.Choices[0].Message.Content
+}
+
+// claudeResult is the part of `claude -p --output-format json` we check.
+type claudeResult struct {
+	Type       string `json:"type"`
+	Subtype    string `json:"subtype"`
+	IsError    bool   `json:"is_error"`
+	Result     string `json:"result"`
+	NumTurns   int    `json:"num_turns"`
+	StopReason string `json:"stop_reason"`
+}
+
+// runClaude runs `claude -p prompt --model model --output-format json`
+// against baseURL with a HOME of its own and nothing from this process's
+// environment but PATH, so no user setting, key or proxy leaks in.
+func runClaude(t *testing.T, claude, baseURL, key, model, prompt string) (claudeResult, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, claude, "-p", prompt, "--model", model, "--output-format", "json")
+	cmd.Dir = home
+	cmd.Stdin = strings.NewReader("")
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"TMPDIR=" + home,
+		"ANTHROPIC_BASE_URL=" + baseURL,
+		"ANTHROPIC_API_KEY=" + key,
+		"DISABLE_TELEMETRY=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"NO_COLOR=1",
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("claude timed out\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		t.Fatalf("claude: %v\nstderr: %s", err, stderr.String())
+	}
+	var res claudeResult
+	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); jerr != nil {
+		t.Fatalf("claude (%v): output is not one JSON object: %v\nstdout: %s\nstderr: %s", err, jerr, stdout.String(), stderr.String())
+	}
+	if err != nil {
+		t.Logf("claude exited with %v; stderr: %s", err, stderr.String())
+	}
+	return res, stderr.String()
+}
+
+// TestClaudeCodeThroughRelayToChatUpstream: Claude Code, asking the relay
+// for an alias whose target speaks only Chat Completions, prints the
+// simulator's answer as its result.
+func TestClaudeCodeThroughRelayToChatUpstream(t *testing.T) {
+	claude := requireNodeTool(t, filepath.Join(".bin", "claude"), "Claude Code")
+	logFile := startRelay(t, `llm_relay {
+		key sk-relay-claude-code
+		upstream simchat `+simV1+` {
+			api chat
+		}
+		model relay-claude {
+			to simchat sim-reasoner
+		}
+	}`, clientsSimSite)
+	_, want := directChat(t, simV1)
+
+	res, stderr := runClaude(t, claude, relayBase, "sk-relay-claude-code", "relay-claude", "Say hi")
+	if res.Type != "result" || res.Subtype != "success" || res.IsError {
+		t.Fatalf("claude result %+v; want a success\nstderr: %s\nrelay log:\n%s", res, stderr, readLog(t, logFile))
+	}
+	if res.Result != want {
+		t.Fatalf("claude's answer differs from the simulator's:\n got %q\nwant %q", res.Result, want)
+	}
+	// The answer came through the relay, translated from the chat upstream.
+	mustContain(t, readLog(t, logFile), `"upstream":"simchat"`)
+
+	// A wrong key is the relay's 401, which Claude Code reports as an
+	// error rather than an answer.
+	res, _ = runClaude(t, claude, relayBase, "sk-not-the-key", "relay-claude", "Say hi")
+	if !res.IsError || res.Result == want {
+		t.Fatalf("with a wrong key claude reported %+v; want an error", res)
+	}
+}
