@@ -11,9 +11,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,4 +176,150 @@ func TestClaudeCodeThroughRelayToChatUpstream(t *testing.T) {
 	if !res.IsError || res.Result == want {
 		t.Fatalf("with a wrong key claude reported %+v; want an error", res)
 	}
+}
+
+// capturedRequest is one request of testdata/claudecode/request.json.
+type capturedRequest struct {
+	Method  string              `json:"method"`
+	Path    string              `json:"path"`
+	Query   string              `json:"query"`
+	Headers map[string][]string `json:"headers"`
+	Body    json.RawMessage     `json:"body"`
+}
+
+// loadClaudeCodeCapture reads the one request Claude Code sends for
+// `claude -p` (see testdata/claudecode/README.md).
+func loadClaudeCodeCapture(t *testing.T) capturedRequest {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "claudecode", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Requests []capturedRequest `json:"requests"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil || len(c.Requests) != 1 {
+		t.Fatalf("testdata/claudecode/request.json: %v (%d requests)", err, len(c.Requests))
+	}
+	return c.Requests[0]
+}
+
+// replayCapture sends the captured request to the relay, as Claude Code
+// did, with the relay's key, and returns the response body.
+func replayCapture(t *testing.T, c capturedRequest, key string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(c.Method, relayBase+c.Path+"?"+c.Query, bytes.NewReader(c.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range c.Headers {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Accept-Encoding", "Connection":
+			// Go's transport sets these itself (and undoes a gzip it asked for).
+		default:
+			req.Header[http.CanonicalHeaderKey(k)] = vs
+		}
+	}
+	req.Header.Set("X-Api-Key", key)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("replaying the capture: %v", err)
+	}
+	return resp, readAll(t, resp)
+}
+
+// messagesText is the concatenated text_delta text of a Messages stream,
+// after checking that it is one whole message: message_start first,
+// message_stop last, no error event.
+func messagesText(t *testing.T, stream string) string {
+	t.Helper()
+	var types []string
+	var text strings.Builder
+	for _, d := range sseDatas(stream) {
+		var ev struct {
+			Type  string `json:"type"`
+			Delta struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"delta"`
+		}
+		if err := json.Unmarshal([]byte(d), &ev); err != nil {
+			t.Fatalf("stream data %q: %v", d, err)
+		}
+		types = append(types, ev.Type)
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" {
+			text.WriteString(ev.Delta.Text)
+		}
+	}
+	if len(types) < 3 || types[0] != "message_start" || types[len(types)-1] != "message_stop" || slices.Contains(types, "error") {
+		t.Fatalf("not one whole message; event types %v\n%s", types, stream)
+	}
+	return text.String()
+}
+
+// TestClaudeCodeCaptureReplay: the request Claude Code sends (replayed
+// from testdata, so this runs where Node is not installed) is answered by
+// a Chat target, translated; and passed to an Anthropic target unchanged
+// but for the model, with its ?beta=true, anthropic-beta and the
+// upstream's own key.
+func TestClaudeCodeCaptureReplay(t *testing.T) {
+	c := loadClaudeCodeCapture(t)
+	var gotQuery string
+	claude := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		gotQuery = r.URL.RawQuery
+		writeMessagesStream(w, 0, okMessageStream("msg_cc", "hello Claude Code")...)
+	})
+	startRelay(t, `llm_relay {
+		key sk-relay-claude-code
+		upstream simchat `+simV1+` {
+			api chat
+		}
+		upstream claude `+claude.v1()+` {
+			api anthropic
+			api_key sk-ant-upstream
+		}
+		model relay-claude {
+			to simchat sim-reasoner
+		}
+		model relay-claude-native {
+			to claude claude-up
+		}
+	}`, clientsSimSite)
+	_, want := directChat(t, simV1)
+
+	t.Run("chat target", func(t *testing.T) {
+		resp, body := replayCapture(t, c, "sk-relay-claude-code")
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("status %d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+		if got := messagesText(t, body); got != want {
+			t.Fatalf("text %q, want the simulator's %q", got, want)
+		}
+	})
+
+	t.Run("anthropic target", func(t *testing.T) {
+		var captured map[string]any
+		if err := json.Unmarshal(c.Body, &captured); err != nil {
+			t.Fatal(err)
+		}
+		captured["model"] = "relay-claude-native"
+		native, _ := json.Marshal(captured)
+		c.Body = native
+		resp, body := replayCapture(t, c, "sk-relay-claude-code")
+		if resp.StatusCode != 200 || messagesText(t, body) != "hello Claude Code" {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+		seen := claude.requests()
+		if len(seen) != 1 {
+			t.Fatalf("the anthropic upstream saw %d requests", len(seen))
+		}
+		h := seen[0].header
+		if seen[0].path != "/v1/messages" || gotQuery != c.Query || h.Get("X-Api-Key") != "sk-ant-upstream" || h.Get("Anthropic-Beta") != c.Headers["Anthropic-Beta"][0] || h.Get("Anthropic-Version") != "2023-06-01" {
+			t.Errorf("upstream got %s?%s with headers %v", seen[0].path, gotQuery, h)
+		}
+		captured["model"] = "claude-up"
+		if !reflect.DeepEqual(seen[0].body, captured) {
+			t.Errorf("the body reached the anthropic upstream changed beyond its model")
+		}
+	})
 }
