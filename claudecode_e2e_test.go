@@ -94,12 +94,13 @@ func directChat(t *testing.T, v1 string) (reasoning, content string) {
 
 // claudeResult is the part of `claude -p --output-format json` we check.
 type claudeResult struct {
-	Type       string `json:"type"`
-	Subtype    string `json:"subtype"`
-	IsError    bool   `json:"is_error"`
-	Result     string `json:"result"`
-	NumTurns   int    `json:"num_turns"`
-	StopReason string `json:"stop_reason"`
+	Type           string `json:"type"`
+	Subtype        string `json:"subtype"`
+	IsError        bool   `json:"is_error"`
+	Result         string `json:"result"`
+	APIErrorStatus int    `json:"api_error_status"`
+	NumTurns       int    `json:"num_turns"`
+	StopReason     string `json:"stop_reason"`
 }
 
 // runClaude runs `claude -p prompt --model model --output-format json`
@@ -122,6 +123,10 @@ func runClaude(t *testing.T, claude, baseURL, key, model, prompt string) (claude
 		"DISABLE_TELEMETRY=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"DISABLE_AUTOUPDATER=1",
+		// Claude Code retries failed requests (a 401 too) with backoff for
+		// minutes; the relay does its own failover, and a test wants the
+		// first answer.
+		"CLAUDE_CODE_MAX_RETRIES=0",
 		"NO_COLOR=1",
 	}
 	var stdout, stderr bytes.Buffer
@@ -173,8 +178,8 @@ func TestClaudeCodeThroughRelayToChatUpstream(t *testing.T) {
 	// A wrong key is the relay's 401, which Claude Code reports as an
 	// error rather than an answer.
 	res, _ = runClaude(t, claude, relayBase, "sk-not-the-key", "relay-claude", "Say hi")
-	if !res.IsError || res.Result == want {
-		t.Fatalf("with a wrong key claude reported %+v; want an error", res)
+	if !res.IsError || res.APIErrorStatus != 401 || res.Result == want {
+		t.Fatalf("with a wrong key claude reported %+v; want the relay's 401", res)
 	}
 }
 
