@@ -107,7 +107,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		}
 		return fail(classStatus, fmt.Errorf("rewriting body: %w", err))
 	}
-	req, err := t.up.newRequest(actx, http.MethodPost, t.up.url(x.rest, r.URL.RawQuery), r.Header, payload)
+	req, err := t.up.newRequest(actx, http.MethodPost, t.up.url(x.rest, x.query(r.URL.RawQuery)), r.Header, payload)
 	if err != nil {
 		return fail(classConnect, err)
 	}

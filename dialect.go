@@ -64,10 +64,10 @@ func dialectOfAPI(api string) dialect {
 
 // Endpoints the relay understands, by what follows /v1/.
 const (
-	restChat        = "chat/completions"
-	restCompletions = "completions"
-	restMessages    = "messages"
-	restCountTokens = "messages/count_tokens"
+	restChat        = chat.Path
+	restCompletions = chat.CompletionsPath
+	restMessages    = anthropic.Path
+	restCountTokens = anthropic.CountTokensPath
 )
 
 // clientDialect is the dialect of a client request, by its path: Anthropic
@@ -98,6 +98,18 @@ type exchange struct {
 
 // crosses reports whether the request and its answer are translated.
 func (x exchange) crosses() bool { return x.client != x.upstream }
+
+// query is the query string the upstream gets: the client's, unless the
+// request is translated. A query belongs to the endpoint it was written
+// for (Claude Code calls /v1/messages?beta=true); a Chat provider that
+// gets the translated request has no use for it, and some reject what
+// they do not know.
+func (x exchange) query(client string) string {
+	if x.crosses() {
+		return ""
+	}
+	return client
+}
 
 // rewritesAnswer reports whether the answer is changed on its way back:
 // translated, or its reasoning field renamed. A non-stream answer is then

@@ -273,13 +273,25 @@ func TestOtherEndpointsPassByteExact(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			startRelay(t, `llm_relay {
 				upstream u `+up.v1()+`
+				upstream c `+up.v1()+` {
+					api anthropic
+				}
 				model m {
 					to u
 				}
+				model claude {
+					to c
+				}
 				smoothing `+mode+`
 			}`)
+			// /v1/responses passes to OpenAI; /v1/messages to an Anthropic
+			// upstream (to any other it is translated).
 			for path, want := range map[string]string{"/v1/responses": responsesStream, "/v1/messages": messagesStream} {
-				resp := postPath(t, path, `{"model":"m","stream":true,"input":"hi"}`)
+				model := "m"
+				if path == "/v1/messages" {
+					model = "claude"
+				}
+				resp := postPath(t, path, `{"model":"`+model+`","stream":true,"input":"hi"}`)
 				if got := readAll(t, resp); got != want {
 					t.Errorf("%s: the client got\n%q\nwant\n%q", path, got, want)
 				}

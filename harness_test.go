@@ -66,6 +66,7 @@ func startRelay(t *testing.T, relayBlock string, extraSites ...string) string {
 type seenRequest struct {
 	at     time.Time
 	path   string
+	query  string
 	header http.Header
 	body   map[string]any
 }
@@ -87,7 +88,7 @@ func newFakeUpstream(t *testing.T, handle func(n int, w http.ResponseWriter, r *
 		var body map[string]any
 		_ = json.Unmarshal(raw, &body)
 		f.mu.Lock()
-		f.seen = append(f.seen, seenRequest{at: time.Now(), path: r.URL.Path, header: r.Header.Clone(), body: body})
+		f.seen = append(f.seen, seenRequest{at: time.Now(), path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone(), body: body})
 		n := len(f.seen)
 		f.mu.Unlock()
 		f.handle(n, w, r)

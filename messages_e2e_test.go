@@ -479,3 +479,41 @@ func TestMessagesEarlyCommitThenFailure(t *testing.T) {
 		t.Fatalf("error event %q", data)
 	}
 }
+
+// A query string belongs to the endpoint it was written for: Claude Code
+// calls /v1/messages?beta=true; an Anthropic upstream gets it, a Chat
+// upstream that gets the translated request does not.
+func TestQueryStaysWithItsDialect(t *testing.T) {
+	claude := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerJSON(w, 200, okMessage)
+	})
+	chatUp := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerJSON(w, 200, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+	})
+	startRelay(t, `llm_relay {
+		upstream claude `+claude.v1()+` {
+			api anthropic
+		}
+		upstream deepseek `+chatUp.v1()+` {
+			api chat
+		}
+		model to-claude {
+			to claude
+		}
+		model to-chat {
+			to deepseek
+		}
+	}`)
+	for _, model := range []string{"to-claude", "to-chat"} {
+		resp := postPath(t, "/v1/messages?beta=true", `{"model":"`+model+`","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`, "anthropic-version", "2023-06-01")
+		if got := readAll(t, resp); resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d: %s", model, resp.StatusCode, got)
+		}
+	}
+	if q := claude.requests()[0].query; q != "beta=true" {
+		t.Errorf("the Anthropic upstream got query %q, want the client's beta=true", q)
+	}
+	if q := chatUp.requests()[0].query; q != "" {
+		t.Errorf("the Chat upstream got query %q with the translated request, want none", q)
+	}
+}

@@ -98,7 +98,7 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 		res.Err = err.Error()
 		return res
 	}
-	req, err := t.up.newRequest(ctx, http.MethodPost, t.up.url(x.rest, query), hdr, payload)
+	req, err := t.up.newRequest(ctx, http.MethodPost, t.up.url(x.rest, x.query(query)), hdr, payload)
 	if err != nil {
 		res.Err = err.Error()
 		return res

@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // upstreamRuntime is an Upstream ready to send requests: URL parsed,
@@ -54,9 +55,9 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 	if err := checkAPI(u.API); err != nil {
 		return nil, err
 	}
-	rt.authHeader = "Authorization"
+	rt.authHeader = chat.AuthHeader
 	if rt.dialect == dialectMessages {
-		rt.authHeader = "X-Api-Key"
+		rt.authHeader = anthropic.AuthHeader
 	}
 	if u.APIKey != "" {
 		key, err := repl.ReplaceOrErr(u.APIKey, true, true)
@@ -65,7 +66,7 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		}
 		rt.authValue = key
 		if rt.dialect != dialectMessages {
-			rt.authValue = "Bearer " + key
+			rt.authValue = chat.AuthScheme + key
 		}
 	}
 	for field, values := range u.Headers {
@@ -219,7 +220,7 @@ var clientOnlyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goo
 func (u *upstreamRuntime) upstreamHeader(client http.Header) http.Header {
 	h := make(http.Header, len(client)+len(u.headers)+3)
 	for k, v := range client {
-		if strings.HasPrefix(k, "X-Relay-") || u.dialect != dialectMessages && strings.HasPrefix(k, "Anthropic-") {
+		if strings.HasPrefix(k, "X-Relay-") || u.dialect != dialectMessages && strings.HasPrefix(k, anthropic.HeaderPrefix) {
 			continue
 		}
 		h[k] = v
@@ -242,8 +243,8 @@ func (u *upstreamRuntime) upstreamHeader(client http.Header) http.Header {
 	if u.authValue != "" {
 		h.Set(u.authHeader, u.authValue)
 	}
-	if u.dialect == dialectMessages && h.Get("Anthropic-Version") == "" {
-		h.Set("Anthropic-Version", anthropic.Version)
+	if u.dialect == dialectMessages && h.Get(anthropic.VersionHeader) == "" {
+		h.Set(anthropic.VersionHeader, anthropic.Version)
 	}
 	h.Set("Accept-Encoding", "identity")
 	h.Set("Content-Type", "application/json")

@@ -22,8 +22,12 @@ const (
 	KindDone
 	// KindError is an in-band error: an "event: error" block, or JSON data
 	// with a non-null top-level "error" member or a top-level
-	// "object":"error".
+	// "object":"error" (Messages: a data "type" of "error").
 	KindError
+	// KindPing is a keep-alive data event (Anthropic's ping, Messages
+	// only): it is forwarded in its turn, but unlike other events it is
+	// not a barrier, so it does not hurry the text queued before it.
+	KindPing
 )
 
 // Channel says which text a chunk carries.
@@ -31,8 +35,8 @@ type Channel uint8
 
 const (
 	ChanNone      Channel = iota
-	ChanAnswer            // delta.content
-	ChanReasoning         // delta.reasoning_content or delta.reasoning
+	ChanAnswer            // delta.content (Messages: a text_delta's text)
+	ChanReasoning         // delta.reasoning_content or delta.reasoning (Messages: a thinking_delta's thinking)
 )
 
 // Names of the delta members that carry text.
@@ -40,6 +44,9 @@ const (
 	FieldContent          = "content"
 	FieldReasoningContent = "reasoning_content"
 	FieldReasoning        = "reasoning"
+	// Messages: the members of a text_delta and a thinking_delta.
+	FieldText     = "text"
+	FieldThinking = "thinking"
 )
 
 // Chunk is the classification of one event.
@@ -47,7 +54,8 @@ type Chunk struct {
 	Kind    Kind
 	Channel Channel // KindText only
 	// Field is the delta member holding the text (KindText only):
-	// FieldContent, FieldReasoningContent or FieldReasoning.
+	// FieldContent, FieldReasoningContent or FieldReasoning (Messages:
+	// FieldText or FieldThinking).
 	Field string
 	// Prefix and Suffix (KindText only) surround the JSON string literal of
 	// the text: ev.Data == Prefix + literal + Suffix. Both alias ev.Data
@@ -65,8 +73,14 @@ type Chunk struct {
 	// (AnswerRunes) and delta.reasoning_content plus delta.reasoning
 	// (ReasoningRunes) string values. Invalid UTF-8 bytes and lone
 	// surrogates count as one character each (they decode to U+FFFD).
-	// Both are 0 when the data is not valid JSON.
+	// Both are 0 when the data is not valid JSON. Messages: the text of a
+	// content_block_delta's text_delta (AnswerRunes) or thinking_delta
+	// (ReasoningRunes).
 	AnswerRunes, ReasoningRunes int
+
+	// msg is what the Pacer needs of a Messages event (ClassifyMessages
+	// only).
+	msg msgInfo
 }
 
 // Key name lists for matchKey; the constants below index them.
@@ -195,13 +209,23 @@ func textEventShape(ev *sse.Event) bool {
 	if bytes.IndexByte(data, '\n') >= 0 {
 		return false
 	}
-	raw := ev.Raw
+	return onlyDataLine(skipBlankLines(ev.Raw), data)
+}
+
+// skipBlankLines drops a BOM and the blank lines before a block's first
+// field: they carry no meaning.
+func skipBlankLines(raw []byte) []byte {
 	raw = bytes.TrimPrefix(raw, bom)
 	i := 0
 	for i < len(raw) && (raw[i] == '\n' || raw[i] == '\r') {
 		i++
 	}
-	raw = raw[i:]
+	return raw[i:]
+}
+
+// onlyDataLine reports whether raw is one data line holding data, then
+// nothing but line endings.
+func onlyDataLine(raw, data []byte) bool {
 	if !bytes.HasPrefix(raw, dataField) {
 		return false
 	}

@@ -39,7 +39,7 @@ func oneEvent(tb testing.TB, raw string) sse.Event {
 	return evs[0]
 }
 
-var kindNames = [...]string{"comment", "text", "other", "done", "error"}
+var kindNames = [...]string{"comment", "text", "other", "done", "error", "ping"}
 
 func kindName(k Kind) string {
 	if int(k) < len(kindNames) {

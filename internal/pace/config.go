@@ -43,6 +43,28 @@ func (m Mode) String() string {
 	return "off"
 }
 
+// Format is the SSE dialect of a stream.
+type Format uint8
+
+const (
+	// FormatChat is an OpenAI Chat Completions stream: data-only
+	// chat.completion.chunk events, text in choices[0].delta, [DONE] at
+	// the end, usage in a chunk of its own.
+	FormatChat Format = iota
+	// FormatMessages is an Anthropic Messages stream: typed events
+	// (an "event:" line naming the data's "type"), text in
+	// content_block_delta events, message_stop at the end, usage split
+	// between message_start and message_delta.
+	FormatMessages
+)
+
+func (f Format) String() string {
+	if f == FormatMessages {
+		return "messages"
+	}
+	return "chat"
+}
+
 // BudgetAction is what a stream does when its reasoning passes the budget.
 type BudgetAction uint8
 
@@ -82,8 +104,14 @@ const (
 // Config tunes one paced stream. Zero fields take the defaults above,
 // except Heartbeat, where zero means no heartbeats.
 type Config struct {
-	Mode   Mode
-	Format Format // TEMPORARY (pacemsg)
+	Mode Mode
+
+	// Format is the stream's dialect: FormatChat (the zero value) for
+	// OpenAI chat.completion.chunk streams ending in [DONE],
+	// FormatMessages for Anthropic Messages streams (typed events ending
+	// in message_stop). It decides what is text, what ends the stream,
+	// where usage is, and how reasoning is hidden.
+	Format Format
 
 	// MaxDelay bounds how long answer text (all text in ModePace) may be
 	// held; ReasoningMaxDelay does the same for reasoning text in
@@ -101,6 +129,8 @@ type Config struct {
 
 	// HideReasoning drops reasoning text (reasoning_content, reasoning)
 	// from the output; it is still counted. It applies in every mode.
+	// In a Messages stream it drops whole thinking and redacted_thinking
+	// blocks and renumbers the blocks after them.
 	HideReasoning bool
 
 	// ReasoningBudget caps the reasoning tokens (estimated from the
@@ -111,11 +141,12 @@ type Config struct {
 
 	// DropUsage drops the usage-only chunk (empty choices, a usage
 	// object), for clients that did not ask for it; its usage is still
-	// read.
+	// read. Chat only: a Messages stream always carries its usage.
 	DropUsage bool
 
 	// Flush bounds how long queued text may still take once a barrier
-	// event, [DONE], an error or the upstream's end arrived.
+	// event, the end event ([DONE], message_stop), an error or the
+	// upstream's end arrived.
 	Flush time.Duration
 
 	// QueueBytes is the backlog size at which the stream stops reading the

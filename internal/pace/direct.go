@@ -37,10 +37,10 @@ func runDirect(ctx context.Context, cfg Config, first []sse.Event, src Source, o
 	handle := func(ev *sse.Event) (End, bool) {
 		now := time.Now()
 		if ev.Unterminated {
-			if !ev.IsDone() {
+			done, ok := d.p.finalEvent(ev)
+			if !ok {
 				return EndUnterminated, true
 			}
-			done := parsedDone
 			ev = &done
 		}
 		d.mu.Lock()

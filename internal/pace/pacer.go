@@ -44,6 +44,7 @@ type Pacer struct {
 	hiddenRunes  int // reasoning runes hidden by HideReasoning
 	dropComments int // upstream comments not forwarded
 	eventsOut    int
+	msg          msgState // FormatMessages only
 }
 
 const (
@@ -100,6 +101,7 @@ func NewPacer(cfg Config) *Pacer {
 	p.lanes[laneAnswer] = newLane(answer, p.tickEvery)
 	p.lanes[laneReasoning] = newLane(reasoning, p.tickEvery)
 	p.lanes[laneReasoning].patient = cfg.Mode == ModeSplit
+	p.msg.dropIdx, p.msg.thinkIdx = -1, -1
 	return p
 }
 
@@ -119,7 +121,7 @@ func tickInterval(minInterval time.Duration) time.Duration {
 // Push queues one upstream block received at now and returns its kind.
 func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	var c Chunk
-	c, p.scratch = Classify(ev, p.scratch[:0])
+	c, p.scratch = ClassifyFormat(p.cfg.Format, ev, p.scratch[:0])
 	visible := c.AnswerRunes + c.ReasoningRunes
 	if c.Kind != KindComment {
 		// Judge the silence after this event by its own lane's bound.
@@ -135,6 +137,9 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	}
 	if c.AnswerRunes > 0 {
 		p.answerSeen = true
+	}
+	if p.cfg.Format == FormatMessages {
+		return p.pushMessages(ev, &c, now)
 	}
 	if c.Kind == KindOther && hasUsageObject(ev.Data) && p.readUsage(ev.Data) {
 		return c.Kind // the usage-only chunk, which the client did not ask for
@@ -409,6 +414,9 @@ func (p *Pacer) closeEvent(now time.Time) {
 	if ev.pieces == 1 && ev.whole {
 		p.out = append(p.out, a[ev.raw.off:ev.raw.end]...)
 	} else {
+		if p.cfg.Format == FormatMessages {
+			p.out = append(p.out, blockDeltaLine...)
+		}
 		p.out = AppendTextEventParts(p.out, a[ev.pre.off:ev.pre.end], p.text, a[ev.suf.off:ev.suf.end])
 	}
 	p.rec.Output(now, ev.runes)
@@ -496,8 +504,11 @@ func (p *Pacer) Stats() Stats {
 // Stats are a stream's smoothness figures and counters.
 type Stats struct {
 	smoothness.Report
-	HiddenRunes     int    // reasoning runes not sent (reasoning hide, or a truncating budget)
-	DroppedComment  int    // upstream comments not forwarded
-	ReasoningTokens int    // estimated reasoning tokens seen
-	Usage           []byte // the upstream's usage object, if it sent one
+	HiddenRunes     int // reasoning runes not sent (reasoning hide, or a truncating budget)
+	DroppedComment  int // upstream comments not forwarded
+	ReasoningTokens int // estimated reasoning tokens seen
+	// Usage is the upstream's usage object, if it sent one. Messages: one
+	// object in Anthropic's member names, message_start's usage overlaid
+	// by message_delta's non-null members.
+	Usage []byte
 }

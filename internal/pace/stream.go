@@ -25,8 +25,8 @@ type Source interface {
 type End uint8
 
 const (
-	EndDone            End = iota // [DONE] was sent
-	EndEOF                        // the upstream closed the stream without [DONE]
+	EndDone            End = iota // the end event was sent: [DONE] (Chat), message_stop (Messages)
+	EndEOF                        // the upstream closed the stream without its end event
 	EndUnterminated               // the upstream closed the stream in the middle of an event
 	EndBroken                     // reading the upstream failed (Result.Err)
 	EndClientGone                 // the client went away; nothing more can be written
@@ -57,8 +57,9 @@ var parsedDone = func() sse.Event {
 }()
 
 // Run relays one committed stream from src to out through a Pacer, until
-// [DONE], the upstream's end, or the client going away. first holds the
-// blocks already read from src (up to its first data event).
+// the end event ([DONE], or message_stop for FormatMessages), the
+// upstream's end, or the client going away. first holds the blocks
+// already read from src (up to its first data event).
 //
 // A reader goroutine reads the upstream and queues events; the calling
 // goroutine owns out and writes paced emissions and heartbeats, waking on
@@ -140,9 +141,8 @@ type stream struct {
 // reports whether the stream ended with it.
 func (s *stream) push(ev *sse.Event, now time.Time) bool {
 	if ev.Unterminated {
-		if ev.IsDone() {
+		if done, ok := s.p.finalEvent(ev); ok {
 			// llama.cpp ends with "data: [DONE]" and no blank line.
-			done := parsedDone
 			s.p.Push(&done, now)
 			s.finish(EndDone, nil, now)
 			return true
