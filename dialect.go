@@ -91,6 +91,7 @@ func clientDialect(path string) dialect {
 type exchange struct {
 	client, upstream dialect
 	rest             string // the upstream endpoint, what follows the base URL
+	api              string // the upstream's api (see Upstream.API)
 	// reasoningField, for Chat Completions clients, renames the reasoning
 	// text member of the answer (see Relay.ReasoningField); "": as sent.
 	reasoningField string
@@ -121,7 +122,7 @@ func (x exchange) rewritesAnswer() bool { return x.crosses() || x.reasoningField
 // serve it (an OpenAI-only endpoint such as embeddings on an Anthropic
 // upstream, or count_tokens on a Chat upstream): the target is skipped.
 func exchangeFor(client dialect, rest string, up *upstreamRuntime, reasoningField string) (x exchange, ok bool) {
-	x = exchange{client: client, upstream: up.dialect, rest: rest}
+	x = exchange{client: client, upstream: up.dialect, rest: rest, api: up.api}
 	if client == dialectChat && rest == restChat {
 		x.reasoningField = reasoningField
 	}
@@ -157,7 +158,12 @@ func (x exchange) translateRequest(b []byte) ([]byte, error) {
 	case x.upstream == dialectMessages:
 		return anthropic.FromChatRequest(b)
 	default:
-		return anthropic.ToChatRequest(b)
+		opt := anthropic.ChatRequestOptions{MaxTokensField: "max_tokens"}
+		if x.api == apiOpenAI || x.api == "" {
+			// OpenAI's reasoning models refuse max_tokens.
+			opt.MaxTokensField = "max_completion_tokens"
+		}
+		return anthropic.ToChatRequest(b, opt)
 	}
 }
 

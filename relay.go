@@ -1,6 +1,8 @@
-// Package llmrelay is a Caddy HTTP handler that relays OpenAI-compatible
-// LLM API requests to an ordered chain of upstream providers, failing over
-// invisibly until the response is committed to the client.
+// Package llmrelay is a Caddy HTTP handler that relays LLM API requests
+// (OpenAI Chat Completions and Anthropic Messages, translated between them
+// where a chain crosses providers) to an ordered chain of upstream
+// providers, failing over invisibly until the response is committed to the
+// client.
 package llmrelay
 
 import (
@@ -25,9 +27,10 @@ func init() {
 // defaultMaxBody is the request body limit when max_body is not set.
 const defaultMaxBody = 16 << 20
 
-// Relay is the `llm_relay` handler: one OpenAI-compatible endpoint in front
-// of several providers. A request to `/v1/<rest>` whose JSON body names a
-// `model` is sent to the first target of that model's chain that answers;
+// Relay is the `llm_relay` handler: one endpoint, speaking OpenAI's and
+// Anthropic's APIs, in front of several providers. A request to
+// `/v1/<rest>` whose JSON body names a `model` is sent to the first target
+// of that model's chain that answers;
 // failures before the first byte reaches the client move on to the next
 // target invisibly.
 //

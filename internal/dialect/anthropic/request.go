@@ -1,0 +1,164 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// RequestError says why a request cannot be translated without changing
+// what it asks for. The relay skips the target (the next one may speak
+// the client's dialect) and, when no target is left, answers 400 in the
+// client's dialect with Message.
+type RequestError struct {
+	// Param is the JSON path of the member at fault, such as
+	// "messages[2].content[0].type"; "" for the whole body.
+	Param string
+	// Message says what is wrong and what to do, for the client's user.
+	Message string
+}
+
+func (e *RequestError) Error() string {
+	if e.Param == "" {
+		return e.Message
+	}
+	return e.Param + ": " + e.Message
+}
+
+func reqErr(param, format string, args ...any) *RequestError {
+	return &RequestError{Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// notValid is the RequestError of a body that is not JSON of the expected
+// shape at all.
+func notValid(dialect string, err error) *RequestError {
+	return reqErr("", "the body is not a valid %s request: %v", dialect, err)
+}
+
+// text content: a JSON string, or an array of parts or blocks, each with a
+// "type". contentParts decodes either form; a string is one "text" part.
+type part struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+
+	// Chat Completions parts.
+	ImageURL *struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+	Refusal string `json:"refusal"`
+
+	// Messages blocks.
+	Source    *imageSource    `json:"source"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+}
+
+// imageSource is a Messages image block's source.
+type imageSource struct {
+	Type      string `json:"type"` // base64 or url
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// contentParts decodes a string-or-array content member; null or absent
+// is no parts.
+func contentParts(raw json.RawMessage, param string) ([]part, error) {
+	raw = trimJSON(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, reqErr(param, "not a valid string: %v", err)
+		}
+		return []part{{Type: "text", Text: s}}, nil
+	}
+	var parts []part
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, reqErr(param, "want a string or an array of content parts: %v", err)
+	}
+	return parts, nil
+}
+
+// joinText joins the text of text parts, in order.
+func joinText(parts []part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+func trimJSON(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	return b
+}
+
+// compactJSON is raw without insignificant space, or "{}" when raw is
+// empty or null: tool inputs and arguments are objects.
+func compactJSON(raw json.RawMessage) string {
+	raw = trimJSON(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "{}"
+	}
+	var b strings.Builder
+	b.Grow(len(raw))
+	inString, escaped := false, false
+	for _, c := range []byte(raw) {
+		switch {
+		case inString:
+			b.WriteByte(c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+			b.WriteByte(c)
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	raw = trimJSON(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil
+}
+
+// marshal encodes v without escaping <, > and & (prompts are full of
+// them, and \u003c is six bytes for one), with no trailing newline. It
+// never fails for the relay's own types.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("anthropic: encoding the relay's own type: " + err.Error())
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
