@@ -337,12 +337,16 @@ func TestOpenAIGoAgainstAnthropicUpstream(t *testing.T) {
 		t.Fatalf("New: %+v; want content %q, stop, usage", res, plain.text)
 	}
 
-	got := streamGo(t, "claude-sim", option.WithJSONSet("reasoning_effort", "low"))
-	if r, c := strings.Join(got.reasoning, ""), strings.Join(got.content, ""); r != thought.thinking || c != thought.text {
-		t.Errorf("stream with reasoning_effort low: reasoning %q content %q;\nwant %q and %q", r, c, thought.thinking, thought.text)
+	got := streamChatGo(t, client, "claude-sim")
+	if r, c := strings.Join(got.reasoning, ""), strings.Join(got.content, ""); r != plain.thinking || c != plain.text {
+		t.Errorf("stream: reasoning %q content %q;\nwant %q and %q", r, c, plain.thinking, plain.text)
 	}
 	if got.finish != "stop" || got.usage.CompletionTokens <= 0 || len(got.ids) != 1 {
 		t.Errorf("stream: finish %q, usage %+v, ids %v", got.finish, got.usage, got.ids)
+	}
+	got = streamChatGo(t, client, "claude-sim", option.WithJSONSet("reasoning_effort", "low"))
+	if r, c := strings.Join(got.reasoning, ""), strings.Join(got.content, ""); r != thought.thinking || c != thought.text {
+		t.Errorf("stream with reasoning_effort low: reasoning %q content %q;\nwant %q and %q", r, c, thought.thinking, thought.text)
 	}
 
 	for _, stream := range []bool{false, true} {
@@ -364,6 +368,48 @@ func TestOpenAIGoAgainstAnthropicUpstream(t *testing.T) {
 			t.Errorf("%s: %v; want *openai.Error %d with a code", tc.name, err, tc.status)
 		}
 	}
+}
+
+// streamChatGo streams model with openai-go and include_usage, collecting
+// the deltas per channel; a stream error fails the test.
+func streamChatGo(t *testing.T, client openai.Client, model string, opts ...option.RequestOption) goStream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	params := chatParams(model)
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := client.Chat.Completions.NewStreaming(ctx, params, opts...)
+	defer stream.Close()
+	res := goStream{ids: map[string]bool{}}
+	for stream.Next() {
+		res.chunks++
+		ch := stream.Current()
+		res.ids[ch.ID] = true
+		if ch.Usage.TotalTokens > 0 {
+			res.usage = ch.Usage
+		}
+		for _, c := range ch.Choices {
+			if c.Delta.Content != "" {
+				res.content = append(res.content, c.Delta.Content)
+			}
+			if f, ok := c.Delta.JSON.ExtraFields["reasoning_content"]; ok && f.Raw() != "" && f.Raw() != "null" {
+				var s string
+				if err := json.Unmarshal([]byte(f.Raw()), &s); err != nil {
+					t.Fatalf("reasoning_content %q: %v", f.Raw(), err)
+				}
+				if s != "" {
+					res.reasoning = append(res.reasoning, s)
+				}
+			}
+			if c.FinishReason != "" {
+				res.finish = c.FinishReason
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("stream error after %d chunks: %v", res.chunks, err)
+	}
+	return res
 }
 
 // checkOpenAIToolRoundTrip forces a tool call (tool_choice required) from
