@@ -388,6 +388,11 @@ func TestAdaptiveEffortBecomesThinkingBudget(t *testing.T) {
 	if th, _ := claude.requests()[1].body["thinking"].(map[string]any); th["type"] != "disabled" {
 		t.Fatalf("the client's thinking was replaced: %v", th)
 	}
+	// A forced tool gets no thinking: Messages refuses the two together.
+	readAll(t, postMessages(t, `{"model":"claude-x","max_tokens":1000,"tools":[{"name":"w","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"hi"}]}`))
+	if th, set := claude.requests()[2].body["thinking"]; set {
+		t.Fatalf("thinking %v added to a request that forces a tool", th)
+	}
 }
 
 // Anthropic's cache reads and writes are priced: cached_input for reads,

@@ -143,6 +143,10 @@ func applyThinkingEffort(body *requestBody, raw []byte, a *AdaptiveEffort) strin
 		return ""
 	}
 	budget, ok := anthropic.BudgetForEffort(effort)
+	if ok && forcesTool(body.fields["tool_choice"]) {
+		// Messages refuses thinking together with a forced tool.
+		return ""
+	}
 	if !ok {
 		delete(body.fields, "thinking")
 		return effort
@@ -154,6 +158,14 @@ func applyThinkingEffort(body *requestBody, raw []byte, a *AdaptiveEffort) strin
 		body.fields["max_tokens"] = json.RawMessage(strconv.Itoa(budget + anthropic.DefaultMaxTokens))
 	}
 	return effort
+}
+
+// forcesTool reports a Messages tool_choice of type any or tool.
+func forcesTool(raw json.RawMessage) bool {
+	var c struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(raw, &c) == nil && (c.Type == "any" || c.Type == "tool")
 }
 
 // clientEffort reports which forms of effort the client set:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -15,8 +16,15 @@ type chatRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Messages []struct {
+		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // promptTokens estimates the prompt's tokens as ceil(characters / 4) of
@@ -57,7 +65,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	f := s.pickFault(uint64(n))
 	var err error
 	switch {
-	case f != nil && f.Kind == FaultStatus:
+	case f != nil && (f.Kind == FaultStatus || f.Kind == FaultOverloaded):
 		writeStatusFault(w, f)
 		return
 	case f != nil && f.Kind == FaultStall:
@@ -105,9 +113,10 @@ type completion struct {
 type completionChoice struct {
 	Index   int `json:"index"`
 	Message struct {
-		Role             string `json:"role"`
-		Content          string `json:"content"`
-		ReasoningContent string `json:"reasoning_content,omitempty"`
+		Role             string         `json:"role"`
+		Content          *string        `json:"content"` // null with tool calls
+		ReasoningContent string         `json:"reasoning_content,omitempty"`
+		ToolCalls        []chatToolCall `json:"tool_calls,omitempty"`
 	} `json:"message"`
 	Logprobs     *struct{} `json:"logprobs"`
 	FinishReason string    `json:"finish_reason"`
@@ -127,6 +136,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, req *chatReque
 		return nil
 	}
 	head := s.head(req, n, "chat.completion")
+	tool := req.chatToolCall()
 	resp := completion{
 		ID: head.ID, Object: head.Object, Created: head.Created, Model: head.Model,
 		Choices: []completionChoice{{FinishReason: finishStop}},
@@ -134,8 +144,18 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, req *chatReque
 	}
 	msg := &resp.Choices[0].Message
 	msg.Role = "assistant"
-	msg.Content = strings.Join(s.content, "")
 	msg.ReasoningContent = strings.Join(s.reasoning, "")
+	if tool != nil {
+		resp.Choices[0].FinishReason = finishToolCalls
+		resp.Usage = newUsage(req.promptTokens(), len(s.reasoning), len(ToolInputFragments))
+		msg.ToolCalls = []chatToolCall{{
+			ID: "call_sim_" + strconv.FormatInt(n, 10), Type: "function",
+			Function: chatFunction{Name: tool.name, Arguments: ToolInput},
+		}}
+	} else {
+		content := strings.Join(s.content, "")
+		msg.Content = &content
+	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -1,12 +1,13 @@
-// Package sim is an OpenAI-compatible upstream simulator: a plain
-// net/http handler that answers chat completions with deterministic,
-// seeded text, paced like a real model (steady or in clustered bursts),
-// and injects faults (error statuses, stalls, dropped connections,
-// in-band stream errors) on demand.
+// Package sim is an LLM upstream simulator: a plain net/http handler
+// that answers OpenAI chat completions and Anthropic Messages with
+// deterministic, seeded text (the same in both dialects), paced like a
+// real model (steady or in clustered bursts), calls a tool when the
+// request forces one, and injects faults (error statuses, overload,
+// stalls, dropped connections, in-band stream errors) on demand.
 //
 // It exists so an LLM relay can be run, demonstrated, tested and
 // benchmarked on one machine without API keys. It has no Caddy imports;
-// the root package wraps it as the http.handlers.llm_simulator module.
+// package simulator wraps it as the http.handlers.llm_simulator module.
 package sim
 
 import (
@@ -39,6 +40,11 @@ const (
 	FaultStall  = "stall"
 	FaultDrop   = "drop"
 	FaultError  = "error"
+
+	// FaultOverloaded is the provider being overloaded: a 529 with
+	// Anthropic's overloaded_error on the Messages endpoints, a 503 in
+	// OpenAI's shape on chat completions (OpenAI has no 529).
+	FaultOverloaded = "overloaded"
 )
 
 // Config configures a Server. The zero value is usable: every zero field
@@ -71,7 +77,8 @@ type Config struct {
 	// whole body of a non-streaming response. Default: 0.
 	TTFB time.Duration
 
-	// Faults are evaluated in order for every chat completion request;
+	// Faults are evaluated in order for every chat completion, messages
+	// and count_tokens request;
 	// the first whose Rate draw hits is applied. Default: none.
 	Faults []Fault
 }
@@ -112,19 +119,30 @@ type Fault struct {
 	//   - "error": stream After data events, then an in-band
 	//     `data: {"error":{...}}` event, and end the response without
 	//     [DONE]; a non-streaming request gets a 500 with error JSON.
+	//     On Messages the event is `event: error` with Anthropic's
+	//     overloaded_error, the in-band error Anthropic really sends;
+	//   - "overloaded": answer 529 with Anthropic's overloaded_error on
+	//     the Messages endpoints and 503 with an OpenAI error on chat
+	//     completions (with Retry-After if RetryAfter is set), without
+	//     waiting TTFB.
+	//
+	// On the Messages endpoints every error body is in Anthropic's shape.
 	Kind string
 
 	// Status is the HTTP status of a "status" fault, 400-599.
 	Status int
 
 	// RetryAfter, if non-empty, is sent verbatim as the Retry-After
-	// header of a "status" fault, e.g. "2" or an HTTP date.
+	// header of a "status" or "overloaded" fault, e.g. "2" or an HTTP date.
 	RetryAfter string
 
 	// After is, for "drop" and "error", the number of data events (the
 	// role chunk and the token deltas) sent before the fault; 0 means
 	// before any data. A value beyond the last token delta means just
-	// after it, before the finish chunk.
+	// after it, before the finish chunk. On Messages streams the same
+	// positions count: message_start (the role chunk's twin) and each
+	// thinking_delta, text_delta and input_json_delta; ping, block
+	// start and stop and signature_delta do not count.
 	After int
 
 	// Rate is the probability, 0 < Rate <= 1, that the fault applies to
@@ -240,9 +258,9 @@ func (f Fault) validate() error {
 		if f.After < 0 {
 			return fmt.Errorf("%s: after must be >= 0 events, got %d", f.Kind, f.After)
 		}
-	case FaultStall:
+	case FaultStall, FaultOverloaded:
 	default:
-		return fmt.Errorf("unknown kind %q (want %q, %q, %q or %q)", f.Kind, FaultStatus, FaultStall, FaultDrop, FaultError)
+		return fmt.Errorf("unknown kind %q (want %q, %q, %q, %q or %q)", f.Kind, FaultStatus, FaultStall, FaultDrop, FaultError, FaultOverloaded)
 	}
 	return nil
 }

@@ -6,8 +6,8 @@ import (
 	"strconv"
 )
 
-// pickFault returns the fault to apply to the n-th chat completion
-// request, or nil. Each fault's draw is a pure function of (seed, n,
+// pickFault returns the fault to apply to the n-th request (of any
+// endpoint), or nil. Each fault's draw is a pure function of (seed, n,
 // fault index), so for a given seed the outcome of the n-th request
 // never depends on scheduling.
 func (s *Server) pickFault(n uint64) *Fault {
@@ -20,10 +20,17 @@ func (s *Server) pickFault(n uint64) *Fault {
 	return nil
 }
 
-// writeStatusFault answers a "status" fault.
+// writeStatusFault answers a "status" or "overloaded" fault on chat
+// completions.
 func writeStatusFault(w http.ResponseWriter, f *Fault) {
 	if f.RetryAfter != "" {
 		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	if f.Kind == FaultOverloaded {
+		// OpenAI has no 529: an overloaded OpenAI-compatible provider
+		// answers 503, which clients retry the same way.
+		writeError(w, http.StatusServiceUnavailable, "simulated upstream overloaded", "server_error", "overloaded")
+		return
 	}
 	typ, code := "server_error", "simulated"
 	switch {

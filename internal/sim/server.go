@@ -19,13 +19,18 @@ const modelsCreated = 1700000000
 // Server is the simulator, an http.Handler. It routes by path suffix,
 // so it can be mounted under any prefix:
 //
-//	POST .../chat/completions   chat completion, streaming or not
-//	GET  .../models             the configured models
+//	POST .../chat/completions        chat completion, streaming or not
+//	POST .../messages                Anthropic Messages, streaming or not
+//	POST .../messages/count_tokens   Anthropic token count
+//	GET  .../models                  the configured models
 //
-// Anything else gets a 404 (or 405) with an OpenAI error JSON body.
+// Anything else gets a 404 (or 405) with an OpenAI error JSON body; the
+// Messages endpoints answer every error in Anthropic's shape. API keys
+// (Authorization or x-api-key) are not checked.
 type Server struct {
 	cfg                Config
 	reasoning, content []string
+	signature          string // of every thinking block
 
 	requests  atomic.Int64
 	closed    chan struct{}
@@ -41,12 +46,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, closed: make(chan struct{})}
 	s.reasoning, s.content = Texts(cfg)
+	s.signature = signature(cfg.Seed)
 	return s, nil
 }
 
-// Requests returns the number of chat completion requests received so
-// far, whatever their outcome. The n-th request (from 1) has ID
-// "chatcmpl-sim-<n>" and is the n-th fault draw.
+// Requests returns the number of requests received so far on the
+// chat completions, messages and count_tokens endpoints together,
+// whatever their outcome (model listings and unknown paths do not
+// count). The n-th request (from 1) is the n-th fault draw and has ID
+// "chatcmpl-sim-<n>" or "msg_sim_<n>".
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Close ends stalled requests, current and future, by aborting their
@@ -70,6 +78,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.chat(w, r)
+	case strings.HasSuffix(p, "/messages/count_tokens"):
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeAnthropicError(w, http.StatusMethodNotAllowed, "use POST to count tokens")
+			return
+		}
+		s.countTokens(w, r)
+	case strings.HasSuffix(p, "/messages"):
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeAnthropicError(w, http.StatusMethodNotAllowed, "use POST for messages")
+			return
+		}
+		s.messages(w, r)
 	case strings.HasSuffix(p, "/models"):
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

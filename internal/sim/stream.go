@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 )
 
 // errDrop asks the handler to abort the connection.
@@ -34,9 +35,10 @@ type chunkChoice struct {
 }
 
 type delta struct {
-	Role             string  `json:"role,omitempty"`
-	Content          *string `json:"content,omitempty"`
-	ReasoningContent *string `json:"reasoning_content,omitempty"`
+	Role             string         `json:"role,omitempty"`
+	Content          *string        `json:"content,omitempty"`
+	ReasoningContent *string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []chatToolCall `json:"tool_calls,omitempty"`
 }
 
 // usage is the OpenAI usage object.
@@ -98,12 +100,12 @@ func (sw *sseWriter) choice(d delta, finish *string) error {
 
 // finish sends the finish chunk, the usage chunk if requested, and
 // [DONE]. A fault still pending trips before the finish chunk.
-func (sw *sseWriter) finish(u usage) error {
+func (sw *sseWriter) finish(reason *string, u usage) error {
 	if sw.fault != nil {
 		return sw.trip()
 	}
 	c := sw.head
-	c.Choices = []chunkChoice{{Delta: delta{}, FinishReason: &finishStop}}
+	c.Choices = []chunkChoice{{Delta: delta{}, FinishReason: reason}}
 	if sw.includeUsage {
 		c.Usage = jsonNull
 	}
@@ -164,8 +166,8 @@ func (sw *sseWriter) send() error {
 }
 
 // stream answers a streaming request: after TTFB, the role chunk, the
-// reasoning deltas and the content deltas, each phase paced by its
-// Pattern, then the finish chunk, the usage chunk and [DONE]. A drop or
+// reasoning deltas and the content deltas (or the tool call's deltas, see
+// chatToolCall), each phase paced by its Pattern, then the finish chunk, the usage chunk and [DONE]. A drop or
 // error fault trips after its After data events.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest, n int64, f *Fault) error {
 	wt := waiter{r.Context()}
@@ -188,28 +190,38 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest
 	if err := sw.choice(delta{Role: "assistant", Content: &empty}, nil); err != nil {
 		return err
 	}
+	var reasoning, answer []delta
+	for _, piece := range s.reasoning {
+		reasoning = append(reasoning, delta{ReasoningContent: &piece})
+	}
+	tool := req.chatToolCall()
+	if tool != nil {
+		answer = chatToolDeltas("call_sim_"+strconv.FormatInt(n, 10), tool.name)
+	} else {
+		for _, piece := range s.content {
+			answer = append(answer, delta{Content: &piece})
+		}
+	}
 	phases := []struct {
-		pieces  []string
+		deltas  []delta
 		pattern Pattern
-		reason  bool
 	}{
-		{s.reasoning, s.cfg.ReasoningPattern, true},
-		{s.content, s.cfg.ContentPattern, false},
+		{reasoning, s.cfg.ReasoningPattern},
+		{answer, s.cfg.ContentPattern},
 	}
 	for _, ph := range phases {
 		pc := newPacer(ph.pattern, wt)
-		for i, piece := range ph.pieces {
+		for i, d := range ph.deltas {
 			if err := pc.before(i); err != nil {
 				return err
-			}
-			d := delta{Content: &piece}
-			if ph.reason {
-				d = delta{ReasoningContent: &piece}
 			}
 			if err := sw.choice(d, nil); err != nil {
 				return err
 			}
 		}
 	}
-	return sw.finish(newUsage(req.promptTokens(), len(s.reasoning), len(s.content)))
+	if tool != nil {
+		return sw.finish(&finishToolCalls, newUsage(req.promptTokens(), len(s.reasoning), len(ToolInputFragments)))
+	}
+	return sw.finish(&finishStop, newUsage(req.promptTokens(), len(s.reasoning), len(s.content)))
 }

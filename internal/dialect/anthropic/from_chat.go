@@ -36,7 +36,10 @@ import (
 //	                                      (BudgetForEffort; none: no thinking);
 //	                                      max_tokens raised above the budget, and
 //	                                      temperature and top_p dropped (Messages
-//	                                      rejects them with thinking)
+//	                                      rejects them with thinking); no thinking
+//	                                      when tool_choice forces a tool or the last
+//	                                      assistant turn called tools (Messages
+//	                                      refuses both without signed thinking)
 //
 // Refused (a *RequestError: the answer would not be what was asked): n > 1,
 // logprobs, top_logprobs, response_format json_object or json_schema,
@@ -130,7 +133,7 @@ func FromChatRequest(chat []byte) ([]byte, error) {
 	if effort == "" && in.Reasoning != nil {
 		effort = in.Reasoning.Effort
 	}
-	if budget, ok := BudgetForEffort(effort); ok {
+	if budget, ok := BudgetForEffort(effort); ok && !out.forcesTool() && !out.midToolLoop() {
 		out.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
 		if out.MaxTokens <= budget {
 			out.MaxTokens = budget + DefaultMaxTokens
@@ -138,6 +141,30 @@ func FromChatRequest(chat []byte) ([]byte, error) {
 		out.Temperature, out.TopP = nil, nil
 	}
 	return marshal(out), nil
+}
+
+// forcesTool reports a tool_choice that forces a tool, which Messages
+// refuses together with thinking.
+func (r *messagesRequest) forcesTool() bool {
+	return r.ToolChoice != nil && (r.ToolChoice.Type == "any" || r.ToolChoice.Type == "tool")
+}
+
+// midToolLoop reports that the last assistant turn called tools: with
+// thinking on, Messages wants that turn to start with its signed thinking
+// block, which a Chat client never had to send back.
+func (r *messagesRequest) midToolLoop() bool {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role != "assistant" {
+			continue
+		}
+		for _, b := range r.Messages[i].Content {
+			if b.Type == "tool_use" {
+				return true
+			}
+		}
+		return false
+	}
+	return false
 }
 
 // chatRequest is the part of a Chat Completions request the translation
@@ -281,6 +308,11 @@ func imageFromURL(u, param string) (*imageSource, error) {
 		if !ok || !isBase64 || media == "" {
 			return nil, reqErr(param, "a data: URL image must be base64 with a media type (data:image/png;base64,...)")
 		}
+		switch media {
+		case "image/jpeg", "image/png", "image/gif", "image/webp":
+		default:
+			return nil, reqErr(param, "Anthropic Messages takes JPEG, PNG, GIF and WebP images, not %s", media)
+		}
 		return &imageSource{Type: "base64", MediaType: media, Data: data}, nil
 	}
 	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
@@ -320,7 +352,7 @@ func assistantBlocks(m chatMessage, param string) ([]block, error) {
 		if !isObject(args) {
 			return nil, reqErr(pp+".function.arguments", "the arguments must be a JSON object to become an Anthropic tool_use input")
 		}
-		blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage(compactJSON(args))})
+		blocks = append(blocks, block{Type: "tool_use", ID: ToolUseID(tc.ID), Name: tc.Function.Name, Input: json.RawMessage(compactJSON(args))})
 	}
 	return blocks, nil
 }
@@ -331,7 +363,7 @@ func toolResult(m chatMessage, param string) (block, error) {
 	if err != nil {
 		return block{}, err
 	}
-	b := block{Type: "tool_result", ToolUseID: m.ToolCallID}
+	b := block{Type: "tool_result", ToolUseID: ToolUseID(m.ToolCallID)}
 	switch {
 	case len(parts) == 1:
 		b.Content = marshal(parts[0].Text)

@@ -162,3 +162,18 @@ func marshal(v any) []byte {
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
+
+// ToolUseID makes a Chat tool call id a valid Messages tool_use id, which
+// must match ^[a-zA-Z0-9_-]+$: some Chat providers use other bytes (Kimi's
+// "functions.get_weather:0"). Each other byte becomes '_', the same way for
+// a call and for the result that answers it, so pairs still match; a
+// valid id is kept as it is.
+func ToolUseID(id string) string {
+	b := []byte(id)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}

@@ -89,7 +89,11 @@ func FromChatResponse(chat []byte) ([]byte, error) {
 	if err != nil {
 		return nil, errors.New("the Chat Completions answer's content: " + err.Error())
 	}
-	if text := joinText(parts); text != "" {
+	text := joinText(parts)
+	if text == "" {
+		text = c.Message.Refusal // OpenAI's refusal, when it is all there is
+	}
+	if text != "" {
 		content = append(content, block{Type: "text", Text: text})
 	}
 	for _, tc := range c.Message.ToolCalls {
@@ -97,7 +101,7 @@ func FromChatResponse(chat []byte) ([]byte, error) {
 		if !isObject(input) {
 			return nil, errors.New("a tool call's arguments are not a JSON object: " + strconvQuote(tc.Function.Arguments))
 		}
-		content = append(content, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+		content = append(content, block{Type: "tool_use", ID: ToolUseID(tc.ID), Name: tc.Function.Name, Input: input})
 	}
 	out := messageAnswer{
 		ID: in.ID, Type: "message", Role: "assistant", Model: in.Model, Content: content,
@@ -159,6 +163,7 @@ type chatCompletionIn struct {
 			Content          json.RawMessage `json:"content"`
 			ReasoningContent string          `json:"reasoning_content"`
 			Reasoning        string          `json:"reasoning"`
+			Refusal          string          `json:"refusal"`
 			ToolCalls        []chatToolCall  `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
@@ -208,6 +213,8 @@ type ChatUsageIn struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	// PromptCacheHitTokens is DeepSeek's name for cached prompt tokens.
+	PromptCacheHitTokens int `json:"prompt_cache_hit_tokens"`
 }
 
 // MessagesUsage is usage in Messages' names, as written.
@@ -220,7 +227,7 @@ type MessagesUsage struct {
 
 // messages converts Chat Completions usage to Anthropic usage.
 func (u ChatUsageIn) messages() MessagesUsage {
-	cached := min(max(u.PromptTokensDetails.CachedTokens, 0), u.PromptTokens)
+	cached := min(max(u.PromptTokensDetails.CachedTokens, u.PromptCacheHitTokens, 0), u.PromptTokens)
 	written := min(max(u.CacheCreationInputTokens, 0), u.PromptTokens-cached)
 	return MessagesUsage{
 		InputTokens:              u.PromptTokens - cached - written,

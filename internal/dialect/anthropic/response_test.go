@@ -41,6 +41,13 @@ func TestFromChatResponse(t *testing.T) {
 	}
 	jsonEqual(t, out, `{"id":"x","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"r","signature":""},{"type":"text","text":"ab"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}`)
 
+	// DeepSeek's cache hits; an OpenAI refusal that is all there is.
+	out, err = FromChatResponse([]byte(`{"id":"d","model":"m","choices":[{"message":{"content":null,"refusal":"I can't"},"finish_reason":"content_filter"}],"usage":{"prompt_tokens":50,"completion_tokens":2,"prompt_cache_hit_tokens":40}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, out, `{"id":"d","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"I can't"}],"stop_reason":"refusal","stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":40,"output_tokens":2}}`)
+
 	for _, bad := range []string{`{"choices":[]}`, `{"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":"[1]"}}]}}]}`, `nope`} {
 		if _, err := FromChatResponse([]byte(bad)); err == nil {
 			t.Errorf("%s translated", bad)

@@ -1,4 +1,4 @@
-package llmrelay
+package simulator
 
 import (
 	"strconv"
@@ -42,6 +42,7 @@ func parseSimulatorCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 //
 //	    # faults, tried in order; <rate> is a probability like 0.3 or 30%
 //	    fail <status> [<rate>] [retry_after <value>]
+//	    overloaded [<rate>] [retry_after <value>]
 //	    stall [<rate>]
 //	    drop_after <events> [<rate>]
 //	    error_after <events> [<rate>]
@@ -129,6 +130,13 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			s.Faults = append(s.Faults, f)
 
+		case "overloaded":
+			f := SimulatorFault{Kind: sim.FaultOverloaded}
+			if err := simParseRateRetry(d, "overloaded [<rate>] [retry_after <value>]", d.RemainingArgs(), &f); err != nil {
+				return err
+			}
+			s.Faults = append(s.Faults, f)
+
 		case "stall":
 			args := d.RemainingArgs()
 			if len(args) > 1 {
@@ -166,7 +174,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.Faults = append(s.Faults, f)
 
 		default:
-			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, pattern, reasoning_pattern, content_pattern, ttfb, fail, stall, drop_after or error_after", name)
+			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, pattern, reasoning_pattern, content_pattern, ttfb, fail, overloaded, stall, drop_after or error_after", name)
 		}
 	}
 	return nil
@@ -244,25 +252,34 @@ func simParseFail(d *caddyfile.Dispenser) (SimulatorFault, error) {
 		return f, d.Errf("fail: status must be an HTTP error status 400-599, got %q", args[0])
 	}
 	f.Status = status
+	return f, simParseRateRetry(d, "fail <status> [<rate>] [retry_after <value>]", args[1:], &f)
+}
+
+// simParseRateRetry parses the `[<rate>] [retry_after <value>]` tail of
+// a fail or overloaded line into f; usage is the line's syntax, for
+// errors.
+func simParseRateRetry(d *caddyfile.Dispenser, usage string, args []string, f *SimulatorFault) error {
+	name, _, _ := strings.Cut(usage, " ")
 	rateSet := false
-	for i := 1; i < len(args); i++ {
+	for i := 0; i < len(args); i++ {
 		switch {
 		case args[i] == "retry_after":
 			if i+1 >= len(args) || f.RetryAfter != "" {
-				return f, d.Errf("fail: expected `fail <status> [<rate>] [retry_after <value>]`")
+				return d.Errf("%s: expected `%s`", name, usage)
 			}
 			i++
 			f.RetryAfter = args[i]
 		case !rateSet && f.RetryAfter == "":
-			if f.Rate, err = simParseRate(d, "fail", args[i]); err != nil {
-				return f, err
+			var err error
+			if f.Rate, err = simParseRate(d, name, args[i]); err != nil {
+				return err
 			}
 			rateSet = true
 		default:
-			return f, d.Errf("fail: unexpected argument %q; expected `fail <status> [<rate>] [retry_after <value>]`", args[i])
+			return d.Errf("%s: unexpected argument %q; expected `%s`", name, args[i], usage)
 		}
 	}
-	return f, nil
+	return nil
 }
 
 // simParseRate parses a probability written as 0.3 or 30%.

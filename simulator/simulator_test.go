@@ -1,4 +1,4 @@
-package llmrelay
+package simulator
 
 import (
 	"context"
@@ -29,6 +29,8 @@ func TestSimulatorCaddyfile(t *testing.T) {
 		fail 429 retry_after 2
 		fail 500 25% retry_after "Wed, 21 Oct 2015 07:28:00 GMT"
 		stall 0.05
+		overloaded
+		overloaded 10% retry_after 5
 		drop_after 5
 		error_after 0 0.5
 	}`)
@@ -47,6 +49,8 @@ func TestSimulatorCaddyfile(t *testing.T) {
 		`{"kind":"status","status":429,"retry_after":"2"},` +
 		`{"kind":"status","status":500,"retry_after":"Wed, 21 Oct 2015 07:28:00 GMT","rate":0.25},` +
 		`{"kind":"stall","rate":0.05},` +
+		`{"kind":"overloaded"},` +
+		`{"kind":"overloaded","retry_after":"5","rate":0.1},` +
 		`{"kind":"drop","after":5},` +
 		`{"kind":"error","rate":0.5}]}`
 	if string(got) != want {
@@ -91,6 +95,10 @@ func TestSimulatorCaddyfileErrors(t *testing.T) {
 		{"llm_simulator {\n\tfail 503 retry_after\n}", "fail: expected `fail <status> [<rate>] [retry_after <value>]`"},
 		{"llm_simulator {\n\tfail 503 0.5 0.5\n}", `fail: unexpected argument "0.5"`},
 		{"llm_simulator {\n\tstall 1 2\n}", "Testfile:2"},
+		{"llm_simulator {\n\toverloaded often\n}", `overloaded: rate must be a probability in (0, 1] like 0.3 or 30%, got "often", at Testfile:2`},
+		{"llm_simulator {\n\toverloaded retry_after\n}", "overloaded: expected `overloaded [<rate>] [retry_after <value>]`, at Testfile:2"},
+		{"llm_simulator {\n\toverloaded 0.5 0.5\n}", `overloaded: unexpected argument "0.5"; expected ` + "`overloaded [<rate>] [retry_after <value>]`"},
+		{"llm_simulator {\n\toverloaded retry_after 1 0.5\n}", `overloaded: unexpected argument "0.5"`},
 		{"llm_simulator {\n\tstall often\n}", `stall: rate must be a probability`},
 		{"llm_simulator {\n\tdrop_after\n}", "Testfile:2"},
 		{"llm_simulator {\n\tdrop_after -3\n}", `drop_after: events must be a whole number >= 0, got "-3"`},
@@ -118,7 +126,7 @@ func simProvision(t *testing.T, s *Simulator) error {
 
 func TestSimulatorJSONConfig(t *testing.T) {
 	var s Simulator
-	cfg := `{"seed":5,"reasoning_tokens":3,"content_pattern":{"kind":"clustered","pause":"250ms"},"ttfb":"10ms","faults":[{"kind":"drop","after":2,"rate":0.1}]}`
+	cfg := `{"seed":5,"reasoning_tokens":3,"content_pattern":{"kind":"clustered","pause":"250ms"},"ttfb":"10ms","faults":[{"kind":"drop","after":2,"rate":0.1},{"kind":"overloaded","retry_after":"1","rate":0.2}]}`
 	if err := caddy.StrictUnmarshalJSON([]byte(cfg), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +140,10 @@ func TestSimulatorJSONConfig(t *testing.T) {
 		{`{"content_tokens":-1}`, "llm_simulator: content tokens: must be >= 0"},
 		{`{"content_pattern":{"kind":"clustered","rate":5}}`, "llm_simulator: content_pattern: rate applies to steady patterns only"},
 		{`{"reasoning_pattern":{"burst":5}}`, "llm_simulator: reasoning_pattern: burst, pause and spread apply to clustered patterns only"},
-		{`{"faults":[{"kind":"stall","status":503}]}`, "llm_simulator: faults[0]: status and retry_after apply to status faults only"},
+		{`{"faults":[{"kind":"stall","status":503}]}`, "llm_simulator: faults[0]: status applies to status faults only"},
+		{`{"faults":[{"kind":"overloaded","status":529}]}`, "llm_simulator: faults[0]: status applies to status faults only"},
+		{`{"faults":[{"kind":"drop","retry_after":"2"}]}`, "llm_simulator: faults[0]: retry_after applies to status and overloaded faults only"},
+		{`{"faults":[{"kind":"overloaded","after":1}]}`, "llm_simulator: faults[0]: after applies to drop and error faults only"},
 		{`{"faults":[{"kind":"status","status":503,"after":1}]}`, "llm_simulator: faults[0]: after applies to drop and error faults only"},
 	} {
 		var s Simulator
@@ -231,5 +242,66 @@ func TestSimulatorServeHTTP(t *testing.T) {
 	rec = serve("GET", "/v1/nothing", "")
 	if rec.Code != 404 {
 		t.Errorf("unknown path: %d", rec.Code)
+	}
+}
+
+// TestSimulatorOverloadedServes checks the overloaded knob end to end
+// through the module: Anthropic's 529 on Messages, OpenAI's 503 on Chat.
+func TestSimulatorOverloadedServes(t *testing.T) {
+	var s Simulator
+	if err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm_simulator {\n\toverloaded retry_after 7\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := simProvision(t, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path   string
+		status int
+		body   string
+	}{
+		{"/v1/messages", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"/anthropic/v1/messages/count_tokens", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"/v1/chat/completions", 503, `{"error":{"message":"simulated upstream overloaded","type":"server_error","code":"overloaded"}}`},
+	} {
+		req := httptest.NewRequest("POST", tc.path, strings.NewReader(`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`))
+		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+		rec := httptest.NewRecorder()
+		if err := s.ServeHTTP(rec, req, nil); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Code != tc.status || strings.TrimSpace(rec.Body.String()) != tc.body || rec.Header().Get("Retry-After") != "7" {
+			t.Errorf("%s: %d %s (Retry-After %q), want %d %s", tc.path, rec.Code, rec.Body, rec.Header().Get("Retry-After"), tc.status, tc.body)
+		}
+	}
+}
+
+// TestSimulatorServesMessages checks that the module answers Messages
+// with the same answer text as Chat.
+func TestSimulatorServesMessages(t *testing.T) {
+	var s Simulator
+	if err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm_simulator {\n\tseed 3\n\tcontent_tokens 5\n\tpattern steady 0\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := simProvision(t, &s); err != nil {
+		t.Fatal(err)
+	}
+	_, wantC := sim.Texts(sim.Config{Seed: 3, ContentTokens: new(5)})
+	req := httptest.NewRequest("POST", "/v1/messages", strings.NewReader(`{"model":"claude-x","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("x-api-key", "anything")
+	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	rec := httptest.NewRecorder()
+	if err := s.ServeHTTP(rec, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Model   string `json:"model"`
+		Content []struct{ Type, Text string }
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil || rec.Code != 200 {
+		t.Fatalf("%d %v", rec.Code, err)
+	}
+	if m.Model != "claude-x" || len(m.Content) != 1 || m.Content[0].Text != strings.Join(wantC, "") {
+		t.Errorf("answer %+v", m)
 	}
 }

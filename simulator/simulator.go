@@ -1,4 +1,8 @@
-package llmrelay
+// Package simulator is the llm_simulator Caddy module: a fake LLM
+// provider on one machine. The work is done by internal/sim; this package
+// only turns Caddy config (JSON or Caddyfile) into a sim.Config. The relay's
+// root package imports it, so any build with the relay has the simulator.
+package simulator
 
 import (
 	"fmt"
@@ -16,14 +20,20 @@ func init() {
 	caddy.RegisterModule(Simulator{})
 }
 
-// Simulator is the `llm_simulator` handler: a fake OpenAI-compatible
-// provider for running, demonstrating, testing and benchmarking a relay
-// on one machine with no API keys. It answers `POST .../chat/completions`
-// (streaming or not) and `GET .../models` under any path prefix.
+// Simulator is the `llm_simulator` handler: a fake LLM provider, speaking
+// both OpenAI Chat Completions and Anthropic Messages, for running,
+// demonstrating, testing and benchmarking a relay on one machine with no
+// API keys. It answers `POST .../chat/completions`, `POST .../messages`
+// (each streaming or not), `POST .../messages/count_tokens` and
+// `GET .../models` under any path prefix. Keys are not checked.
 //
 // Every response carries the same deterministic text, chosen by `seed`:
 // a reasoning phase streamed as DeepSeek-style `reasoning_content`
-// deltas, then the answer as `content` deltas. The text mixes ASCII
+// deltas, then the answer as `content` deltas; on Messages the same texts
+// come as a thinking block (only when the request enables thinking, with
+// a signature) and a text block. A request that forces a tool call gets
+// one, with the fixed input {"input":"sim"}, unless its last turn is a
+// tool result. The text mixes ASCII
 // words, punctuation, newlines, CJK, multi-codepoint emoji and combining
 // accents, to catch relays that mangle UTF-8. Faults (error statuses,
 // stalls, dropped connections, in-band stream errors) are injected with
@@ -64,9 +74,11 @@ type Simulator struct {
 	// Default: 0.
 	TTFB caddy.Duration `json:"ttfb,omitempty"`
 
-	// `fail`, `stall`, `drop_after` and `error_after`: faults, evaluated
-	// in the order written for every chat completion request; the first
-	// whose rate draw hits is applied. Default: none.
+	// `fail`, `overloaded`, `stall`, `drop_after` and `error_after`:
+	// faults, evaluated in the order written for every chat completion,
+	// messages and count_tokens request (one counter for all three); the
+	// first whose rate draw hits is applied. On the Messages endpoints
+	// errors have Anthropic's shape. Default: none.
 	Faults []SimulatorFault `json:"faults,omitempty"`
 
 	server *sim.Server
@@ -98,7 +110,12 @@ type SimulatorPattern struct {
 type SimulatorFault struct {
 	// One of:
 	//   - `status` (`fail <status> [<rate>] [retry_after <value>]`):
-	//     answers `status` with an OpenAI error JSON body;
+	//     answers `status` with an OpenAI error JSON body (Anthropic's
+	//     on Messages, error type by status: 529 is overloaded_error);
+	//   - `overloaded` (`overloaded [<rate>] [retry_after <value>]`):
+	//     the provider is overloaded: 529 with Anthropic's
+	//     overloaded_error on Messages, and 503 with an OpenAI error
+	//     (code "overloaded") on chat completions, since OpenAI has no 529;
 	//   - `stall` (`stall [<rate>]`): accepts the request and never
 	//     answers, not even headers, until the client goes away or the
 	//     config is unloaded;
@@ -107,18 +124,22 @@ type SimulatorFault struct {
 	//     non-streaming request gets its connection closed;
 	//   - `error` (`error_after <events> [<rate>]`): streams `after` data
 	//     events, then an in-band `data: {"error":{...}}` event, and ends
-	//     without `[DONE]`; a non-streaming request gets a 500.
+	//     without `[DONE]` (on Messages: `event: error` with Anthropic's
+	//     overloaded_error, and no message_stop); a non-streaming request
+	//     gets a 500.
 	Kind string `json:"kind"`
 
 	// `status` only: the HTTP status to answer, 400-599.
 	Status int `json:"status,omitempty"`
 
-	// `status` only: sent verbatim as the Retry-After header, e.g. `2`
-	// or an HTTP date. Default: no header.
+	// `status` and `overloaded` only: sent verbatim as the Retry-After
+	// header, e.g. `2` or an HTTP date. Default: no header.
 	RetryAfter string `json:"retry_after,omitempty"`
 
 	// `drop` and `error` only: the number of data events (the role chunk
 	// and token deltas) sent before the fault; 0 means before any data.
+	// On Messages the same positions count: message_start and each
+	// thinking, text or input_json delta.
 	After int `json:"after,omitempty"`
 
 	// The probability, in (0, 1], that the fault applies to a request.
@@ -203,8 +224,11 @@ func (s *Simulator) Validate() error {
 		}
 	}
 	for i, f := range s.Faults {
-		if f.Kind != sim.FaultStatus && (f.Status != 0 || f.RetryAfter != "") {
-			return fmt.Errorf("llm_simulator: faults[%d]: status and retry_after apply to status faults only", i)
+		if f.Kind != sim.FaultStatus && f.Status != 0 {
+			return fmt.Errorf("llm_simulator: faults[%d]: status applies to status faults only", i)
+		}
+		if f.Kind != sim.FaultStatus && f.Kind != sim.FaultOverloaded && f.RetryAfter != "" {
+			return fmt.Errorf("llm_simulator: faults[%d]: retry_after applies to status and overloaded faults only", i)
 		}
 		if f.Kind != sim.FaultDrop && f.Kind != sim.FaultError && f.After != 0 {
 			return fmt.Errorf("llm_simulator: faults[%d]: after applies to drop and error faults only", i)
