@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,5 +224,59 @@ func TestAnthropicNodeSDKThroughRelay(t *testing.T) {
 	r, code := runNode(t, node, relayBase+"/v1", "sk-wrong", "claude-sim", "", "stream")
 	if code != 2 || r.Error == nil || r.Error.Status != 401 {
 		t.Errorf("openai npm with a wrong key: exit %d, error %+v; want a 401 APIError", code, r.Error)
+	}
+}
+
+// heartbeatRelay is a relay in front of a fake Anthropic upstream that
+// pauses before its first content and between two text deltas ("Hel",
+// "lo"), with early_commit and heartbeats short enough that the client
+// sees `: keep-alive` comments in both places. It checks the raw stream
+// once and returns the upstream.
+func heartbeatRelay(t *testing.T) *fakeUpstream {
+	t.Helper()
+	slow := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		writeMessagesStream(w, 0, msgStart("msg_slow"), msgEvent{"ping", `{"type":"ping"}`})
+		sleepOrGone(r, 600*time.Millisecond)
+		writeMessagesStream(w, 0,
+			msgEvent{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
+			textDelta(0, "Hel"))
+		sleepOrGone(r, 500*time.Millisecond)
+		writeMessagesStream(w, 0, okMessageStream("msg_slow", "lo")[3:]...)
+	})
+	startRelay(t, `llm_relay {
+		key `+sdkKey+`
+		upstream slow `+slow.v1()+` {
+			api anthropic
+		}
+		model claude-slow {
+			to slow claude-up
+		}
+		smoothing off {
+			early_commit 150ms
+			heartbeat 100ms
+		}
+	}`)
+	// The raw stream carries heartbeats in both places.
+	raw := readAll(t, postMessages(t, `{"model":"claude-slow","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "x-api-key", sdkKey))
+	first, last := strings.Index(raw, "text_delta"), strings.LastIndex(raw, "text_delta")
+	if first < 0 || !strings.Contains(raw[:first], ": keep-alive\n\n") || !strings.Contains(raw[first:last], ": keep-alive\n\n") {
+		t.Fatalf("want heartbeats before the first content and between the deltas:\n%s", raw)
+	}
+	return slow
+}
+
+// TestAnthropicNodeSDKAcceptsHeartbeats: @anthropic-ai/sdk skips the
+// relay's `: keep-alive` comments, before the commit point and between
+// deltas, and assembles the message whole.
+func TestAnthropicNodeSDKAcceptsHeartbeats(t *testing.T) {
+	requireNodeTool(t, filepath.Join("@anthropic-ai", "sdk", "package.json"), "the Anthropic Node SDK")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
+	}
+	heartbeatRelay(t)
+	res, code := runMessagesNode(t, node, relayBase, sdkKey, "claude-slow", "stream")
+	if code != 0 || res.Text != "Hello" || res.EventsText != "Hello" || res.TextEvents != 2 || res.StopReason != "end_turn" {
+		t.Fatalf("exit %d, %+v; want Hello in 2 text events, end_turn", code, res)
 	}
 }

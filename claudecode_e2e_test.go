@@ -339,3 +339,20 @@ func TestClaudeCodeCaptureReplay(t *testing.T) {
 		}
 	})
 }
+
+// TestClaudeCodeAcceptsHeartbeats: Claude Code reads a stream with the
+// relay's `: keep-alive` comments before the commit point and between
+// deltas as the one answer it is, without falling back to a
+// non-streaming retry.
+func TestClaudeCodeAcceptsHeartbeats(t *testing.T) {
+	claude := requireNodeTool(t, filepath.Join(".bin", "claude"), "Claude Code")
+	slow := heartbeatRelay(t)
+	res, stderr := runClaude(t, claude, relayBase, sdkKey, "claude-slow", "Say hi")
+	if res.IsError || res.Result != "Hello" {
+		t.Fatalf("claude result %+v; want Hello\nstderr: %s", res, stderr)
+	}
+	// One request from the raw check, one streamed request from Claude Code.
+	if seen := slow.requests(); len(seen) != 2 || seen[1].body["stream"] != true {
+		t.Fatalf("the upstream saw %d requests; want Claude Code's one streamed request after the raw check", len(seen))
+	}
+}
