@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -235,13 +236,20 @@ func TestAnthropicNodeSDKThroughRelay(t *testing.T) {
 func heartbeatRelay(t *testing.T) *fakeUpstream {
 	t.Helper()
 	slow := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-		writeMessagesStream(w, 0, msgStart("msg_slow"), msgEvent{"ping", `{"type":"ping"}`})
+		// writeMessagesStream would set the status once per call.
+		write := func(events ...msgEvent) {
+			for _, e := range events {
+				_, _ = io.WriteString(w, "event: "+e.typ+"\ndata: "+e.data+"\n\n")
+			}
+			w.(http.Flusher).Flush()
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		write(msgStart("msg_slow"), msgEvent{"ping", `{"type":"ping"}`})
 		sleepOrGone(r, 600*time.Millisecond)
-		writeMessagesStream(w, 0,
-			msgEvent{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
+		write(msgEvent{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
 			textDelta(0, "Hel"))
 		sleepOrGone(r, 500*time.Millisecond)
-		writeMessagesStream(w, 0, okMessageStream("msg_slow", "lo")[3:]...)
+		write(okMessageStream("msg_slow", "lo")[3:]...)
 	})
 	startRelay(t, `llm_relay {
 		key `+sdkKey+`

@@ -48,6 +48,12 @@ func sdkRelay(extra string) string {
 		model down {
 			to failing
 		}
+		upstream midway http://127.0.0.1:9084/midway/v1 {
+			api anthropic
+		}
+		model midway {
+			to midway sim-reasoner
+		}
 		failover {
 			backoff 1ms 1ms
 		}
@@ -313,6 +319,16 @@ func TestAnthropicSDKGoTypedErrors(t *testing.T) {
 	}
 	if m == nil || len(m.Content) == 0 || m.Content[0].Text != "half an answer" {
 		t.Errorf("truncated stream: what arrived before the error is %+v", m)
+	}
+
+	// The upstream's own in-band error after the commit point (the
+	// simulator's overloaded_error event) reaches the SDK as that error.
+	m, err = sendMessage(relay, true, userParams("midway"))
+	if !errors.As(err, &apiErr) || string(apiErr.Type()) != "overloaded_error" {
+		t.Fatalf("in-band error: %v; want an *anthropic.Error of type overloaded_error", err)
+	}
+	if m == nil || len(m.Content) == 0 || m.Content[0].Text == "" {
+		t.Errorf("in-band error: the text before it did not arrive: %+v", m)
 	}
 }
 

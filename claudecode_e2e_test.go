@@ -26,7 +26,9 @@ import (
 // other e2e files use 9080-9083). One llm_simulator answers both dialects
 // (.../chat/completions and .../messages), so the same handler is an
 // `api chat` upstream or an `api anthropic` one depending on the relay's
-// config. /fail/ answers every request 503.
+// config. /fail/ answers every request 503, /busy/ 529 overloaded_error
+// (503 on Chat), and /midway/ sends 6 data events of its answer, then an
+// in-band overloaded error.
 const clientsSimSite = `http://127.0.0.1:9084 {
 	handle /sim/* {
 		llm_simulator {
@@ -39,6 +41,20 @@ const clientsSimSite = `http://127.0.0.1:9084 {
 	handle /fail/* {
 		llm_simulator {
 			fail 503
+		}
+	}
+	handle /busy/* {
+		llm_simulator {
+			overloaded
+		}
+	}
+	handle /midway/* {
+		llm_simulator {
+			seed 21
+			reasoning_tokens 12
+			content_tokens 15
+			pattern steady 0
+			error_after 6
 		}
 	}
 }`
@@ -175,12 +191,18 @@ func TestClaudeCodeThroughRelayToChatUpstream(t *testing.T) {
 	// The answer came through the relay as one clean stream, translated
 	// from the chat upstream. (When a stream breaks, Claude Code retries
 	// without streaming and may still print the answer: count requests.)
+	// The log line is written as the handler returns, which can be just
+	// after the client has read the end of the stream.
 	var relayed []string
-	for _, line := range strings.Split(readLog(t, logFile), "\n") {
-		if strings.Contains(line, `"msg":"relayed"`) {
-			relayed = append(relayed, line)
+	waitFor(t, 5*time.Second, "the relayed log line", func() bool {
+		relayed = relayed[:0]
+		for _, line := range strings.Split(readLog(t, logFile), "\n") {
+			if strings.Contains(line, `"msg":"relayed"`) {
+				relayed = append(relayed, line)
+			}
 		}
-	}
+		return len(relayed) > 0
+	})
 	if len(relayed) != 1 || !strings.Contains(relayed[0], `"upstream":"simchat"`) || !strings.Contains(relayed[0], `"stream":true`) ||
 		!strings.Contains(relayed[0], `"status":200`) || strings.Contains(relayed[0], `"stream_error"`) {
 		t.Fatalf("want one clean streamed request to simchat; the relay logged:\n%s", strings.Join(relayed, "\n"))

@@ -18,7 +18,8 @@ import (
 
 // crossRelay: xd-chat is an OpenAI target that fails, then the simulator
 // as an Anthropic target; xd-messages is an Anthropic target that fails,
-// then the simulator as a Chat target.
+// then the simulator as a Chat target; xd-overloaded is the simulator as
+// an Anthropic target answering 529 overloaded_error, then as a Chat one.
 func crossRelay(openaiDown, anthropicDown *fakeUpstream) string {
 	return `llm_relay {
 		key ` + sdkKey + `
@@ -31,6 +32,13 @@ func crossRelay(openaiDown, anthropicDown *fakeUpstream) string {
 		}
 		upstream simchat ` + simV1 + ` {
 			api chat
+		}
+		upstream busyanth http://127.0.0.1:9084/busy/v1 {
+			api anthropic
+		}
+		model xd-overloaded {
+			to busyanth claude-x
+			to simchat sim-reasoner
 		}
 		model xd-chat {
 			to openai-down gpt-x
@@ -60,7 +68,12 @@ func failoverCounts(t *testing.T, alias, upstream string) (failovers, failed flo
 func checkFailoverLogged(t *testing.T, logFile, alias, down, up string) {
 	t.Helper()
 	waitFor(t, 5*time.Second, "the relayed log line of "+alias, func() bool {
-		return strings.Contains(readLog(t, logFile), `"msg":"relayed"`)
+		for _, line := range strings.Split(readLog(t, logFile), "\n") {
+			if strings.Contains(line, `"msg":"relayed"`) && strings.Contains(line, `"alias":"`+alias+`"`) {
+				return true
+			}
+		}
+		return false
 	})
 	var attempt, relayed string
 	for _, line := range strings.Split(readLog(t, logFile), "\n") {
@@ -168,4 +181,12 @@ func TestCrossDialectFailoverMessagesClient(t *testing.T) {
 	if failovers != failoversBefore+1 || failed != failedBefore+1 {
 		t.Errorf("metrics: failovers %v→%v, failed attempts %v→%v; want one more of each", failoversBefore, failovers, failedBefore, failed)
 	}
+
+	// Anthropic's own failure, 529 overloaded_error (from the simulator),
+	// fails over the same way.
+	got = send(t, "NewStreaming after an overloaded target", anthropicClient(relayBase, sdkKey), true, userParams("xd-overloaded"))
+	if got.text != want || got.stop != "end_turn" {
+		t.Fatalf("after an overloaded target: text %q stop %q; want the Chat simulator's %q", got.text, got.stop, want)
+	}
+	checkFailoverLogged(t, logFile, "xd-overloaded", "busyanth", "simchat")
 }
