@@ -4,54 +4,20 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 )
 
-// anthropicError is Anthropic's error body, also the data of an
-// `event: error` in a stream.
-type anthropicError struct {
-	Type  string              `json:"type"` // always "error"
-	Error anthropicErrorInner `json:"error"`
-}
+// overloadedError is what Anthropic sends when it is overloaded: the body
+// of a 529 and the data of the in-band `event: error`.
+var overloadedError = json.RawMessage(anthropic.MessagesError("overloaded_error", "Overloaded"))
 
-type anthropicErrorInner struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-// overloadedError is what Anthropic sends when it is overloaded: the
-// body of a 529 and the in-band stream error.
-var overloadedError = anthropicError{"error", anthropicErrorInner{"overloaded_error", "Overloaded"}}
-
-// anthropicErrorType maps a status to Anthropic's error type, as its API
-// documents them; other statuses fall back by class.
-func anthropicErrorType(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return "invalid_request_error"
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case 529:
-		return "overloaded_error"
-	}
-	if status < 500 {
-		return "invalid_request_error"
-	}
-	return "api_error"
-}
-
-// writeAnthropicError writes an Anthropic error JSON response.
+// writeAnthropicError writes an Anthropic error response, typed by status
+// with the relay's own table (anthropic.ErrorType).
 func writeAnthropicError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(anthropicError{"error", anthropicErrorInner{anthropicErrorType(status), msg}})
+	_, _ = w.Write(anthropic.MessagesError(anthropic.ErrorType(status), msg))
 }
 
 // writeAnthropicFault answers a "status" or "overloaded" fault on the
@@ -62,8 +28,8 @@ func writeAnthropicFault(w http.ResponseWriter, f *Fault) {
 	}
 	if f.Kind == FaultOverloaded {
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(529)
-		_ = json.NewEncoder(w).Encode(overloadedError)
+		w.WriteHeader(anthropic.StatusOverloaded)
+		_, _ = w.Write(overloadedError)
 		return
 	}
 	writeAnthropicError(w, f.Status, "simulated upstream status "+strconv.Itoa(f.Status))

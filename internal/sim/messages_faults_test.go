@@ -11,6 +11,15 @@ import (
 	"time"
 )
 
+// anthropicError is Anthropic's error body, as the tests decode it.
+type anthropicError struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
 // decodeAnthropicError checks that resp is an Anthropic error with the
 // given status and error type.
 func decodeAnthropicError(t *testing.T, resp *http.Response, status int, typ string) anthropicError {
@@ -33,7 +42,7 @@ func TestMessagesStatusFaultsInAnthropicShape(t *testing.T) {
 		{400, "invalid_request_error"}, {401, "authentication_error"}, {403, "permission_error"},
 		{404, "not_found_error"}, {413, "request_too_large"}, {429, "rate_limit_error"},
 		{500, "api_error"}, {529, "overloaded_error"},
-		{422, "invalid_request_error"}, {503, "api_error"}, // undocumented: by class
+		{422, "invalid_request_error"}, {503, "overloaded_error"}, // the relay's table (anthropic.ErrorType)
 	} {
 		_, ts := startServer(t, Config{Faults: []Fault{{Kind: FaultStatus, Status: tc.status, RetryAfter: "3"}}})
 		for _, path := range []string{"/v1/messages", "/v1/messages/count_tokens"} {
