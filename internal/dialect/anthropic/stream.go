@@ -64,6 +64,43 @@ var streamTemplates = func() map[string]sse.Event {
 	return m
 }()
 
+// streamPump is the pull loop both translators share: the events already
+// made go first, then the upstream's next event is translated, and once
+// the upstream failed or ended, its error (io.EOF included) is returned
+// for good.
+type streamPump struct {
+	src Source
+	q   streamQueue
+	err error // returned once q is empty: src's, or io.EOF after the end
+	// cur is the upstream event being translated; kept here so that
+	// handing it to the handler (through an interface) allocates nothing.
+	cur sse.Event
+}
+
+// streamHandler translates one upstream event into the pump's queue.
+type streamHandler interface{ handle(ev *sse.Event) }
+
+// BeforeRead forwards the relay's per-read hook to src.
+func (p *streamPump) BeforeRead(f func()) { forwardBeforeRead(p.src, f) }
+
+func (p *streamPump) pull(h streamHandler) (sse.Event, error) {
+	for {
+		if ev, ok := p.q.pop(); ok {
+			return ev, nil
+		}
+		if p.err != nil {
+			return sse.Event{}, p.err
+		}
+		var err error
+		p.cur, err = p.src.Next()
+		if err != nil {
+			p.err = err
+			continue
+		}
+		h.handle(&p.cur)
+	}
+}
+
 // streamQueue holds the events a translator has made and not yet returned: one
 // upstream event may become several (a role chunk and the first content; a
 // block stop and the next block's start and delta).

@@ -35,15 +35,13 @@ type ChatStreamOptions struct {
 // io.EOF included, are returned as they are once the events made before
 // them are out. The returned Source forwards BeforeRead to src.
 func ChatStream(src Source, opt ChatStreamOptions) Source {
-	return &chatStream{src: src, opt: opt, model: opt.Model}
+	return &chatStream{streamPump: streamPump{src: src}, opt: opt, model: opt.Model}
 }
 
 // chatStream is ChatStream's state.
 type chatStream struct {
-	src Source
+	streamPump
 	opt ChatStreamOptions
-	q   streamQueue
-	err error // returned once q is empty: src's, or io.EOF after the end
 
 	id, model string
 	head      []byte // `{"id":…,"choices":[` (see chunkHead)
@@ -66,26 +64,8 @@ type chatStreamUsage struct {
 	input, output, cacheRead, cacheCreation int
 }
 
-// BeforeRead forwards the relay's per-read hook to src.
-func (s *chatStream) BeforeRead(f func()) { forwardBeforeRead(s.src, f) }
-
 // Next returns the next Chat event.
-func (s *chatStream) Next() (sse.Event, error) {
-	for {
-		if ev, ok := s.q.pop(); ok {
-			return ev, nil
-		}
-		if s.err != nil {
-			return sse.Event{}, s.err
-		}
-		ev, err := s.src.Next()
-		if err != nil {
-			s.err = err
-			continue
-		}
-		s.handle(&ev)
-	}
-}
+func (s *chatStream) Next() (sse.Event, error) { return s.pull(s) }
 
 // handle translates one upstream event into s.q.
 func (s *chatStream) handle(ev *sse.Event) {

@@ -42,7 +42,7 @@ type MessagesStreamOptions struct {
 // errors, io.EOF included, are returned as they are once the events made
 // before them are out. The returned Source forwards BeforeRead to src.
 func MessagesStream(src Source, opt MessagesStreamOptions) Source {
-	return &messagesStream{src: src, opt: opt, open: streamBlockNone}
+	return &messagesStream{streamPump: streamPump{src: src}, opt: opt, open: streamBlockNone}
 }
 
 // streamBlock is the kind of the content block open in a MessagesStream.
@@ -57,10 +57,8 @@ const (
 
 // messagesStream is MessagesStream's state.
 type messagesStream struct {
-	src Source
+	streamPump
 	opt MessagesStreamOptions
-	q   streamQueue
-	err error // returned once q is empty: src's, or io.EOF after the end
 
 	started bool        // message_start is out
 	open    streamBlock // the block being written, if any
@@ -84,26 +82,8 @@ type chatStreamTotals struct {
 	prompt, completion, cached int
 }
 
-// BeforeRead forwards the relay's per-read hook to src.
-func (s *messagesStream) BeforeRead(f func()) { forwardBeforeRead(s.src, f) }
-
 // Next returns the next Messages event.
-func (s *messagesStream) Next() (sse.Event, error) {
-	for {
-		if ev, ok := s.q.pop(); ok {
-			return ev, nil
-		}
-		if s.err != nil {
-			return sse.Event{}, s.err
-		}
-		ev, err := s.src.Next()
-		if err != nil {
-			s.err = err
-			continue
-		}
-		s.handle(&ev)
-	}
-}
+func (s *messagesStream) Next() (sse.Event, error) { return s.pull(s) }
 
 // handle translates one upstream chunk into s.q.
 func (s *messagesStream) handle(ev *sse.Event) {
