@@ -208,7 +208,7 @@ func awaitFirstEvent(res *attemptResult) error {
 			return errors.New("stream ended ([DONE]) before any data")
 		case isErrorEvent(&ev):
 			return fmt.Errorf("error event before any data: %s", errorEventCode(ev.Data))
-		case res.x.client == dialectMessages && beforeContent(ev.Type):
+		case beforeContent(res.x.client, ev.Type):
 			if held += len(ev.Raw); held > maxHeld {
 				return errors.New("stream sent more than 1 MiB before any content")
 			}
@@ -220,13 +220,27 @@ func awaitFirstEvent(res *attemptResult) error {
 	}
 }
 
-// maxHeld bounds the Anthropic events held before the commit point.
+// maxHeld bounds the events held before the commit point.
 const maxHeld = 1 << 20
 
-// beforeContent reports the Anthropic events that come before any content
-// and do not commit a stream.
-func beforeContent(typ string) bool {
-	return typ == "message_start" || typ == "content_block_start" || typ == "ping"
+// beforeContent reports the events of dialect d that come before any
+// content and do not commit a stream: Anthropic's message and block
+// starts and pings, the Responses API's lifecycle and empty item and part
+// announcements. Failover after them stays invisible, since the client
+// has seen none of them yet.
+func beforeContent(d dialect, typ string) bool {
+	switch d {
+	case dialectMessages:
+		return typ == "message_start" || typ == "content_block_start" || typ == "ping"
+	case dialectResponses:
+		switch typ {
+		case "response.created", "response.in_progress", "response.queued",
+			"response.output_item.added", "response.content_part.added",
+			"response.reasoning_summary_part.added":
+			return true
+		}
+	}
+	return false
 }
 
 // isEventStream reports whether the response is an SSE stream
@@ -255,7 +269,7 @@ func (res *attemptResult) copyBody(w io.Writer) (int64, error) {
 // or "object":"error" (older vLLM). The byte check keeps the common case
 // (a content delta) free of JSON decoding.
 func isErrorEvent(ev *sse.Event) bool {
-	if ev.Type == "error" {
+	if ev.Type == "error" || ev.Type == "response.failed" {
 		return true
 	}
 	if !bytes.Contains(ev.Data, []byte(`"error"`)) {

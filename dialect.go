@@ -29,11 +29,17 @@ const (
 	dialectChat dialect = iota
 	// dialectMessages is Anthropic Messages (POST /v1/messages).
 	dialectMessages
+	// dialectResponses is the OpenAI Responses API (POST /v1/responses).
+	// OpenAI upstreams speak it natively.
+	dialectResponses
 )
 
 func (d dialect) String() string {
-	if d == dialectMessages {
+	switch d {
+	case dialectMessages:
 		return "anthropic"
+	case dialectResponses:
+		return "responses"
 	}
 	return "openai"
 }
@@ -68,11 +74,13 @@ const (
 	restCompletions = chat.CompletionsPath
 	restMessages    = anthropic.Path
 	restCountTokens = anthropic.CountTokensPath
+	restResponses   = "responses"
 )
 
 // clientDialect is the dialect of a client request, by its path: Anthropic
-// clients call /v1/messages (and /v1/messages/count_tokens), everything
-// else is OpenAI's. It is decided before anything else, so that even a
+// clients call /v1/messages (and /v1/messages/count_tokens), Responses
+// clients POST /v1/responses, everything else is Chat Completions' (or
+// another OpenAI endpoint, passed through). It is decided before anything else, so that even a
 // 401 reaches an Anthropic SDK in the shape it raises as a typed error.
 func clientDialect(path string) dialect {
 	i := strings.Index(path, "/v1/")
@@ -82,6 +90,9 @@ func clientDialect(path string) dialect {
 	rest := path[i+len("/v1/"):]
 	if rest == restMessages || strings.HasPrefix(rest, restMessages+"/") {
 		return dialectMessages
+	}
+	if rest == restResponses {
+		return dialectResponses
 	}
 	return dialectChat
 }
@@ -125,6 +136,12 @@ func exchangeFor(client dialect, rest string, up *upstreamRuntime, reasoningFiel
 	x = exchange{client: client, upstream: up.dialect, rest: rest, api: up.api}
 	if client == dialectChat && rest == restChat {
 		x.reasoningField = reasoningField
+	}
+	if client == dialectResponses && up.dialect == dialectChat {
+		// OpenAI speaks Responses itself. Chat providers get it as it is
+		// too, until the relay translates it for them (as they did
+		// before the relay knew the Responses API).
+		x.upstream = dialectResponses
 	}
 	if !x.crosses() {
 		return x, true

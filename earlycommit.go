@@ -136,8 +136,14 @@ func (h *Relay) lateAnswer(w http.ResponseWriter, rec *requestLog, t *target, re
 	if status >= 400 && json.Unmarshal(body, &probe) == nil && len(probe.Error) > 0 && string(probe.Error) != "null" {
 		rec.streamError = "upstream_error"
 		ev := sse.AppendData(nil, body)
-		if rec.dialect == dialectMessages {
+		switch rec.dialect {
+		case dialectMessages:
 			ev = sse.NewEvent("error", body).Raw
+		case dialectResponses:
+			var e errorObject
+			_ = json.Unmarshal(probe.Error, &e)
+			ae := &apiError{Type: e.Type, Code: e.Code, Message: e.Message}
+			ev = sse.NewEvent("error", ae.responsesErrorData()).Raw
 		}
 		if _, err := out.Write(ev); err == nil {
 			_ = out.Flush()

@@ -141,6 +141,24 @@ func (e *apiError) bodyIn(d dialect) []byte {
 	return b
 }
 
+// responsesErrorData is the data of a Responses API `event: error`: the
+// API's own members (type, code, message, param) and, beside them, an
+// "error" object. The official SDKs (openai-go, openai-node) raise a
+// stream error only on data with a top-level "error" member, so without it
+// an error event reads as one more event and the stream as a clean,
+// shorter answer. sequence_number is left out: the relay's event follows
+// the upstream's numbering it cannot see (SDKs do not require it).
+func (e *apiError) responsesErrorData() []byte {
+	b, _ := json.Marshal(struct {
+		Type    string      `json:"type"`
+		Code    string      `json:"code,omitempty"`
+		Message string      `json:"message"`
+		Param   *string     `json:"param"`
+		Error   errorObject `json:"error"`
+	}{"error", e.Code, e.Message, nil, errorObject{Message: e.Message, Type: e.Type, Code: e.Code}})
+	return b
+}
+
 // messagesError is Anthropic's error shape, for bodies and `event: error`.
 type messagesError struct {
 	Type  string              `json:"type"`

@@ -175,11 +175,15 @@ func (h *Relay) endWithError(out pace.Output, rec *requestLog, code, msg string)
 
 // streamErrorEvent renders an in-band error event in the client's
 // dialect, which its official SDKs raise as an API error: OpenAI's
-// `data: {"error":{...}}`, or Anthropic's `event: error` with
-// `{"type":"error","error":{...}}`.
+// `data: {"error":{...}}`, Anthropic's `event: error` with
+// `{"type":"error","error":{...}}`, or the Responses API's `event: error`
+// (see responsesErrorData).
 func streamErrorEvent(e *apiError, d dialect) []byte {
-	if d == dialectMessages {
+	switch d {
+	case dialectMessages:
 		return sse.NewEvent("error", e.bodyIn(d)).Raw
+	case dialectResponses:
+		return sse.NewEvent("error", e.responsesErrorData()).Raw
 	}
 	return sse.AppendData(nil, e.body())
 }
