@@ -59,6 +59,16 @@ func errMethodNotAllowed(method, path string) *apiError {
 		Message: "Method " + method + " is not allowed on " + path + "."}
 }
 
+func errNoStoredResponses(method, path string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "stored_response_unavailable",
+		Message: method + " " + path + ": stored responses are kept by the OpenAI upstream that made them, and this relay has no upstream with api openai to ask. Responses the relay translated for another provider are not stored anywhere."}
+}
+
+func errStoredFailed(upstream string, err error) *apiError {
+	return &apiError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_unreachable",
+		Message: "Asking upstream " + upstream + " for the stored response failed: " + err.Error()}
+}
+
 func errUnknownURL(method, path string) *apiError {
 	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url",
 		Message: "Unknown URL (" + method + " " + path + "); this relay serves /v1/... paths."}

@@ -127,3 +127,73 @@ func TestResponsesRelayErrorAfterCommitRaised(t *testing.T) {
 		t.Errorf("the stream's error event:\n%s", raw)
 	}
 }
+
+// Stored responses are asked of the OpenAI upstreams in order, the first
+// answer that is not a 404 wins (the relay remembers nothing); a relay with
+// no OpenAI upstream answers a clear 400.
+func TestStoredResponsesAskTheOpenAIUpstreams(t *testing.T) {
+	const stored = `{"id":"resp_42","object":"response","created_at":1,"status":"completed","model":"m","output":[],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`
+	other := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerJSON(w, http.StatusNotFound, `{"error":{"message":"No response found","type":"invalid_request_error","code":null}}`)
+	})
+	maker := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/responses/resp_42") {
+			answerJSON(w, http.StatusNotFound, `{"error":{"message":"no","type":"invalid_request_error"}}`)
+			return
+		}
+		answerJSON(w, http.StatusOK, stored)
+	})
+	claude := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		t.Error("a stored-response call reached an Anthropic upstream")
+	})
+	startRelay(t, `llm_relay {
+		upstream other `+other.v1()+` {
+			api_key sk-other
+		}
+		upstream claude `+claude.v1()+` {
+			api anthropic
+		}
+		upstream maker `+maker.v1()+` {
+			api_key sk-maker
+		}
+		model m {
+			to other
+		}
+	}`)
+	client := openai.NewClient(option.WithBaseURL(relayBase+"/v1"), option.WithAPIKey("sk-none"), option.WithMaxRetries(0))
+	got, err := client.Responses.Get(context.Background(), "resp_42", responses.ResponseGetParams{})
+	if err != nil || got.ID != "resp_42" || got.Status != "completed" {
+		t.Fatalf("Get: %v, %+v", err, got)
+	}
+	if seen := maker.requests(); len(seen) != 1 || seen[0].header.Get("Authorization") != "Bearer sk-maker" {
+		t.Fatalf("the maker saw %+v", seen)
+	}
+	resp := postPath(t, "/v1/responses/resp_42/cancel", ``)
+	if readAll(t, resp); resp.StatusCode != http.StatusOK || maker.requests()[1].path != "/v1/responses/resp_42/cancel" {
+		t.Fatalf("cancel: status %d, maker saw %v", resp.StatusCode, maker.requests()[1].path)
+	}
+	// Not found anywhere: the last upstream's 404.
+	if _, err := client.Responses.Get(context.Background(), "resp_nowhere", responses.ResponseGetParams{}); err == nil {
+		t.Fatal("a response no upstream has was found")
+	} else if apiErr, ok := err.(*openai.Error); !ok || apiErr.StatusCode != http.StatusNotFound {
+		t.Fatalf("want the upstreams' 404, got %v", err)
+	}
+
+	// No OpenAI upstream: nothing to ask.
+	startRelay(t, `llm_relay {
+		upstream claude `+claude.v1()+` {
+			api anthropic
+		}
+		model m {
+			to claude
+		}
+	}`)
+	resp, err = httpClient.Get(relayBase + "/v1/responses/resp_42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "stored_response_unavailable") {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+}

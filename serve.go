@@ -45,6 +45,10 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.serveModels(w, r, rec, rest)
 		return
 	}
+	if isStored(rest) {
+		h.serveStored(w, r, rec, rest)
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		h.reject(w, rec, errMethodNotAllowed(r.Method, r.URL.Path))
