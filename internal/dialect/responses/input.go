@@ -51,7 +51,7 @@ func inputToChat(input json.RawMessage) ([]json.RawMessage, error) {
 			}
 			msgs[calls].ToolCalls = append(msgs[calls].ToolCalls, tc)
 		case "function_call_output":
-			out, err := outputText(it.Output, param+".output")
+			out, err := toolOutputText(it.Output, param+".output")
 			if err != nil {
 				return nil, err
 			}
@@ -124,9 +124,9 @@ func messageToChat(it *itemIn, param string) (chatMsg, error) {
 	return chatMsg{Role: it.Role, Content: b.String()}, nil
 }
 
-// outputText is a function_call_output's output: a string, or text parts
+// toolOutputText is a function_call_output's output: a string, or text parts
 // (joined). Images in a tool result have no place in a Chat tool message.
-func outputText(raw json.RawMessage, param string) (string, error) {
+func toolOutputText(raw json.RawMessage, param string) (string, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
