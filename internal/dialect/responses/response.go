@@ -73,6 +73,7 @@ type result struct {
 type callState struct {
 	id, name string
 	args     strings.Builder
+	started  bool // ResponsesStream: its item was opened
 }
 
 func newResult(chatID, model string, created int64, opt ResponseOptions) *result {
@@ -121,21 +122,48 @@ func (r *result) items() []json.RawMessage {
 	return out
 }
 
-// marshal writes the response object; status "completed" is replaced by
-// the finish reason's, "in_progress" (response.created) is kept with no
-// output.
+// marshal writes the response object: with status "completed" (which
+// the finish reason may make "incomplete"), the whole answer; with
+// another status (in_progress for response.created), no output yet.
 func (r *result) marshal(status string) []byte {
-	o := responseOut{ID: r.id, Object: "response", CreatedAt: r.created, Model: r.model,
-		Output: []json.RawMessage{}, Status: status, Error: nil}
 	if status == "completed" {
-		o.Status, o.IncompleteDetails = r.status()
-		o.Output = r.items()
-		if r.usage != nil {
-			o.Usage = r.usage.responses()
-		}
+		return r.marshalOutput(r.items())
+	}
+	o := r.object(status, []json.RawMessage{})
+	r.echo.fill(&o)
+	return marshal(o)
+}
+
+// marshalOutput writes the finished response with output.
+func (r *result) marshalOutput(output []json.RawMessage) []byte {
+	st, details := r.status()
+	o := r.object(st, output)
+	o.IncompleteDetails = details
+	if r.usage != nil {
+		o.Usage = r.usage.responses()
 	}
 	r.echo.fill(&o)
 	return marshal(o)
+}
+
+// marshalFailed writes the response of a stream that failed.
+func (r *result) marshalFailed(output []json.RawMessage, code, msg string) []byte {
+	o := r.object("failed", output)
+	o.Error = marshal(struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{code, msg})
+	r.echo.fill(&o)
+	return marshal(o)
+}
+
+func (r *result) object(status string, output []json.RawMessage) responseOut {
+	o := responseOut{ID: r.id, Object: "response", CreatedAt: r.created, Model: r.model,
+		Output: output, Status: status}
+	if output == nil {
+		o.Output = []json.RawMessage{}
+	}
+	return o
 }
 
 func reasoningItem(id, text string, summary bool) json.RawMessage {
