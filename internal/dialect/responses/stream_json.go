@@ -96,9 +96,12 @@ func (s *respStream) emitDelta(typ, mid string, lit []byte, tail string) {
 }
 
 func (s *respStream) emitResponse(typ string, resp []byte) {
-	s.emit(typ, marshal(struct {
-		Response json.RawMessage `json:"response"`
-	}{resp}))
+	// By hand: json.Marshal would compact resp (a few KiB) once more.
+	b := s.head(typ)
+	b = append(b, `,"response":`...)
+	b = append(b, resp...)
+	b = append(b, '}')
+	s.push(typ, b)
 }
 
 // itemEvent is output_item.added and .done.

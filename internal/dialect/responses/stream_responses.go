@@ -187,12 +187,10 @@ func (s *respStream) textDelta(reasoning bool, lit, text []byte) {
 		s.closeItem()
 		s.openText(kind)
 	}
-	s.text = append(s.text, text...)
+	s.text = append(s.text, text...) // the item's text (the stream's response is built from its items)
 	if reasoning {
-		s.r.reasoning.Write(text)
 		s.emitDelta(evSummaryDelta, `,"summary_index":0,"delta":`, lit, "}")
 	} else {
-		s.r.text.Write(text)
 		s.emitDelta(evTextDelta, `,"content_index":0,"delta":`, lit, `,"logprobs":[]}`)
 	}
 }
