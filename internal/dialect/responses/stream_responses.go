@@ -233,7 +233,8 @@ func (s *respStream) done() {
 }
 
 // fail turns an in-band error into an error event and response.failed
-// (the SDKs raise on the first, Codex on the second), and ends the stream.
+// (openai-go raises on the first, Codex on the second), and ends the
+// stream.
 func (s *respStream) fail(m *chunkIn) {
 	s.begin()
 	code, msg := "server_error", "upstream stream error"
@@ -245,11 +246,14 @@ func (s *respStream) fail(m *chunkIn) {
 			msg = m.Error.Message
 		}
 	}
+	// The nested "error" is not in OpenAI's event: openai-python and
+	// openai-node raise on an error event only when its data has one.
 	s.emit(evError, marshal(struct {
-		Code    string  `json:"code"`
-		Message string  `json:"message"`
-		Param   *string `json:"param"`
-	}{code, msg, nil}))
+		Code    string   `json:"code"`
+		Message string   `json:"message"`
+		Param   *string  `json:"param"`
+		Error   errorObj `json:"error"`
+	}{code, msg, nil, errorObj{Message: msg, Type: "server_error", Code: &code}}))
 	s.emitResponse(evFailed, s.r.marshalFailed(s.output, code, msg))
 	s.err = io.EOF
 }

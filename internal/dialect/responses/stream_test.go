@@ -145,7 +145,8 @@ func TestResponsesStreamFailed(t *testing.T) {
 	evs, err := runStream(t, in, StreamOptions{})
 	wantEOF(t, err)
 	checkEvents(t, evs)
-	jsonEq(t, findEvent(evs, evError), `{"type":"error","sequence_number":5,"code":"overloaded","message":"overloaded","param":null}`)
+	jsonEq(t, findEvent(evs, evError), `{"type":"error","sequence_number":5,"code":"overloaded","message":"overloaded","param":null,
+		"error":{"message":"overloaded","type":"server_error","param":null,"code":"overloaded"}}`)
 	var d struct {
 		Response struct {
 			Status string
@@ -157,5 +158,29 @@ func TestResponsesStreamFailed(t *testing.T) {
 	}
 	if d.Response.Status != "failed" || d.Response.Error.Code != "overloaded" || d.Response.Error.Message != "overloaded" {
 		t.Errorf("response.failed: %+v", d.Response)
+	}
+}
+
+type hookSource struct {
+	Source
+	hook func()
+}
+
+func (h *hookSource) BeforeRead(f func()) { h.hook = f }
+
+func TestResponsesStreamForwardsBeforeRead(t *testing.T) {
+	src := &hookSource{}
+	br, ok := ResponsesStream(src, StreamOptions{}).(interface{ BeforeRead(func()) })
+	if !ok {
+		t.Fatal("no BeforeRead")
+	}
+	called := false
+	br.BeforeRead(func() { called = true })
+	if src.hook == nil {
+		t.Fatal("hook not forwarded")
+	}
+	src.hook()
+	if !called {
+		t.Error("the forwarded hook is not the one given")
 	}
 }
