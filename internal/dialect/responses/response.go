@@ -48,8 +48,8 @@ func FromChatResponse(chat []byte, opt ResponseOptions) ([]byte, error) {
 		}
 		r.text.WriteString(m.Content)
 		r.text.WriteString(m.Refusal)
-		for _, tc := range m.ToolCalls {
-			r.calls = append(r.calls, callState{id: tc.ID, name: tc.Function.Name})
+		for i, tc := range m.ToolCalls {
+			r.calls = append(r.calls, callState{id: r.chatCallID(i, tc.ID), name: tc.Function.Name})
 			r.calls[len(r.calls)-1].args.WriteString(tc.Function.Arguments)
 		}
 		r.finish = in.Choices[0].FinishReason
@@ -94,6 +94,17 @@ func newResult(chatID, model string, created int64, opt ResponseOptions) *result
 func (r *result) reasoningID() string { return "rs_" + r.base }
 func (r *result) messageID() string   { return "msg_" + r.base }
 func (r *result) callID(i int) string { return "fc_" + r.base + "_" + strconv.Itoa(i) }
+
+// chatCallID is the call_id of the i-th call: the provider's id, or one
+// made up when it gave none (some Chat providers do not), since the
+// client must send it back with the call's output (and ToChatRequest
+// refuses a call without one).
+func (r *result) chatCallID(i int, id string) string {
+	if id != "" {
+		return id
+	}
+	return "call_" + r.base + "_" + strconv.Itoa(i)
+}
 
 // status is the final status and incomplete_details of the response.
 func (r *result) status() (string, json.RawMessage) {

@@ -61,6 +61,8 @@ func TestFromChatResponse(t *testing.T) {
 			{"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"}}]}`, "tool_calls", ""), ResponseOptions{},
 			response("completed", "null", `{"type":"function_call","id":"fc_abc_0","call_id":"call_1","name":"f","arguments":"{\"a\":1}","status":"completed"},
 			{"type":"function_call","id":"fc_abc_1","call_id":"call_2","name":"g","arguments":"{}","status":"completed"}`, "")},
+		{"tool call without id", completion(`{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}`, "tool_calls", ""), ResponseOptions{},
+			response("completed", "null", `{"type":"function_call","id":"fc_abc_0","call_id":"call_abc_0","name":"f","arguments":"{}","status":"completed"}`, "")},
 		{"length", completion(`{"role":"assistant","content":"Hello"}`, "length", ""), ResponseOptions{},
 			response("incomplete", `{"reason":"max_output_tokens"}`, msgHello, "")},
 		{"content_filter", completion(`{"role":"assistant","content":"Hello"}`, "content_filter", ""), ResponseOptions{},

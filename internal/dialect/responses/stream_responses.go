@@ -207,7 +207,7 @@ func (s *respStream) toolDelta(tc *toolCallIn) {
 		// A call starts at its first fragment, which carries its id and
 		// name (OpenAI sends them there only).
 		c.started = true
-		c.id, c.name = tc.ID, tc.Function.Name
+		c.id, c.name = s.r.chatCallID(tc.Index, tc.ID), tc.Function.Name
 		s.closeItem()
 		s.openCall(tc.Index)
 	} else if s.kind != kindCall || s.call != tc.Index {

@@ -140,6 +140,21 @@ func TestResponsesStreamEqualsWhole(t *testing.T) {
 	jsonEq(t, d.Response, string(want))
 }
 
+func TestResponsesStreamCallWithoutID(t *testing.T) {
+	in := delta(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"f","arguments":"{}"}}]}`, "tool_calls") + doneChunk
+	evs, err := runStream(t, in, StreamOptions{})
+	wantEOF(t, err)
+	checkEvents(t, evs)
+	var d struct {
+		Item struct {
+			CallID string `json:"call_id"`
+		}
+	}
+	if err := json.Unmarshal(findEvent(evs, evItemAdded), &d); err != nil || d.Item.CallID != "call_abc_0" {
+		t.Errorf("call_id %q (%v), want call_abc_0", d.Item.CallID, err)
+	}
+}
+
 func TestResponsesStreamFailed(t *testing.T) {
 	in := delta(`{"content":"Hi"}`, "") + chunk(`{"error":{"message":"overloaded","type":"server_error","code":"overloaded"}}`)
 	evs, err := runStream(t, in, StreamOptions{})
