@@ -1,0 +1,146 @@
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// inputToChat translates input: a string is one user message; an array
+// is items, in order.
+func inputToChat(input json.RawMessage) ([]json.RawMessage, error) {
+	if len(input) == 0 || isNull(input) {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(input, &s) == nil {
+		return []json.RawMessage{marshal(chatMsg{Role: "user", Content: s})}, nil
+	}
+	var items []itemIn
+	if err := json.Unmarshal(input, &items); err != nil {
+		return nil, reqErr("input", "input is neither a string nor an array of items: %v", err)
+	}
+	var msgs []chatMsg
+	// calls is the index in msgs of the assistant message that collects
+	// the current run of function_call items, -1 outside a run.
+	calls := -1
+	for i, it := range items {
+		param := fmt.Sprintf("input[%d]", i)
+		switch it.Type {
+		case "", "message":
+			m, err := messageToChat(&it, param)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, m)
+			calls = -1
+			if m.Role == "assistant" {
+				// an assistant's text and the calls after it are one Chat turn
+				calls = len(msgs) - 1
+			}
+		case "function_call":
+			if it.CallID == "" || it.Name == "" {
+				return nil, reqErr(param, "a function_call item needs call_id and name")
+			}
+			var tc chatToolCallOut
+			tc.ID, tc.Type = it.CallID, "function"
+			tc.Function.Name, tc.Function.Arguments = it.Name, it.Arguments
+			if calls < 0 {
+				msgs = append(msgs, chatMsg{Role: "assistant"})
+				calls = len(msgs) - 1
+			}
+			msgs[calls].ToolCalls = append(msgs[calls].ToolCalls, tc)
+		case "function_call_output":
+			out, err := toolOutputText(it.Output, param+".output")
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, chatMsg{Role: "tool", ToolCallID: it.CallID, Content: out})
+			calls = -1
+		case "reasoning":
+			// Dropped: its encrypted_content is for the provider that made
+			// it, and Chat has no way to send reasoning back.
+		default:
+			return nil, reqErr(param+".type", "item type %q cannot be translated to Chat Completions (message, function_call, function_call_output, reasoning can)", it.Type)
+		}
+	}
+	out := make([]json.RawMessage, len(msgs))
+	for i := range msgs {
+		if msgs[i].Role == "assistant" && msgs[i].Content == "" && len(msgs[i].ToolCalls) > 0 {
+			msgs[i].Content = nil // Chat's "no text" beside tool calls
+		}
+		out[i] = marshal(msgs[i])
+	}
+	return out, nil
+}
+
+// messageToChat translates one message item.
+func messageToChat(it *itemIn, param string) (chatMsg, error) {
+	switch it.Role {
+	case "user", "assistant", "system", "developer":
+	default:
+		return chatMsg{}, reqErr(param+".role", "role %q is not known (user, assistant, system, developer)", it.Role)
+	}
+	var s string
+	if json.Unmarshal(it.Content, &s) == nil {
+		return chatMsg{Role: it.Role, Content: s}, nil
+	}
+	var parts []partIn
+	if err := json.Unmarshal(it.Content, &parts); err != nil {
+		return chatMsg{}, reqErr(param+".content", "content is neither a string nor an array of parts: %v", err)
+	}
+	var out []chatPart
+	text := true
+	for j, p := range parts {
+		pp := fmt.Sprintf("%s.content[%d]", param, j)
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			out = append(out, chatPart{Type: "text", Text: p.Text})
+		case "refusal":
+			out = append(out, chatPart{Type: "text", Text: p.Refusal})
+		case "input_image":
+			if it.Role != "user" {
+				return chatMsg{}, reqErr(pp+".type", "images are translated in user messages only")
+			}
+			if p.ImageURL == "" {
+				return chatMsg{}, reqErr(pp, "an input_image needs image_url (a file_id needs the provider's file store)")
+			}
+			cp := chatPart{Type: "image_url", ImageURL: &imageURL{URL: p.ImageURL, Detail: p.Detail}}
+			out = append(out, cp)
+			text = false
+		default:
+			return chatMsg{}, reqErr(pp+".type", "part type %q cannot be translated to Chat Completions", p.Type)
+		}
+	}
+	if !text {
+		return chatMsg{Role: it.Role, Content: out}, nil
+	}
+	// All text: one string, the parts concatenated as the SDKs' output_text
+	// does (a separator would change what the model sees).
+	var b strings.Builder
+	for _, p := range out {
+		b.WriteString(p.Text)
+	}
+	return chatMsg{Role: it.Role, Content: b.String()}, nil
+}
+
+// toolOutputText is a function_call_output's output: a string, or text parts
+// (joined). Images in a tool result have no place in a Chat tool message.
+func toolOutputText(raw json.RawMessage, param string) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []partIn
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", reqErr(param, "output is neither a string nor an array of parts")
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		if p.Type != "input_text" && p.Type != "output_text" && p.Type != "text" {
+			return "", reqErr(fmt.Sprintf("%s[%d].type", param, j), "only text can be in a Chat tool message, not %q", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}

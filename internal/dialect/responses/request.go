@@ -1,0 +1,193 @@
+package responses
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// ChatRequestOptions tune ToChatRequest to the Chat provider.
+type ChatRequestOptions struct {
+	// MaxTokensField names the output limit: "max_tokens" (the default,
+	// which every Chat provider reads) or "max_completion_tokens" (OpenAI
+	// itself, whose reasoning models refuse max_tokens).
+	MaxTokensField string
+}
+
+// ToChatRequest translates a Responses request into a Chat Completions
+// request.
+//
+//	Responses                              Chat Completions
+//	instructions                           a system message, first
+//	input (string)                         one user message
+//	input message items (user, assistant,  messages of that role (developer
+//	  system, developer; string or parts)  kept: Chat knows it)
+//	  input_text, output_text parts        text parts (a string when all text)
+//	  input_image (image_url)              image_url part
+//	function_call items                    one assistant message's tool_calls
+//	                                       (consecutive calls together)
+//	function_call_output items             tool messages
+//	reasoning items                        dropped (never sent to another provider)
+//	tools[type=function]                   tools[type=function] (strict kept)
+//	tool_choice auto|required|none|        tool_choice, same values;
+//	  {type:function,name}                 {type:function,function:{name}}
+//	parallel_tool_calls                    parallel_tool_calls
+//	max_output_tokens                      max_tokens or max_completion_tokens
+//	reasoning.effort                       reasoning_effort
+//	text.format json_schema                response_format json_schema
+//	text.format json_object                response_format json_object
+//	temperature, top_p                     temperature, top_p
+//	safety_identifier, user                user
+//	stream                                 stream, stream_options.include_usage
+//
+// Refused (a *RequestError): previous_response_id, store: true,
+// background: true and conversation (they need a provider that keeps
+// responses), tools other than function tools (web_search, file_search,
+// computer_use, code_interpreter, mcp, local_shell, custom...: the
+// provider would have to run them), item and part types not listed.
+//
+// Dropped: reasoning.summary, metadata, include, truncation,
+// service_tier, prompt_cache_key, and any member not named here.
+func ToChatRequest(resp []byte, opt ChatRequestOptions) ([]byte, error) {
+	var in requestIn
+	if err := json.Unmarshal(resp, &in); err != nil {
+		return nil, reqErr("", "the body is not a valid OpenAI Responses request: %v", err)
+	}
+	if err := in.refuseState(); err != nil {
+		return nil, err
+	}
+	out := chatRequestOut{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP,
+		ParallelToolCalls: in.ParallelToolCalls, Messages: []json.RawMessage{}}
+	if in.Instructions != "" {
+		out.Messages = append(out.Messages, marshal(chatText{Role: "system", Content: in.Instructions}))
+	}
+	msgs, err := inputToChat(in.Input)
+	if err != nil {
+		return nil, err
+	}
+	out.Messages = append(out.Messages, msgs...)
+	if in.MaxOutputTokens != nil {
+		if opt.MaxTokensField == "max_completion_tokens" {
+			out.MaxCompletionTokens = in.MaxOutputTokens
+		} else {
+			out.MaxTokens = in.MaxOutputTokens
+		}
+	}
+	if in.Reasoning != nil && in.Reasoning.Effort != nil {
+		out.ReasoningEffort = *in.Reasoning.Effort
+	}
+	out.User = in.User
+	if in.SafetyIdentifier != "" {
+		out.User = in.SafetyIdentifier
+	}
+	if in.Stream {
+		out.Stream = true
+		out.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	if in.Text != nil && in.Text.Format != nil {
+		if out.ResponseFormat, err = formatToChat(in.Text.Format); err != nil {
+			return nil, err
+		}
+	}
+	if out.Tools, err = toolsToChat(in.Tools); err != nil {
+		return nil, err
+	}
+	if out.ToolChoice, err = toolChoiceToChat(in.ToolChoice); err != nil {
+		return nil, err
+	}
+	return marshal(out), nil
+}
+
+// refuseState refuses what a stateless translation cannot do: each of
+// these asks the provider to keep (or have kept) a response.
+func (in *requestIn) refuseState() error {
+	if len(in.PreviousResponseID) > 0 && !isNull(in.PreviousResponseID) {
+		return reqErr("previous_response_id", "a stateless translation cannot continue a stored response: send the whole conversation in input instead")
+	}
+	if in.Store != nil && *in.Store {
+		return reqErr("store", "a stateless translation cannot store the response: set store to false")
+	}
+	if in.Background != nil && *in.Background {
+		return reqErr("background", "a stateless translation cannot run a response in the background: set background to false")
+	}
+	if len(in.Conversation) > 0 && !isNull(in.Conversation) {
+		return reqErr("conversation", "a stateless translation cannot use a stored conversation: send the whole conversation in input instead")
+	}
+	return nil
+}
+
+func isNull(b json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }
+
+// formatToChat translates text.format; text (the default) needs nothing.
+func formatToChat(f *formatIn) (json.RawMessage, error) {
+	switch f.Type {
+	case "", "text":
+		return nil, nil
+	case "json_object":
+		return json.RawMessage(`{"type":"json_object"}`), nil
+	case "json_schema":
+		var js struct {
+			Type       string `json:"type"`
+			JSONSchema struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description,omitempty"`
+				Schema      json.RawMessage `json:"schema,omitempty"`
+				Strict      *bool           `json:"strict,omitempty"`
+			} `json:"json_schema"`
+		}
+		js.Type = "json_schema"
+		js.JSONSchema.Name, js.JSONSchema.Description = f.Name, f.Description
+		js.JSONSchema.Schema, js.JSONSchema.Strict = f.Schema, f.Strict
+		return marshal(js), nil
+	default:
+		return nil, reqErr("text.format.type", "format %q is not known (text, json_object, json_schema)", f.Type)
+	}
+}
+
+func toolsToChat(tools []toolIn) ([]chatToolOut, error) {
+	var out []chatToolOut
+	for i, t := range tools {
+		if t.Type != "function" {
+			return nil, reqErr(fmt.Sprintf("tools[%d].type", i),
+				"tool type %q runs on the provider and cannot be translated to Chat Completions; only function tools can", t.Type)
+		}
+		var c chatToolOut
+		c.Type = "function"
+		c.Function.Name, c.Function.Description, c.Function.Strict = t.Name, t.Description, t.Strict
+		c.Function.Parameters = t.Parameters
+		if len(c.Function.Parameters) == 0 || isNull(c.Function.Parameters) {
+			c.Function.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func toolChoiceToChat(tc json.RawMessage) (json.RawMessage, error) {
+	if len(tc) == 0 || isNull(tc) {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(tc, &s) == nil {
+		switch s {
+		case "auto", "required", "none":
+			return marshal(s), nil
+		}
+		return nil, reqErr("tool_choice", "tool_choice %q is not known (auto, required, none)", s)
+	}
+	var o struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(tc, &o); err != nil || o.Type != "function" || o.Name == "" {
+		return nil, reqErr("tool_choice", "only auto, required, none and {\"type\":\"function\",\"name\":...} can be translated")
+	}
+	var c struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	c.Type, c.Function.Name = "function", o.Name
+	return marshal(c), nil
+}

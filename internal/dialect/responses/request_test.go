@@ -1,0 +1,127 @@
+package responses
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// jsonEq compares two JSON texts by value.
+func jsonEq(t *testing.T, got []byte, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("got is not JSON: %v: %s", err, got)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("want is not JSON: %v: %s", err, want)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestToChatRequest(t *testing.T) {
+	cases := []struct {
+		name, in string
+		opt      ChatRequestOptions
+		want     string
+	}{
+		{"input string", `{"model":"m","input":"hi"}`, ChatRequestOptions{},
+			`{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
+		{"instructions first", `{"model":"m","instructions":"be brief","input":"hi"}`, ChatRequestOptions{},
+			`{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`},
+		{"message items and parts", `{"model":"m","input":[
+			{"role":"developer","content":"dev"},
+			{"type":"message","role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_text","text":"b"}]},
+			{"type":"message","role":"assistant","content":[{"type":"output_text","text":"c","annotations":[]}]},
+			{"type":"message","role":"system","content":"sys"}]}`, ChatRequestOptions{},
+			`{"model":"m","messages":[{"role":"developer","content":"dev"},{"role":"user","content":"ab"},
+			{"role":"assistant","content":"c"},{"role":"system","content":"sys"}]}`},
+		{"image", `{"input":[{"role":"user","content":[{"type":"input_text","text":"what"},{"type":"input_image","image_url":"data:image/png;base64,AA","detail":"low"}]}]}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"what"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA","detail":"low"}}]}]}`},
+		{"calls and outputs, reasoning dropped", `{"input":[
+			{"role":"user","content":"go"},
+			{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"},
+			{"type":"message","role":"assistant","content":[{"type":"output_text","text":"calling"}]},
+			{"type":"function_call","id":"fc_1","call_id":"call_1","name":"f","arguments":"{\"a\":1}"},
+			{"type":"function_call","call_id":"call_2","name":"g","arguments":"{}"},
+			{"type":"function_call_output","call_id":"call_1","output":"one"},
+			{"type":"function_call_output","call_id":"call_2","output":[{"type":"input_text","text":"two"}]},
+			{"type":"function_call","call_id":"call_3","name":"h","arguments":"{}"}]}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":"go"},
+			{"role":"assistant","content":"calling","tool_calls":[
+				{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},
+				{"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"call_1","content":"one"},
+			{"role":"tool","tool_call_id":"call_2","content":"two"},
+			{"role":"assistant","content":null,"tool_calls":[{"id":"call_3","type":"function","function":{"name":"h","arguments":"{}"}}]}]}`},
+		{"tools and choice", `{"input":"x","parallel_tool_calls":false,"tool_choice":{"type":"function","name":"f"},
+			"tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true},{"type":"function","name":"g"}]}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":"x"}],"parallel_tool_calls":false,"tool_choice":{"type":"function","function":{"name":"f"}},
+			"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"},"strict":true}},
+			{"type":"function","function":{"name":"g","parameters":{"type":"object","properties":{}}}}]}`},
+		{"tool_choice string", `{"input":"x","tool_choice":"required"}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":"x"}],"tool_choice":"required"}`},
+		{"max_output_tokens default", `{"input":"x","max_output_tokens":100}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":"x"}],"max_tokens":100}`},
+		{"max_output_tokens openai", `{"input":"x","max_output_tokens":100}`, ChatRequestOptions{MaxTokensField: "max_completion_tokens"},
+			`{"messages":[{"role":"user","content":"x"}],"max_completion_tokens":100}`},
+		{"reasoning effort, summary dropped", `{"input":"x","reasoning":{"effort":"high","summary":"auto"}}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"high"}`},
+		{"json_schema", `{"input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"},"strict":true}}}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":true}}}`},
+		{"json_object", `{"input":"x","text":{"format":{"type":"json_object"}}}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`},
+		{"text format", `{"input":"x","text":{"format":{"type":"text"},"verbosity":"low"}}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":"x"}]}`},
+		{"sampling, user, stream, dropped members", `{"input":"x","temperature":0.5,"top_p":0.9,"safety_identifier":"u1","stream":true,
+			"metadata":{"k":"v"},"include":["reasoning.encrypted_content"],"store":false,"previous_response_id":null,"background":false}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":"x"}],"temperature":0.5,"top_p":0.9,"user":"u1","stream":true,"stream_options":{"include_usage":true}}`},
+		{"user", `{"input":"x","user":"u0"}`, ChatRequestOptions{},
+			`{"messages":[{"role":"user","content":"x"}],"user":"u0"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ToChatRequest([]byte(c.in), c.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jsonEq(t, got, c.want)
+		})
+	}
+}
+
+func TestToChatRequestRefusals(t *testing.T) {
+	cases := []struct{ name, in, param string }{
+		{"not json", `{`, ""},
+		{"previous_response_id", `{"input":"x","previous_response_id":"resp_1"}`, "previous_response_id"},
+		{"store", `{"input":"x","store":true}`, "store"},
+		{"background", `{"input":"x","background":true}`, "background"},
+		{"conversation", `{"input":"x","conversation":"conv_1"}`, "conversation"},
+		{"web_search", `{"input":"x","tools":[{"type":"web_search"}]}`, "tools[0].type"},
+		{"file_search", `{"input":"x","tools":[{"type":"function","name":"f"},{"type":"file_search"}]}`, "tools[1].type"},
+		{"custom", `{"input":"x","tools":[{"type":"custom","name":"c","format":{"type":"grammar"}}]}`, "tools[0].type"},
+		{"mcp", `{"input":"x","tools":[{"type":"mcp"}]}`, "tools[0].type"},
+		{"local_shell", `{"input":"x","tools":[{"type":"local_shell"}]}`, "tools[0].type"},
+		{"item_reference", `{"input":[{"type":"item_reference","id":"msg_1"}]}`, "input[0].type"},
+		{"bad role", `{"input":[{"role":"tool","content":"x"}]}`, "input[0].role"},
+		{"input_file", `{"input":[{"role":"user","content":[{"type":"input_file","file_id":"f"}]}]}`, "input[0].content[0].type"},
+		{"image by file_id", `{"input":[{"role":"user","content":[{"type":"input_image","file_id":"f"}]}]}`, "input[0].content[0]"},
+		{"bad tool_choice", `{"input":"x","tool_choice":{"type":"web_search"}}`, "tool_choice"},
+		{"bad format", `{"input":"x","text":{"format":{"type":"xml"}}}`, "text.format.type"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ToChatRequest([]byte(c.in), ChatRequestOptions{})
+			var re *RequestError
+			if !errors.As(err, &re) {
+				t.Fatalf("err = %v, want a *RequestError", err)
+			}
+			if re.Param != c.param || re.Message == "" {
+				t.Errorf("param %q message %q, want param %q", re.Param, re.Message, c.param)
+			}
+		})
+	}
+}
