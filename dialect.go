@@ -1,6 +1,7 @@
 package llmrelay
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/responses"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
@@ -99,6 +101,13 @@ func clientDialect(path string) dialect {
 
 // exchange is how one request meets one upstream: the two dialects, and
 // the upstream endpoint the request goes to.
+//
+// Translations pivot on Chat Completions, the dialect every provider's
+// API can be mapped to: a Responses request for Anthropic goes Responses →
+// Chat → Messages, and its answer Messages → Chat → Responses. So each
+// pure package translates to and from Chat only (internal/dialect/anthropic,
+// internal/dialect/responses), and a new dialect adds two directions, not
+// one per pair.
 type exchange struct {
 	client, upstream dialect
 	rest             string // the upstream endpoint, what follows the base URL
@@ -106,6 +115,9 @@ type exchange struct {
 	// reasoningField, for Chat Completions clients, renames the reasoning
 	// text member of the answer (see Relay.ReasoningField); "": as sent.
 	reasoningField string
+	// request is the client's body as sent; a translated Responses
+	// answer echoes its settings, as OpenAI's does.
+	request []byte
 }
 
 // crosses reports whether the request and its answer are translated.
@@ -137,19 +149,18 @@ func exchangeFor(client dialect, rest string, up *upstreamRuntime, reasoningFiel
 	if client == dialectChat && rest == restChat {
 		x.reasoningField = reasoningField
 	}
-	if client == dialectResponses && up.dialect == dialectChat {
-		// OpenAI speaks Responses itself. Chat providers get it as it is
-		// too, until the relay translates it for them (as they did
-		// before the relay knew the Responses API).
-		x.upstream = dialectResponses
+	if client == dialectResponses && up.api == apiOpenAI {
+		x.upstream = dialectResponses // OpenAI speaks it itself
 	}
 	if !x.crosses() {
 		return x, true
 	}
 	switch {
-	case client == dialectChat && rest == restChat:
+	case client == dialectChat && rest == restChat,
+		client == dialectResponses && x.upstream == dialectMessages:
 		x.rest = restMessages
-	case client == dialectMessages && rest == restMessages:
+	case client == dialectMessages && rest == restMessages,
+		client == dialectResponses && x.upstream == dialectChat:
 		x.rest = restChat
 	default:
 		return x, false
@@ -159,40 +170,66 @@ func exchangeFor(client dialect, rest string, up *upstreamRuntime, reasoningFiel
 
 // format is the pacer's view of a client dialect.
 func (d dialect) format() pace.Format {
-	if d == dialectMessages {
+	switch d {
+	case dialectMessages:
 		return pace.FormatMessages
+	case dialectResponses:
+		return pace.FormatResponses
 	}
 	return pace.FormatChat
 }
 
+// untranslatableError is a request a translator refused: a field that
+// cannot be translated without changing the answer. The target is skipped.
+type untranslatableError struct{ msg string }
+
+func (e *untranslatableError) Error() string { return e.msg }
+
 // translateRequest turns a client body (already given the target's model)
-// into the upstream's dialect. Errors are *anthropic.RequestError: fields
-// that cannot be translated without changing the answer.
+// into the upstream's dialect, through Chat Completions. Refusals are
+// *untranslatableError.
 func (x exchange) translateRequest(b []byte) ([]byte, error) {
-	switch {
-	case !x.crosses():
+	if !x.crosses() {
 		return b, nil
-	case x.upstream == dialectMessages:
-		return anthropic.FromChatRequest(b)
-	default:
-		opt := anthropic.ChatRequestOptions{MaxTokensField: "max_tokens"}
-		if x.api == apiOpenAI || x.api == "" {
-			// OpenAI's reasoning models refuse max_tokens.
-			opt.MaxTokensField = "max_completion_tokens"
-		}
-		return anthropic.ToChatRequest(b, opt)
 	}
+	opt := anthropic.ChatRequestOptions{MaxTokensField: "max_tokens"}
+	if x.api == apiOpenAI {
+		// OpenAI's reasoning models refuse max_tokens.
+		opt.MaxTokensField = "max_completion_tokens"
+	}
+	var err error
+	switch x.client { // client → Chat
+	case dialectMessages:
+		b, err = anthropic.ToChatRequest(b, opt)
+	case dialectResponses:
+		b, err = responses.ToChatRequest(b, responses.ChatRequestOptions{MaxTokensField: opt.MaxTokensField})
+	}
+	if err == nil && x.upstream == dialectMessages { // Chat → upstream
+		b, err = anthropic.FromChatRequest(b)
+	}
+	if re, ok := errors.AsType[*anthropic.RequestError](err); ok {
+		return nil, &untranslatableError{re.Message}
+	}
+	if re, ok := errors.AsType[*responses.RequestError](err); ok {
+		return nil, &untranslatableError{re.Message}
+	}
+	return b, err
 }
 
 // translateStream wraps an upstream stream so that it yields the client's
-// dialect, with the reasoning field renamed if asked.
+// dialect (through Chat Completions), with the reasoning field renamed if
+// asked.
 func (x exchange) translateStream(src pace.Source, model string, includeUsage bool, inputTokens int) pace.Source {
-	switch {
-	case !x.crosses():
-	case x.upstream == dialectMessages:
-		src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{Model: model, Created: time.Now().Unix(), IncludeUsage: includeUsage})
-	default:
-		src = anthropic.MessagesStream(src, anthropic.MessagesStreamOptions{Model: model, InputTokens: inputTokens})
+	if x.crosses() {
+		if x.upstream == dialectMessages { // upstream → Chat
+			src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{Model: model, Created: time.Now().Unix(), IncludeUsage: includeUsage || x.client != dialectChat})
+		}
+		switch x.client { // Chat → client
+		case dialectMessages:
+			src = anthropic.MessagesStream(src, anthropic.MessagesStreamOptions{Model: model, InputTokens: inputTokens})
+		case dialectResponses:
+			src = responses.ResponsesStream(src, responses.StreamOptions{Created: time.Now().Unix(), Request: x.request})
+		}
 	}
 	if x.reasoningField != "" {
 		src = &renamingSource{src: src, to: x.reasoningField}
@@ -245,22 +282,32 @@ func (x exchange) translateBody(status int, body []byte) (int, []byte) {
 		return status, body
 	}
 	ok := status >= 200 && status < 300
-	switch {
-	case x.upstream == dialectMessages && ok:
-		out, err := anthropic.ToChatResponse(body, time.Now().Unix())
-		if err != nil {
-			return http.StatusBadGateway, errUntranslatable(err).bodyIn(x.client)
+	var err error
+	if x.upstream == dialectMessages { // upstream → Chat
+		if ok {
+			body, err = anthropic.ToChatResponse(body, time.Now().Unix())
+		} else {
+			status, body = anthropic.ToChatError(status, body)
 		}
-		return status, out
-	case x.upstream == dialectMessages:
-		return anthropic.ToChatError(status, body)
-	case ok:
-		out, err := anthropic.FromChatResponse(body)
-		if err != nil {
-			return http.StatusBadGateway, errUntranslatable(err).bodyIn(x.client)
-		}
-		return status, out
-	default:
-		return anthropic.FromChatError(status, body)
 	}
+	if err == nil {
+		switch x.client { // Chat → client
+		case dialectMessages:
+			if ok {
+				body, err = anthropic.FromChatResponse(body)
+			} else {
+				status, body = anthropic.FromChatError(status, body)
+			}
+		case dialectResponses:
+			if ok {
+				body, err = responses.FromChatResponse(body, responses.ResponseOptions{Created: time.Now().Unix(), Request: x.request})
+			} else {
+				status, body = responses.FromChatError(status, body)
+			}
+		}
+	}
+	if err != nil {
+		return http.StatusBadGateway, errUntranslatable(err).bodyIn(x.client)
+	}
+	return status, body
 }
