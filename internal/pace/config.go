@@ -56,11 +56,19 @@ const (
 	// content_block_delta events, message_stop at the end, usage split
 	// between message_start and message_delta.
 	FormatMessages
+	// FormatResponses is an OpenAI Responses stream: typed events whose
+	// data carries a "sequence_number", text in response.output_text.delta
+	// and the reasoning deltas, response.completed (or .incomplete) at the
+	// end with the usage inside its response object.
+	FormatResponses
 )
 
 func (f Format) String() string {
-	if f == FormatMessages {
+	switch f {
+	case FormatMessages:
 		return "messages"
+	case FormatResponses:
+		return "responses"
 	}
 	return "chat"
 }
