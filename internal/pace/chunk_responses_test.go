@@ -13,21 +13,21 @@ import (
 // Events of an OpenAI Responses stream (a reasoning model with a
 // reasoning summary, a message, then a function call), shortened.
 const (
-	rxCreated   = `{"type":"response.created","sequence_number":0,"response":{"id":"resp_68af","object":"response","status":"in_progress","output":[],"usage":null}}`
-	rxProgress  = `{"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_68af","object":"response","status":"in_progress","output":[],"usage":null}}`
-	rxRsItem    = `{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}}`
-	rxSumPart   = `{"type":"response.reasoning_summary_part.added","sequence_number":3,"item_id":"rs_1","output_index":0,"summary_index":0,"part":{"type":"summary_text","text":""}}`
-	rxSummary   = `{"type":"response.reasoning_summary_text.delta","sequence_number":4,"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"**Multiplying** 27 by 453, step by step.","obfuscation":"xY"}`
-	rxSumDone   = `{"type":"response.reasoning_summary_text.done","sequence_number":5,"item_id":"rs_1","output_index":0,"summary_index":0,"text":"**Multiplying** 27 by 453, step by step."}`
-	rxReasonDelta    = `{"type":"response.reasoning_text.delta","sequence_number":6,"item_id":"rs_1","output_index":0,"content_index":0,"delta":"27*453 = 27*400 + 27*53"}`
-	rxMsgItem   = `{"type":"response.output_item.added","sequence_number":7,"output_index":1,"item":{"id":"msg_1","type":"message","status":"in_progress","content":[],"role":"assistant"}}`
-	rxText      = `{"type":"response.output_text.delta","sequence_number":8,"item_id":"msg_1","output_index":1,"content_index":0,"delta":"27 \u00d7 453 = 12,231 \u2014 \"checked\" 🎉","logprobs":[],"obfuscation":"Qa"}`
-	rxTextDone  = `{"type":"response.output_text.done","sequence_number":9,"item_id":"msg_1","output_index":1,"content_index":0,"text":"27 × 453 = 12,231 — \"checked\" 🎉","logprobs":[]}`
-	rxArgs      = `{"type":"response.function_call_arguments.delta","sequence_number":10,"item_id":"fc_1","output_index":2,"delta":"{\"city\": \"Par"}`
-	rxCompleted = `{"type":"response.completed","sequence_number":11,"response":{"id":"resp_68af","object":"response","status":"completed","usage":{"input_tokens":36,"input_tokens_details":{"cached_tokens":12},"output_tokens":87,"output_tokens_details":{"reasoning_tokens":64},"total_tokens":123}}}`
-	rxIncomplet = `{"type":"response.incomplete","sequence_number":11,"response":{"id":"resp_68af","status":"incomplete","usage":{"input_tokens":36,"output_tokens":16}}}`
-	rxFailed    = `{"type":"response.failed","sequence_number":11,"response":{"id":"resp_68af","status":"failed","error":{"code":"server_error","message":"boom"}}}`
-	rxError     = `{"type":"error","sequence_number":4,"code":"rate_limit_exceeded","message":"slow down","param":null}`
+	rxCreated     = `{"type":"response.created","sequence_number":0,"response":{"id":"resp_68af","object":"response","status":"in_progress","output":[],"usage":null}}`
+	rxProgress    = `{"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_68af","object":"response","status":"in_progress","output":[],"usage":null}}`
+	rxRsItem      = `{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}}`
+	rxSumPart     = `{"type":"response.reasoning_summary_part.added","sequence_number":3,"item_id":"rs_1","output_index":0,"summary_index":0,"part":{"type":"summary_text","text":""}}`
+	rxSummary     = `{"type":"response.reasoning_summary_text.delta","sequence_number":4,"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"**Multiplying** 27 by 453, step by step.","obfuscation":"xY"}`
+	rxSumDone     = `{"type":"response.reasoning_summary_text.done","sequence_number":5,"item_id":"rs_1","output_index":0,"summary_index":0,"text":"**Multiplying** 27 by 453, step by step."}`
+	rxReasonDelta = `{"type":"response.reasoning_text.delta","sequence_number":6,"item_id":"rs_1","output_index":0,"content_index":0,"delta":"27*453 = 27*400 + 27*53"}`
+	rxMsgItem     = `{"type":"response.output_item.added","sequence_number":7,"output_index":1,"item":{"id":"msg_1","type":"message","status":"in_progress","content":[],"role":"assistant"}}`
+	rxText        = `{"type":"response.output_text.delta","sequence_number":8,"item_id":"msg_1","output_index":1,"content_index":0,"delta":"27 \u00d7 453 = 12,231 \u2014 \"checked\" 🎉","logprobs":[],"obfuscation":"Qa"}`
+	rxTextDone    = `{"type":"response.output_text.done","sequence_number":9,"item_id":"msg_1","output_index":1,"content_index":0,"text":"27 × 453 = 12,231 — \"checked\" 🎉","logprobs":[]}`
+	rxArgs        = `{"type":"response.function_call_arguments.delta","sequence_number":10,"item_id":"fc_1","output_index":2,"delta":"{\"city\": \"Par"}`
+	rxCompleted   = `{"type":"response.completed","sequence_number":11,"response":{"id":"resp_68af","object":"response","status":"completed","usage":{"input_tokens":36,"input_tokens_details":{"cached_tokens":12},"output_tokens":87,"output_tokens_details":{"reasoning_tokens":64},"total_tokens":123}}}`
+	rxIncomplet   = `{"type":"response.incomplete","sequence_number":11,"response":{"id":"resp_68af","status":"incomplete","usage":{"input_tokens":36,"output_tokens":16}}}`
+	rxFailed      = `{"type":"response.failed","sequence_number":11,"response":{"id":"resp_68af","status":"failed","error":{"code":"server_error","message":"boom"}}}`
+	rxError       = `{"type":"error","sequence_number":4,"code":"rate_limit_exceeded","message":"slow down","param":null}`
 )
 
 // or is a Responses event as the API sends it: event line, data line.
