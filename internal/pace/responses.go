@@ -72,9 +72,13 @@ func (p *Pacer) pushResponses(ev *sse.Event, c *Chunk, now time.Time) Kind {
 		if r.seq < 0 {
 			break
 		}
-		// The shape rules make Raw an event line and this one data line.
-		off := dataOffset(ev)
-		it.rawSeq = seqRef{int32(off + r.ss), int32(off + r.se)}
+		// The shape rules make Raw an event line and this one data line,
+		// so off is found; if not, the event is always rebuilt.
+		if off := dataOffset(ev); off >= 0 {
+			it.rawSeq = seqRef{int32(off + r.ss), int32(off + r.se)}
+		} else {
+			it.whole = false
+		}
 		if ts := len(c.Prefix); r.se <= ts {
 			it.seqIn, it.seq = seqInPre, seqRef{int32(r.ss), int32(r.se)}
 		} else {
