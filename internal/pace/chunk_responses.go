@@ -18,6 +18,8 @@ const (
 	rspIncomplete                    // response.incomplete
 	rspFailed                        // response.failed
 	rspError                         // error
+	rspItem                          // response.output_item.added or .done
+	rspLifecycle                     // response.created, .queued or .in_progress
 )
 
 // rspInfo is what the Pacer needs of a Responses event beyond its Kind.
@@ -241,6 +243,10 @@ func rspTypeOf(lit []byte) rspType {
 		return rspFailed
 	case "error":
 		return rspError
+	case "response.output_item.added", "response.output_item.done":
+		return rspItem
+	case "response.created", "response.queued", "response.in_progress":
+		return rspLifecycle
 	}
 	return rspUnknown
 }

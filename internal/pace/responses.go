@@ -24,9 +24,10 @@ type rspState struct {
 	renumber bool
 	started  bool
 	next     int
-	buf      []byte // an event rebuilt on the Push side
-	data     []byte // its data
-	num      []byte // the number being written
+	buf      []byte    // an event rebuilt on the Push side
+	data     []byte    // its data
+	num      []byte    // the number being written
+	hidden   sse.Event // an event with its reasoning items stripped
 }
 
 // seqRef locates a sequence number inside a stored span: bytes [s, e)
@@ -50,6 +51,9 @@ func (p *Pacer) pushResponses(ev *sse.Event, c *Chunk, now time.Time) Kind {
 	}
 	if r.typ == rspCompleted || r.typ == rspIncomplete || r.typ == rspFailed {
 		p.readResponsesUsage(ev.Data)
+	}
+	if p.hiding {
+		ev, _ = p.hideReasoningItems(ev, c)
 	}
 	visible := c.AnswerRunes + c.ReasoningRunes
 	switch {

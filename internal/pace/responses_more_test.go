@@ -2,7 +2,9 @@ package pace
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -28,10 +30,10 @@ var reasoningTypes = map[string]bool{
 // unchanged.
 func TestResponsesHideReasoning(t *testing.T) {
 	arrs, want := realisticResponses(t, 3)
-	var wantOther []string
+	var wantOther []any
 	for _, a := range arrs {
 		if c, _ := ClassifyResponses(&a.ev, nil); c.Kind != KindText && !reasoningTypes[a.ev.Type] {
-			wantOther = append(wantOther, withoutSeq(a.ev.Raw))
+			wantOther = append(wantOther, hiddenView(t, a.ev.Data, true))
 		}
 	}
 	for _, m := range modes {
@@ -50,19 +52,52 @@ func TestResponsesHideReasoning(t *testing.T) {
 			t.Fatalf("%s: answer %q", m, v.text[0].String())
 		}
 		checkSeqs(t, m.String(), v.seqs, 3)
-		var got []string
+		var got []any
 		for _, ev := range v.events {
 			if c, _ := ClassifyResponses(&ev, nil); c.Kind != KindText {
-				got = append(got, withoutSeq(ev.Raw))
+				got = append(got, hiddenView(t, ev.Data, false))
 			}
 		}
-		if strings.Join(got, "") != strings.Join(wantOther, "") {
-			t.Fatalf("%s: other events\ngot  %q\nwant %q", m, got, wantOther)
+		if !reflect.DeepEqual(got, wantOther) {
+			t.Fatalf("%s: other events\ngot  %v\nwant %v", m, got, wantOther)
+		}
+		if !bytes.Contains(out, []byte(`"encrypted_content":"gAAAAB"`)) {
+			t.Fatalf("%s: the reasoning item's encrypted content was lost", m)
 		}
 		if st := p.Stats(); st.HiddenRunes != utf8.RuneCountInString(want[1]) {
 			t.Fatalf("%s: %d runes hidden, want %d", m, st.HiddenRunes, utf8.RuneCountInString(want[1]))
 		}
 	}
+}
+
+// hiddenView decodes an event's data without its sequence number and,
+// when strip is set, with the reasoning items' summary emptied and content
+// removed, as hiding reasoning must leave them.
+func hiddenView(t *testing.T, data []byte, strip bool) any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("data %q: %v", data, err)
+	}
+	delete(v, "sequence_number")
+	if !strip {
+		return v
+	}
+	items := []any{v["item"]}
+	if r, ok := v["response"].(map[string]any); ok {
+		if out, ok := r["output"].([]any); ok {
+			items = append(items, out...)
+		}
+	}
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok && m["type"] == "reasoning" {
+			delete(m, "content")
+			if _, ok := m["summary"]; ok {
+				m["summary"] = []any{}
+			}
+		}
+	}
+	return v
 }
 
 // A truncating budget: the reasoning deltas up to the budget go out, the

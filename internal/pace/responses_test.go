@@ -45,6 +45,10 @@ func (s *rxStream) delta(at time.Duration, typ, item, text string) {
 
 const rxUsage = `{"input_tokens":36,"input_tokens_details":{"cached_tokens":12},"output_tokens":87,"output_tokens_details":{"reasoning_tokens":64},"total_tokens":123}`
 
+// rxReasoningItem is a finished reasoning item: its summary and content
+// repeat the reasoning text.
+const rxReasoningItem = `{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"The user asks"}],"content":[{"type":"reasoning_text","text":"The user asks"}],"encrypted_content":"gAAAAB"}`
+
 // rxFnArgs is a function call's argument delta, to be passed whole.
 const rxFnArgs = `{\"city\": \"Paris\", \"units\": \"celsius\", \"days\": 3}`
 
@@ -74,7 +78,7 @@ func realisticResponses(t testing.TB, first int) ([]arrival, [2]string) {
 	at += 50 * ms
 	s.add(at, "response.reasoning_summary_text.done", `,"item_id":"rs_1","output_index":0,"summary_index":0,"text":"The user asks"`)
 	s.add(at, "response.reasoning_summary_part.done", `,"item_id":"rs_1","output_index":0,"summary_index":0,"part":{"type":"summary_text","text":"The user asks"}`)
-	s.add(at, "response.output_item.done", `,"output_index":0,"item":{"id":"rs_1","type":"reasoning"}`)
+	s.add(at, "response.output_item.done", `,"output_index":0,"item":`+rxReasoningItem)
 	s.add(at, "response.output_item.added", `,"output_index":1,"item":{"id":"msg_1","type":"message","content":[]}`)
 	for i, x := range rsText {
 		if i%2 == 0 {
@@ -88,7 +92,7 @@ func realisticResponses(t testing.TB, first int) ([]arrival, [2]string) {
 	s.add(at, "response.output_item.added", `,"output_index":2,"item":{"id":"fc_1","type":"function_call","name":"weather","arguments":""}`)
 	s.add(at, "response.function_call_arguments.delta", `,"item_id":"fc_1","output_index":2,"delta":"`+rxFnArgs+`"`)
 	s.add(at, "response.function_call_arguments.done", `,"item_id":"fc_1","output_index":2,"arguments":"`+rxFnArgs+`"`)
-	s.add(at, "response.completed", `,"response":{"id":"resp_1","status":"completed","usage":`+rxUsage+`}`)
+	s.add(at, "response.completed", `,"response":{"id":"resp_1","status":"completed","output":[`+rxReasoningItem+`,{"id":"msg_1","type":"message","content":[]}],"usage":`+rxUsage+`}`)
 	return s.arrs, [2]string{answer.String(), reason.String()}
 }
 
