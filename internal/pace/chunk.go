@@ -81,6 +81,9 @@ type Chunk struct {
 	// msg is what the Pacer needs of a Messages event (ClassifyMessages
 	// only).
 	msg msgInfo
+	// rsp is what the Pacer needs of a Responses event
+	// (ClassifyResponses only).
+	rsp rspInfo
 }
 
 // Key name lists for matchKey; the constants below index them.

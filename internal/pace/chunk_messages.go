@@ -62,10 +62,14 @@ const (
 )
 
 // ClassifyFormat classifies ev as an event of a stream in format f: with
-// Classify for FormatChat, ClassifyMessages for FormatMessages.
+// Classify for FormatChat, ClassifyMessages for FormatMessages,
+// ClassifyResponses for FormatResponses.
 func ClassifyFormat(f Format, ev *sse.Event, scratch []byte) (Chunk, []byte) {
-	if f == FormatMessages {
+	switch f {
+	case FormatMessages:
 		return ClassifyMessages(ev, scratch)
+	case FormatResponses:
+		return ClassifyResponses(ev, scratch)
 	}
 	return Classify(ev, scratch)
 }
@@ -426,7 +430,14 @@ func (s *msgScan) block(b []byte, i int) int {
 // an "event: content_block_delta" line and one data line, then the blank
 // line (leading blank lines and a BOM allowed), no id, no retry.
 func messagesTextShape(ev *sse.Event) bool {
-	if ev.Type != "content_block_delta" || ev.HasID || ev.Retry != -1 || ev.Unterminated {
+	return typedTextShape(ev, "content_block_delta")
+}
+
+// typedTextShape checks the SSE side of a typed text delta: exactly an
+// "event: <name>" line and one data line, then the blank line (leading
+// blank lines and a BOM allowed), no id, no retry.
+func typedTextShape(ev *sse.Event, name string) bool {
+	if ev.Type != name || ev.HasID || ev.Retry != -1 || ev.Unterminated {
 		return false
 	}
 	if bytes.IndexByte(ev.Data, '\n') >= 0 {
@@ -440,10 +451,10 @@ func messagesTextShape(ev *sse.Event) bool {
 	if len(raw) > 0 && raw[0] == ' ' {
 		raw = raw[1:]
 	}
-	if !bytes.HasPrefix(raw, blockDeltaName) {
+	if len(raw) < len(name) || string(raw[:len(name)]) != name {
 		return false
 	}
-	raw = raw[len(blockDeltaName):]
+	raw = raw[len(name):]
 	switch {
 	case bytes.HasPrefix(raw, []byte("\r\n")):
 		raw = raw[2:]
@@ -456,8 +467,7 @@ func messagesTextShape(ev *sse.Event) bool {
 }
 
 var (
-	eventField     = []byte("event:")
-	blockDeltaName = []byte("content_block_delta")
+	eventField = []byte("event:")
 	// blockDeltaLine starts every text event the pacer writes for a
 	// Messages stream: Anthropic's SDKs dispatch on the event name.
 	blockDeltaLine = []byte("event: content_block_delta\n")

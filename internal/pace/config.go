@@ -56,11 +56,19 @@ const (
 	// content_block_delta events, message_stop at the end, usage split
 	// between message_start and message_delta.
 	FormatMessages
+	// FormatResponses is an OpenAI Responses stream: typed events whose
+	// data carries a "sequence_number", text in response.output_text.delta
+	// and the reasoning deltas, response.completed (or .incomplete) at the
+	// end with the usage inside its response object.
+	FormatResponses
 )
 
 func (f Format) String() string {
-	if f == FormatMessages {
+	switch f {
+	case FormatMessages:
 		return "messages"
+	case FormatResponses:
+		return "responses"
 	}
 	return "chat"
 }
@@ -109,7 +117,8 @@ type Config struct {
 	// Format is the stream's dialect: FormatChat (the zero value) for
 	// OpenAI chat.completion.chunk streams ending in [DONE],
 	// FormatMessages for Anthropic Messages streams (typed events ending
-	// in message_stop). It decides what is text, what ends the stream,
+	// in message_stop), FormatResponses for OpenAI Responses streams
+	// (typed events ending in response.completed or .incomplete). It decides what is text, what ends the stream,
 	// where usage is, and how reasoning is hidden.
 	Format Format
 
@@ -130,7 +139,12 @@ type Config struct {
 	// HideReasoning drops reasoning text (reasoning_content, reasoning)
 	// from the output; it is still counted. It applies in every mode.
 	// In a Messages stream it drops whole thinking and redacted_thinking
-	// blocks and renumbers the blocks after them.
+	// blocks and renumbers the blocks after them. In a Responses stream
+	// it drops the reasoning_text and reasoning_summary_text deltas and
+	// the events that repeat their text (their .done events,
+	// reasoning_summary_part.added/.done), and renumbers the rest; the
+	// reasoning output item itself, and the final response object, are
+	// passed as they are.
 	HideReasoning bool
 
 	// ReasoningBudget caps the reasoning tokens (estimated from the
@@ -141,7 +155,8 @@ type Config struct {
 
 	// DropUsage drops the usage-only chunk (empty choices, a usage
 	// object), for clients that did not ask for it; its usage is still
-	// read. Chat only: a Messages stream always carries its usage.
+	// read. Chat only: Messages and Responses streams always carry their
+	// usage.
 	DropUsage bool
 
 	// Flush bounds how long queued text may still take once a barrier

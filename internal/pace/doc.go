@@ -1,5 +1,5 @@
-// Package pace re-paces an OpenAI chat.completion.chunk SSE stream, or an
-// Anthropic Messages stream (Config.Format): it
+// Package pace re-paces an OpenAI chat.completion.chunk SSE stream, an
+// Anthropic Messages stream or an OpenAI Responses stream (Config.Format): it
 // turns clustered upstream text (hundreds of deltas in a few milliseconds,
 // then seconds of silence) into a steady flow of events, with a hard bound
 // on the delay it adds, and without losing, reordering or corrupting a byte
@@ -12,6 +12,9 @@
 //     [ClassifyMessages] (chunk_messages.go) does the same for Messages
 //     events; messages.go holds the Pacer's Messages-only rules (thinking
 //     blocks hidden whole and later blocks renumbered, usage merged).
+//     [ClassifyResponses] (chunk_responses.go) and responses.go do the same
+//     for Responses events (sequence numbers rewritten, reasoning events
+//     hidden, usage from response.completed).
 //   - [Pacer] (pacer.go) is the scheduler: a FIFO of items and per-lane rate
 //     control, driven by explicit times, with no goroutines and no clock of
 //     its own, so it is tested on made-up timelines.
@@ -25,8 +28,9 @@
 //     overtakes anything, so per channel the output text equals the input.
 //   - Only the text value of a chunk changes; the rest of its JSON is kept
 //     byte for byte (a Messages block index lowered after hidden thinking
-//     blocks is the one exception). A chunk sent whole is sent as the
-//     upstream's exact bytes.
+//     blocks, and a Responses sequence_number renumbered so it stays
+//     strictly increasing, are the exceptions). A chunk sent whole is sent
+//     as the upstream's exact bytes, but for those numbers.
 //   - Every text byte leaves by its arrival time plus its lane's max delay.
 //
 // The package has no Caddy imports.

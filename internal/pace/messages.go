@@ -204,11 +204,12 @@ func (p *Pacer) readMessagesUsage(data []byte, start bool) {
 }
 
 // finalEvent reports whether ev, cut off by the upstream's EOF, is the
-// stream's end event ([DONE], message_stop), and returns a well-formed
+// stream's end event ([DONE], message_stop, response.completed or
+// .incomplete), and returns a well-formed
 // copy of it to send instead.
 func (p *Pacer) finalEvent(ev *sse.Event) (sse.Event, bool) {
-	if p.cfg.Format == FormatMessages {
-		if c, _ := ClassifyMessages(ev, nil); c.Kind != KindDone {
+	if p.cfg.Format != FormatChat {
+		if c, _ := ClassifyFormat(p.cfg.Format, ev, nil); c.Kind != KindDone {
 			return sse.Event{}, false
 		}
 		return sse.NewEvent(ev.Type, ev.Data), true

@@ -45,6 +45,7 @@ type Pacer struct {
 	dropComments int // upstream comments not forwarded
 	eventsOut    int
 	msg          msgState // FormatMessages only
+	rsp          rspState // FormatResponses only
 }
 
 const (
@@ -76,6 +77,13 @@ type item struct {
 	body     span // text: the decoded text; body.off advances as it is sent
 	runes    int  // text: runes not yet sent; barriers: visible runes carried
 	whole    bool // text: nothing of it sent yet
+
+	// Responses: where the sequence number is in raw, and (text) in pre
+	// or suf; the event type of a text item.
+	rawSeq seqRef
+	seq    seqRef
+	seqIn  uint8
+	rtyp   rspType
 }
 
 // pendingEvent is the output event being assembled from merged pieces.
@@ -87,6 +95,13 @@ type pendingEvent struct {
 	pieces   int
 	whole    bool // the sole piece is a whole item
 	runes    int
+
+	// Responses: as in item, of the first piece (seq, seqIn, rtyp) and
+	// of the sole piece (rawSeq).
+	rawSeq seqRef
+	seq    seqRef
+	seqIn  uint8
+	rtyp   rspType
 }
 
 // NewPacer returns a Pacer for one stream.
@@ -102,6 +117,8 @@ func NewPacer(cfg Config) *Pacer {
 	p.lanes[laneReasoning] = newLane(reasoning, p.tickEvery)
 	p.lanes[laneReasoning].patient = cfg.Mode == ModeSplit
 	p.msg.dropIdx, p.msg.thinkIdx = -1, -1
+	p.rsp.renumber = cfg.Format == FormatResponses &&
+		(cfg.Mode != ModeOff || cfg.HideReasoning || cfg.ReasoningBudget > 0)
 	return p
 }
 
@@ -138,8 +155,11 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	if c.AnswerRunes > 0 {
 		p.answerSeen = true
 	}
-	if p.cfg.Format == FormatMessages {
+	switch p.cfg.Format {
+	case FormatMessages:
 		return p.pushMessages(ev, &c, now)
+	case FormatResponses:
+		return p.pushResponses(ev, &c, now)
 	}
 	if c.Kind == KindOther && hasUsageObject(ev.Data) && p.readUsage(ev.Data) {
 		return c.Kind // the usage-only chunk, which the client did not ask for
@@ -382,12 +402,13 @@ func (p *Pacer) sendPiece(it *item, nb, nr int, now time.Time) {
 		p.closeEvent(now)
 	}
 	if !ev.open {
-		*ev = pendingEvent{open: true, lane: it.lane, pre: it.pre, suf: it.suf}
+		*ev = pendingEvent{open: true, lane: it.lane, pre: it.pre, suf: it.suf, seq: it.seq, seqIn: it.seqIn, rtyp: it.rtyp}
 		p.text = p.text[:0]
 	}
 	ev.pieces++
 	ev.whole = it.whole && nb == it.body.len()
 	ev.raw = it.raw
+	ev.rawSeq = it.rawSeq
 	ev.runes += nr
 	p.text = append(p.text, p.arena[it.body.off:it.body.off+nb]...)
 	it.body.off += nb
@@ -398,6 +419,9 @@ func (p *Pacer) sendPiece(it *item, nb, nr int, now time.Time) {
 }
 
 func (p *Pacer) sameEnvelope(ev *pendingEvent, it *item) bool {
+	if p.cfg.Format == FormatResponses {
+		return p.rspSameEnvelope(ev, it)
+	}
 	a := p.arena
 	return bytes.Equal(a[ev.pre.off:ev.pre.end], a[it.pre.off:it.pre.end]) &&
 		bytes.Equal(a[ev.suf.off:ev.suf.end], a[it.suf.off:it.suf.end])
@@ -411,9 +435,12 @@ func (p *Pacer) closeEvent(now time.Time) {
 		return
 	}
 	a := p.arena
-	if ev.pieces == 1 && ev.whole {
-		p.out = append(p.out, a[ev.raw.off:ev.raw.end]...)
-	} else {
+	switch {
+	case ev.pieces == 1 && ev.whole:
+		p.out = p.appendRenumbered(p.out, a[ev.raw.off:ev.raw.end], ev.rawSeq)
+	case p.cfg.Format == FormatResponses:
+		p.out = p.appendResponsesText(p.out, ev)
+	default:
 		if p.cfg.Format == FormatMessages {
 			p.out = append(p.out, blockDeltaLine...)
 		}
@@ -428,7 +455,7 @@ func (p *Pacer) closeEvent(now time.Time) {
 func (p *Pacer) sendBarriers(now time.Time) {
 	for p.head < len(p.items) && !p.items[p.head].text {
 		it := &p.items[p.head]
-		p.out = append(p.out, p.arena[it.raw.off:it.raw.end]...)
+		p.out = p.appendRenumbered(p.out, p.arena[it.raw.off:it.raw.end], it.rawSeq)
 		if it.kind != KindComment {
 			p.rec.Output(now, it.runes)
 			p.eventsOut++

@@ -25,7 +25,7 @@ type Source interface {
 type End uint8
 
 const (
-	EndDone            End = iota // the end event was sent: [DONE] (Chat), message_stop (Messages)
+	EndDone            End = iota // the end event was sent: [DONE] (Chat), message_stop (Messages), response.completed or .incomplete (Responses)
 	EndEOF                        // the upstream closed the stream without its end event
 	EndUnterminated               // the upstream closed the stream in the middle of an event
 	EndBroken                     // reading the upstream failed (Result.Err)
@@ -57,7 +57,8 @@ var parsedDone = func() sse.Event {
 }()
 
 // Run relays one committed stream from src to out through a Pacer, until
-// the end event ([DONE], or message_stop for FormatMessages), the
+// the end event ([DONE], message_stop for FormatMessages,
+// response.completed or .incomplete for FormatResponses), the
 // upstream's end, or the client going away. first holds the blocks
 // already read from src (up to its first data event).
 //
