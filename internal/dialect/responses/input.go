@@ -51,6 +51,9 @@ func inputToChat(input json.RawMessage) ([]json.RawMessage, error) {
 			}
 			msgs[calls].ToolCalls = append(msgs[calls].ToolCalls, tc)
 		case "function_call_output":
+			if it.CallID == "" {
+				return nil, reqErr(param+".call_id", "a function_call_output item needs the call_id of its call")
+			}
 			out, err := toolOutputText(it.Output, param+".output")
 			if err != nil {
 				return nil, err

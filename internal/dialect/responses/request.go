@@ -31,7 +31,8 @@ type ChatRequestOptions struct {
 //	tools[type=function]                   tools[type=function] (strict kept)
 //	tool_choice auto|required|none|        tool_choice, same values;
 //	  {type:function,name}                 {type:function,function:{name}}
-//	parallel_tool_calls                    parallel_tool_calls
+//	parallel_tool_calls                    parallel_tool_calls (both dropped
+//	                                       when there are no tools)
 //	max_output_tokens                      max_tokens or max_completion_tokens
 //	reasoning.effort                       reasoning_effort
 //	text.format json_schema                response_format json_schema
@@ -94,6 +95,11 @@ func ToChatRequest(resp []byte, opt ChatRequestOptions) ([]byte, error) {
 	}
 	if out.ToolChoice, err = toolChoiceToChat(in.ToolChoice); err != nil {
 		return nil, err
+	}
+	if len(out.Tools) == 0 {
+		// OpenAI's Chat refuses both without tools, and Responses clients
+		// send them regardless (Codex sends parallel_tool_calls always).
+		out.ToolChoice, out.ParallelToolCalls = nil, nil
 	}
 	return marshal(out), nil
 }

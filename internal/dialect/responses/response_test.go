@@ -138,3 +138,25 @@ func TestFromChatError(t *testing.T) {
 		}
 	}
 }
+
+// A client sends the output items back as the next request's input (Codex
+// does): they must translate to the assistant turn they came from.
+func TestOutputItemsRoundTrip(t *testing.T) {
+	out, err := FromChatResponse([]byte(completion(`{"role":"assistant","content":"Hello","reasoning_content":"hmm","tool_calls":[
+		{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]}`, "tool_calls", "")), ResponseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Output []json.RawMessage }
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	input, _ := json.Marshal(append(r.Output, json.RawMessage(`{"type":"function_call_output","call_id":"call_1","output":"42"}`)))
+	req, err := ToChatRequest([]byte(`{"model":"m","input":`+string(input)+`}`), ChatRequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEq(t, req, `{"model":"m","messages":[
+		{"role":"assistant","content":"Hello","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},
+		{"role":"tool","tool_call_id":"call_1","content":"42"}]}`)
+}

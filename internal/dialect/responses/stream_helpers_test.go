@@ -61,6 +61,7 @@ func runStream(t testing.TB, in string, opt StreamOptions) ([]sse.Event, error) 
 func checkEvents(t testing.TB, evs []sse.Event) {
 	t.Helper()
 	ended := false
+	ids := map[string]bool{} // output items' ids: unique in a response
 	for i, ev := range evs {
 		if want := sse.NewEvent(ev.Type, ev.Data); !reflect.DeepEqual(ev, want) {
 			t.Fatalf("event %d is not the block sse.NewEvent makes:\n%q\n%q", i, ev.Raw, want.Raw)
@@ -77,6 +78,17 @@ func checkEvents(t testing.TB, evs []sse.Event) {
 		}
 		if ended {
 			t.Fatalf("event %d (%s) after the terminator", i, ev.Type)
+		}
+		if ev.Type == evItemAdded {
+			var a struct {
+				OutputIndex int `json:"output_index"`
+				Item        struct{ ID string }
+			}
+			_ = json.Unmarshal(ev.Data, &a)
+			if ids[a.Item.ID] || a.OutputIndex != len(ids) {
+				t.Fatalf("event %d: item id %q again, or output_index %d is not %d", i, a.Item.ID, a.OutputIndex, len(ids))
+			}
+			ids[a.Item.ID] = true
 		}
 		switch ev.Type {
 		case evCompleted, evIncomplete, evFailed:
