@@ -101,9 +101,9 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 
 	payload, err := body.forTarget(t, x)
 	if err != nil {
-		if re, ok := errors.AsType[*anthropic.RequestError](err); ok {
-			res.untranslated = re.Message
-			return fail(classStatus, fmt.Errorf("cannot translate the request to %s: %s", x.upstream, re.Message))
+		if ue, ok := errors.AsType[*untranslatableError](err); ok {
+			res.untranslated = ue.msg
+			return fail(classStatus, fmt.Errorf("cannot translate the request to %s: %s", x.upstream, ue.msg))
 		}
 		return fail(classStatus, fmt.Errorf("rewriting body: %w", err))
 	}

@@ -134,6 +134,7 @@ func (c *chainRun) step(st step) chainOutcome {
 		return chainNext
 	}
 	x, ok := exchangeFor(c.rec.dialect, c.rest, t.up, c.rt.reasoningField)
+	x.request = c.body.raw
 	if !ok {
 		c.rec.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.rest)
 		return chainNext

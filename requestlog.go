@@ -46,6 +46,7 @@ type requestLog struct {
 	chatRules   bool        // Chat Completions or legacy completions: see chatRules
 	dialect     dialect     // the client's: errors and streams are in its shape
 	messages    bool        // an Anthropic Messages request (POST /v1/messages)
+	responses   bool        // an OpenAI Responses request (POST /v1/responses)
 	idleTimeout bool        // stream_idle_timeout cut the upstream's answer off
 	modelList   bool        // answered GET /v1/models[/<alias>] itself: relays nothing
 	earlier     usage.Usage // usage of streams given up for a reasoning budget failover

@@ -76,11 +76,11 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 	rec.smooth = &result.Stats
 	switch result.End {
 	case pace.EndReasoningBudget:
-		// A Messages stream is one message: after its message_start and a
-		// thinking block, a second upstream's message cannot follow on
-		// the same stream, so there the failover action ends the stream
-		// as the error action does.
-		if pol.cfg.BudgetAction == pace.BudgetFailover && rec.dialect != dialectMessages {
+		// A Messages stream is one message, a Responses stream one
+		// response: after its start and some reasoning, a second
+		// upstream's cannot follow on the same stream, so there the
+		// failover action ends the stream as the error action does.
+		if pol.cfg.BudgetAction == pace.BudgetFailover && rec.dialect == dialectChat {
 			rec.budgetHits++
 			rec.note(t, "reasoning passed the budget of "+strconv.Itoa(pol.cfg.ReasoningBudget)+" tokens before any answer: failing over")
 			return true
@@ -93,9 +93,9 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 		return false
 	case pace.EndEOF:
 		// Chat Completions and legacy completions end with [DONE],
-		// Messages with message_stop; other streams (Responses) end at
-		// EOF when complete.
-		if !result.SawError && (rec.chatRules || rec.messages) {
+		// Messages with message_stop, Responses with response.completed
+		// (or .incomplete); other streams end at EOF when complete.
+		if !result.SawError && (rec.chatRules || rec.messages || rec.responses) {
 			h.recordBroken(t, rec.start)
 			h.endWithError(out, rec, "upstream_stream_truncated", "The upstream closed the stream before it was complete.")
 		}

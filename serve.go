@@ -81,6 +81,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	rec.chat = rest == restChat || rest == restMessages
 	rec.chatRules = chatRules(rest)
 	rec.messages = rest == restMessages
+	rec.responses = rec.dialect == dialectResponses
 	pol := rt.smooth
 	mode, ok, err := requestMode(r, body)
 	if err != nil {
@@ -104,8 +105,8 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case rec.chatRules:
 		pol.cfg.DropUsage = askForUsage(body)
-	case rec.messages:
-		pol.cfg.Format = pace.FormatMessages
+	case rec.messages, rec.responses:
+		pol.cfg.Format = rec.dialect.format()
 	default:
 		// A stream the relay does not understand yet passes byte for
 		// byte: no pacing, no reasoning rules, no usage injection.

@@ -89,6 +89,7 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 	start := time.Now()
 	var res shadow.Result
 	x, ok := exchangeFor(client, rest, t.up, "")
+	x.request = body.raw
 	if !ok {
 		res.Err = "the shadow upstream speaks " + t.up.api + ", which has no /v1/" + rest
 		return res
