@@ -84,6 +84,12 @@ func messageToChat(it *itemIn, param string) (chatMsg, error) {
 	default:
 		return chatMsg{}, reqErr(param+".role", "role %q is not known (user, assistant, system, developer)", it.Role)
 	}
+	if it.Role == "developer" {
+		// Chat providers other than OpenAI know "system" only (DeepSeek
+		// refuses "developer"); OpenAI reads a system message to its
+		// reasoning models as the developer's.
+		it.Role = "system"
+	}
 	var s string
 	if json.Unmarshal(it.Content, &s) == nil {
 		return chatMsg{Role: it.Role, Content: s}, nil

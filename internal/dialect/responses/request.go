@@ -3,7 +3,6 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 )
 
 // ChatRequestOptions tune ToChatRequest to the Chat provider.
@@ -43,12 +42,15 @@ type ChatRequestOptions struct {
 //
 // Refused (a *RequestError): previous_response_id, store: true,
 // background: true and conversation (they need a provider that keeps
-// responses), tools other than function tools (web_search, file_search,
-// computer_use, code_interpreter, mcp, local_shell, custom...: the
-// provider would have to run them), item and part types not listed.
+// responses), a tool_choice that forces a tool other than a function,
+// item and part types not listed.
 //
-// Dropped: reasoning.summary, metadata, include, truncation,
-// service_tier, prompt_cache_key, and any member not named here.
+// Dropped: tools other than function tools (web_search, file_search,
+// computer_use, code_interpreter, mcp, local_shell, namespace, custom...:
+// the Chat provider can neither run nor call them, and Codex CLI offers
+// some with every request), reasoning.summary, metadata, include,
+// truncation, service_tier, prompt_cache_key, and any member not named
+// here.
 func ToChatRequest(resp []byte, opt ChatRequestOptions) ([]byte, error) {
 	var in requestIn
 	if err := json.Unmarshal(resp, &in); err != nil {
@@ -152,10 +154,15 @@ func formatToChat(f *formatIn) (json.RawMessage, error) {
 
 func toolsToChat(tools []toolIn) ([]chatToolOut, error) {
 	var out []chatToolOut
-	for i, t := range tools {
+	for _, t := range tools {
 		if t.Type != "function" {
-			return nil, reqErr(fmt.Sprintf("tools[%d].type", i),
-				"tool type %q runs on the provider and cannot be translated to Chat Completions; only function tools can", t.Type)
+			// Hosted tools (web_search, file_search, mcp, namespaces...)
+			// and custom tools are offers, not demands: the Chat provider
+			// can neither run nor call them, so the model is simply not
+			// told of them. Refusing would refuse every Codex CLI request,
+			// which offers web_search and a namespace beside its functions.
+			// A tool_choice that forces one is still refused.
+			continue
 		}
 		var c chatToolOut
 		c.Type = "function"

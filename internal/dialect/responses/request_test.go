@@ -3,7 +3,9 @@ package responses
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -37,7 +39,7 @@ func TestToChatRequest(t *testing.T) {
 			{"type":"message","role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_text","text":"b"}]},
 			{"type":"message","role":"assistant","content":[{"type":"output_text","text":"c","annotations":[]}]},
 			{"type":"message","role":"system","content":"sys"}]}`, ChatRequestOptions{},
-			`{"model":"m","messages":[{"role":"developer","content":"dev"},{"role":"user","content":"ab"},
+			`{"model":"m","messages":[{"role":"system","content":"dev"},{"role":"user","content":"ab"},
 			{"role":"assistant","content":"c"},{"role":"system","content":"sys"}]}`},
 		{"image", `{"input":[{"role":"user","content":[{"type":"input_text","text":"what"},{"type":"input_image","image_url":"data:image/png;base64,AA","detail":"low"}]}]}`, ChatRequestOptions{},
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"what"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA","detail":"low"}}]}]}`},
@@ -102,11 +104,6 @@ func TestToChatRequestRefusals(t *testing.T) {
 		{"store", `{"input":"x","store":true}`, "store"},
 		{"background", `{"input":"x","background":true}`, "background"},
 		{"conversation", `{"input":"x","conversation":"conv_1"}`, "conversation"},
-		{"web_search", `{"input":"x","tools":[{"type":"web_search"}]}`, "tools[0].type"},
-		{"file_search", `{"input":"x","tools":[{"type":"function","name":"f"},{"type":"file_search"}]}`, "tools[1].type"},
-		{"custom", `{"input":"x","tools":[{"type":"custom","name":"c","format":{"type":"grammar"}}]}`, "tools[0].type"},
-		{"mcp", `{"input":"x","tools":[{"type":"mcp"}]}`, "tools[0].type"},
-		{"local_shell", `{"input":"x","tools":[{"type":"local_shell"}]}`, "tools[0].type"},
 		{"item_reference", `{"input":[{"type":"item_reference","id":"msg_1"}]}`, "input[0].type"},
 		{"output without call_id", `{"input":[{"type":"function_call_output","output":"x"}]}`, "input[0].call_id"},
 		{"call without name", `{"input":[{"type":"function_call","call_id":"c","arguments":"{}"}]}`, "input[0]"},
@@ -127,5 +124,62 @@ func TestToChatRequestRefusals(t *testing.T) {
 				t.Errorf("param %q message %q, want param %q", re.Param, re.Message, c.param)
 			}
 		})
+	}
+}
+
+// Codex CLI offers hosted tools (web_search, a namespace) beside its
+// functions with every request: they are dropped, the functions kept.
+func TestHostedToolsDropped(t *testing.T) {
+	out, err := ToChatRequest([]byte(`{"input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}},{"type":"web_search"},{"type":"namespace","name":"multi_agent_v1","tools":[]},{"type":"custom","name":"c"}],"tool_choice":"auto"}`), ChatRequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chat struct {
+		Tools []struct {
+			Function struct{ Name string } `json:"function"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(out, &chat); err != nil || len(chat.Tools) != 1 || chat.Tools[0].Function.Name != "f" {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// What Codex CLI sends (testdata/codex/request.json, captured from the
+// real CLI) translates: its messages in order, its function tools, no
+// hosted tools, no encrypted reasoning asked for.
+func TestCodexRequestTranslates(t *testing.T) {
+	raw, err := os.ReadFile("../../../testdata/codex/request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capture struct {
+		Requests []struct {
+			Body json.RawMessage `json:"body"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal(raw, &capture); err != nil || len(capture.Requests) != 1 {
+		t.Fatalf("capture: %v", err)
+	}
+	out, err := ToChatRequest(capture.Requests[0].Body, ChatRequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chat struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+		Tools   []json.RawMessage `json:"tools"`
+		Stream  bool              `json:"stream"`
+		Include json.RawMessage   `json:"include"`
+	}
+	if err := json.Unmarshal(out, &chat); err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range chat.Messages {
+		roles = append(roles, m.Role)
+	}
+	if got := strings.Join(roles, ","); got != "system,system,user,user" || len(chat.Tools) != 7 || !chat.Stream || chat.Include != nil {
+		t.Errorf("roles %s, %d tools, stream %v, include %s", got, len(chat.Tools), chat.Stream, chat.Include)
 	}
 }
