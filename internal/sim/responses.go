@@ -145,6 +145,9 @@ type respObject struct {
 	Truncation         string          `json:"truncation"`
 	Usage              *respUsage      `json:"usage"` // null until completed
 	Metadata           struct{}        `json:"metadata"`
+	AccessPrograms     struct {
+		Cyber string `json:"cyber"`
+	} `json:"access_programs"` // required by openai-go v3.102's Response
 }
 
 type respReasoning struct {
@@ -186,6 +189,7 @@ func (p *respPlan) object(s *Server, status string, output []respItemOut) respOb
 		ToolChoice: orRaw(p.req.ToolChoice, `"auto"`),
 		Tools:      orRaw(p.req.Tools, `[]`),
 	}
+	o.AccessPrograms.Cyber = "standard"
 	if p.req.Reasoning != nil {
 		o.Reasoning = respReasoning{p.req.Reasoning.Effort, p.req.Reasoning.Summary}
 	}

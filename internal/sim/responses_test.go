@@ -86,7 +86,7 @@ func TestResponsesObjectMembers(t *testing.T) {
 		"parallel_tool_calls": `true`, "previous_response_id": `null`, "store": `false`,
 		"reasoning": `{"effort":null,"summary":null}`, "text": `{"format":{"type":"text"}}`,
 		"tool_choice": `"auto"`, "tools": `[{"type":"function","name":"f","parameters":{}}]`,
-		"truncation": `"disabled"`, "metadata": `{}`, "temperature": `1`, "top_p": `1`,
+		"truncation": `"disabled"`, "metadata": `{}`, "access_programs": `{"cyber":"standard"}`, "temperature": `1`, "top_p": `1`,
 	}
 	for k, v := range want {
 		if string(o[k]) != v {
