@@ -26,6 +26,9 @@ func sdkClient(ts *httptest.Server) *responses.ResponseService {
 // type of v (a struct with a JSON metadata field) that the wire omitted.
 func missingRequired(v any) []string {
 	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Struct {
+		return []string{"(not a type the SDK knows)"}
+	}
 	meta := rv.FieldByName("JSON")
 	if !meta.IsValid() {
 		return nil
@@ -42,6 +45,20 @@ func missingRequired(v any) []string {
 		}
 	}
 	return out
+}
+
+// checkEvent checks that a stream event, and the item it carries, have
+// every member the SDK requires.
+func checkEvent(t *testing.T, ev responses.ResponseStreamEventUnion) {
+	t.Helper()
+	if miss := missingRequired(ev.AsAny()); len(miss) != 0 {
+		t.Errorf("%s lacks required members %v", ev.Type, miss)
+	}
+	if ev.Type == "response.output_item.added" || ev.Type == "response.output_item.done" {
+		if miss := missingRequired(ev.Item.AsAny()); len(miss) != 0 {
+			t.Errorf("%s: item %s lacks required members %v", ev.Type, ev.Item.Type, miss)
+		}
+	}
 }
 
 func sdkParams(reasoning bool) responses.ResponseNewParams {
@@ -90,14 +107,7 @@ func TestResponsesSDKStream(t *testing.T) {
 	for stream.Next() {
 		ev := stream.Current()
 		types = append(types, ev.Type)
-		v := reflect.ValueOf(ev.AsAny())
-		if v.Kind() == reflect.Struct {
-			if miss := missingRequired(v.Interface()); len(miss) != 0 {
-				t.Errorf("%s lacks required members %v", ev.Type, miss)
-			}
-		} else {
-			t.Errorf("event %s unknown to the SDK", ev.Type)
-		}
+		checkEvent(t, ev)
 		switch ev.Type {
 		case "response.reasoning_summary_text.delta":
 			summary.WriteString(ev.Delta)
@@ -160,7 +170,9 @@ func TestResponsesSDKToolRoundTrip(t *testing.T) {
 	stream := sdkClient(ts).NewStreaming(t.Context(), p)
 	var call responses.ResponseFunctionToolCall
 	for stream.Next() {
-		if ev := stream.Current(); ev.Type == "response.output_item.done" && ev.Item.Type == "function_call" {
+		ev := stream.Current()
+		checkEvent(t, ev)
+		if ev.Type == "response.output_item.done" && ev.Item.Type == "function_call" {
 			call = ev.Item.AsFunctionCall()
 		}
 	}
