@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
@@ -16,6 +17,7 @@ type respEvent struct {
 	typ  string // the event: line
 	data map[string]any
 	raw  string
+	at   time.Time // when it was read
 }
 
 // readRespEvents parses a Responses stream with internal/sse and checks
@@ -47,7 +49,7 @@ func readRespEvents(t *testing.T, body io.Reader) ([]respEvent, error) {
 		if seq, ok := data["sequence_number"].(float64); !ok || int(seq) != len(out) {
 			t.Errorf("event %d (%s): sequence_number %v", len(out), ev.Type, data["sequence_number"])
 		}
-		out = append(out, respEvent{ev.Type, data, string(ev.Data)})
+		out = append(out, respEvent{ev.Type, data, string(ev.Data), time.Now()})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // respCases are the ways a request may ask for reasoning, or not.
@@ -187,5 +188,40 @@ func TestResponsesDeltaShape(t *testing.T) {
 		strings.TrimSuffix(first.String(), "\n") + `,"logprobs":[],"sequence_number":` + strconv.Itoa(i) + `}`
 	if events[i].raw != want {
 		t.Errorf("delta\n got %s\nwant %s", events[i].raw, want)
+	}
+}
+
+// TestResponsesPacedLikeChat checks that each channel keeps its own
+// pattern: reasoning summary deltas the reasoning pattern's, output
+// text deltas the content pattern's.
+func TestResponsesPacedLikeChat(t *testing.T) {
+	// Bursts of 2: a pause between the 2nd and 3rd delta of each phase.
+	cfg := Config{ReasoningTokens: new(4), ContentTokens: new(4),
+		ReasoningPattern: Pattern{Kind: Clustered, Burst: 2, Pause: 80 * time.Millisecond, BurstSpread: time.Millisecond},
+		ContentPattern:   Pattern{Kind: Clustered, Burst: 2, Pause: 40 * time.Millisecond, BurstSpread: time.Millisecond}}
+	_, ts := startServer(t, cfg)
+	events, err := readRespEvents(t, postTo(t, ts, "/v1/responses", respBody(`"stream":true,"reasoning":{"effort":"high"},`)).Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		typ   string
+		pause time.Duration
+	}{
+		{"response.reasoning_summary_text.delta", 80 * time.Millisecond},
+		{"response.output_text.delta", 40 * time.Millisecond},
+	} {
+		var at []time.Time
+		for _, ev := range events {
+			if ev.typ == tc.typ {
+				at = append(at, ev.at)
+			}
+		}
+		if len(at) != 4 {
+			t.Fatalf("%d %s", len(at), tc.typ)
+		}
+		if gap := at[2].Sub(at[1]); gap < tc.pause {
+			t.Errorf("%s: gap %v between bursts, want at least %v", tc.typ, gap, tc.pause)
+		}
 	}
 }
