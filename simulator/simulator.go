@@ -21,17 +21,20 @@ func init() {
 }
 
 // Simulator is the `llm_simulator` handler: a fake LLM provider, speaking
-// both OpenAI Chat Completions and Anthropic Messages, for running,
-// demonstrating, testing and benchmarking a relay on one machine with no
-// API keys. It answers `POST .../chat/completions`, `POST .../messages`
-// (each streaming or not), `POST .../messages/count_tokens` and
-// `GET .../models` under any path prefix. Keys are not checked.
+// OpenAI Chat Completions, OpenAI Responses and Anthropic Messages, for
+// running, demonstrating, testing and benchmarking a relay on one machine
+// with no API keys. It answers `POST .../chat/completions`,
+// `POST .../responses`, `POST .../messages` (each streaming or not),
+// `POST .../messages/count_tokens` and `GET .../models` under any path
+// prefix. Keys are not checked.
 //
 // Every response carries the same deterministic text, chosen by `seed`:
 // a reasoning phase streamed as DeepSeek-style `reasoning_content`
 // deltas, then the answer as `content` deltas; on Messages the same texts
 // come as a thinking block (only when the request enables thinking, with
-// a signature) and a text block. A request that forces a tool call gets
+// a signature) and a text block; on Responses as a reasoning item's
+// summary (only when the request sets `reasoning` with an effort other
+// than "none") and a message item. A request that forces a tool call gets
 // one, with the fixed input {"input":"sim"}, unless its last turn is a
 // tool result. The text mixes ASCII
 // words, punctuation, newlines, CJK, multi-codepoint emoji and combining
@@ -76,7 +79,7 @@ type Simulator struct {
 
 	// `fail`, `overloaded`, `stall`, `drop_after` and `error_after`:
 	// faults, evaluated in the order written for every chat completion,
-	// messages and count_tokens request (one counter for all three); the
+	// responses, messages and count_tokens request (one counter for all); the
 	// first whose rate draw hits is applied. On the Messages endpoints
 	// errors have Anthropic's shape. Default: none.
 	Faults []SimulatorFault `json:"faults,omitempty"`
@@ -115,7 +118,8 @@ type SimulatorFault struct {
 	//   - `overloaded` (`overloaded [<rate>] [retry_after <value>]`):
 	//     the provider is overloaded: 529 with Anthropic's
 	//     overloaded_error on Messages, and 503 with an OpenAI error
-	//     (code "overloaded") on chat completions, since OpenAI has no 529;
+	//     (code "overloaded") on chat completions and responses, since
+	//     OpenAI has no 529;
 	//   - `stall` (`stall [<rate>]`): accepts the request and never
 	//     answers, not even headers, until the client goes away or the
 	//     config is unloaded;
@@ -125,8 +129,9 @@ type SimulatorFault struct {
 	//   - `error` (`error_after <events> [<rate>]`): streams `after` data
 	//     events, then an in-band `data: {"error":{...}}` event, and ends
 	//     without `[DONE]` (on Messages: `event: error` with Anthropic's
-	//     overloaded_error, and no message_stop); a non-streaming request
-	//     gets a 500.
+	//     overloaded_error, and no message_stop; on Responses: `event:
+	//     error` with the error nested under "error" and flat, and no
+	//     response.completed); a non-streaming request gets a 500.
 	Kind string `json:"kind"`
 
 	// `status` only: the HTTP status to answer, 400-599.
@@ -139,7 +144,8 @@ type SimulatorFault struct {
 	// `drop` and `error` only: the number of data events (the role chunk
 	// and token deltas) sent before the fault; 0 means before any data.
 	// On Messages the same positions count: message_start and each
-	// thinking, text or input_json delta.
+	// thinking, text or input_json delta; on Responses response.created
+	// and each reasoning summary, output text or arguments delta.
 	After int `json:"after,omitempty"`
 
 	// The probability, in (0, 1], that the fault applies to a request.

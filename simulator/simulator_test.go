@@ -263,6 +263,7 @@ func TestSimulatorOverloadedServes(t *testing.T) {
 		{"/v1/messages", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
 		{"/anthropic/v1/messages/count_tokens", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
 		{"/v1/chat/completions", 503, `{"error":{"message":"simulated upstream overloaded","type":"server_error","code":"overloaded"}}`},
+		{"/v1/responses", 503, `{"error":{"message":"simulated upstream overloaded","type":"server_error","code":"overloaded"}}`},
 	} {
 		req := httptest.NewRequest("POST", tc.path, strings.NewReader(`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`))
 		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)

@@ -1,6 +1,6 @@
 // Package sim is an LLM upstream simulator: a plain net/http handler
-// that answers OpenAI chat completions and Anthropic Messages with
-// deterministic, seeded text (the same in both dialects), paced like a
+// that answers OpenAI chat completions, OpenAI Responses and Anthropic
+// Messages with deterministic, seeded text (the same in every dialect), paced like a
 // real model (steady or in clustered bursts), calls a tool when the
 // request forces one, and injects faults (error statuses, overload,
 // stalls, dropped connections, in-band stream errors) on demand.
@@ -77,8 +77,8 @@ type Config struct {
 	// whole body of a non-streaming response. Default: 0.
 	TTFB time.Duration
 
-	// Faults are evaluated in order for every chat completion, messages
-	// and count_tokens request;
+	// Faults are evaluated in order for every chat completion, messages,
+	// count_tokens and responses request (one counter for all);
 	// the first whose Rate draw hits is applied. Default: none.
 	Faults []Fault
 }
@@ -120,7 +120,10 @@ type Fault struct {
 	//     `data: {"error":{...}}` event, and end the response without
 	//     [DONE]; a non-streaming request gets a 500 with error JSON.
 	//     On Messages the event is `event: error` with Anthropic's
-	//     overloaded_error, the in-band error Anthropic really sends;
+	//     overloaded_error, the in-band error Anthropic really sends; on
+	//     Responses it is `event: error` with the error both nested
+	//     under "error" (as the live API sends it, and what the SDKs
+	//     raise on) and flat (as OpenAI documents it);
 	//   - "overloaded": answer 529 with Anthropic's overloaded_error on
 	//     the Messages endpoints and 503 with an OpenAI error on chat
 	//     completions (with Retry-After if RetryAfter is set), without
@@ -142,7 +145,9 @@ type Fault struct {
 	// after it, before the finish chunk. On Messages streams the same
 	// positions count: message_start (the role chunk's twin) and each
 	// thinking_delta, text_delta and input_json_delta; ping, block
-	// start and stop and signature_delta do not count.
+	// start and stop and signature_delta do not count. On Responses
+	// streams: response.created and each reasoning_summary_text,
+	// output_text and function_call_arguments delta.
 	After int
 
 	// Rate is the probability, 0 < Rate <= 1, that the fault applies to

@@ -21,6 +21,7 @@ const modelsCreated = 1700000000
 //
 //	POST .../chat/completions        chat completion, streaming or not
 //	POST .../messages                Anthropic Messages, streaming or not
+//	POST .../responses               OpenAI Responses, streaming or not
 //	POST .../messages/count_tokens   Anthropic token count
 //	GET  .../models                  the configured models
 //
@@ -51,10 +52,10 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Requests returns the number of requests received so far on the
-// chat completions, messages and count_tokens endpoints together,
-// whatever their outcome (model listings and unknown paths do not
-// count). The n-th request (from 1) is the n-th fault draw and has ID
-// "chatcmpl-sim-<n>" or "msg_sim_<n>".
+// chat completions, messages, count_tokens and responses endpoints
+// together, whatever their outcome (model listings and unknown paths do
+// not count). The n-th request (from 1) is the n-th fault draw and has
+// ID "chatcmpl-sim-<n>", "msg_sim_<n>" or "resp_sim_<n>".
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Close ends stalled requests, current and future, by aborting their
@@ -78,6 +79,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.chat(w, r)
+	case strings.HasSuffix(p, "/responses"):
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeError(w, http.StatusMethodNotAllowed, "use POST for responses", "invalid_request_error", "method_not_allowed")
+			return
+		}
+		s.responses(w, r)
 	case strings.HasSuffix(p, "/messages/count_tokens"):
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)

@@ -129,3 +129,50 @@ func chatToolDeltas(id, name string) []delta {
 	}
 	return out
 }
+
+// responsesToolCall applies the tool rule to a Responses request: a
+// function tool, tool_choice "required" or {"type":"function","name":...}
+// (the name at the top level, unlike Chat's), and a last input item
+// that is not a function_call_output. "required" calls the first
+// function tool; tools of other types (web_search, ...) are never called.
+func (req *respRequest) responsesToolCall() *toolCall {
+	var tools []struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(req.Tools, &tools) != nil {
+		return nil
+	}
+	first := ""
+	for _, t := range tools {
+		if t.Type == "function" {
+			first = t.Name
+			break
+		}
+	}
+	if first == "" {
+		return nil
+	}
+	if items := req.items(); len(items) > 0 && items[len(items)-1].Type == "function_call_output" {
+		return nil
+	}
+	choice := bytes.TrimSpace(req.ToolChoice)
+	var mode string
+	if json.Unmarshal(choice, &mode) == nil {
+		if mode != "required" {
+			return nil // "auto", "none"
+		}
+		return &toolCall{name: first}
+	}
+	var forced struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(choice, &forced) != nil || forced.Type != "function" {
+		return nil
+	}
+	if forced.Name != "" {
+		return &toolCall{name: forced.Name}
+	}
+	return &toolCall{name: first}
+}
