@@ -208,12 +208,21 @@ func (x exchange) translateRequest(b []byte) ([]byte, error) {
 		b, err = anthropic.FromChatRequest(b)
 	}
 	if re, ok := errors.AsType[*anthropic.RequestError](err); ok {
-		return nil, &untranslatableError{re.Message}
+		return nil, &untranslatableError{x.refusal(re.Param, re.Message)}
 	}
 	if re, ok := errors.AsType[*responses.RequestError](err); ok {
-		return nil, &untranslatableError{re.Message}
+		return nil, &untranslatableError{x.refusal(re.Param, re.Message)}
 	}
 	return b, err
+}
+
+// refusal is the client's message for a member that cannot be translated:
+// the member, the reason, and the upstream's api it was translated for.
+func (x exchange) refusal(param, msg string) string {
+	if param != "" && !strings.HasPrefix(msg, param) {
+		msg = param + ": " + msg
+	}
+	return msg + " (translating for an api " + x.api + " upstream)"
 }
 
 // translateStream wraps an upstream stream so that it yields the client's

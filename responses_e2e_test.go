@@ -197,3 +197,146 @@ func TestStoredResponsesAskTheOpenAIUpstreams(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
 }
+
+// responsesRelay offers the one simulator three ways: natively (api
+// openai), as a Chat Completions provider and as Anthropic.
+const responsesRelay = `llm_relay {
+		key sk-relay-responses
+		upstream native ` + simV1 + `
+		upstream simchat ` + simV1 + ` {
+			api chat
+		}
+		upstream simanth ` + simV1 + ` {
+			api anthropic
+		}
+		upstream down http://127.0.0.1:9084/fail/v1
+		model native {
+			to native sim-reasoner
+		}
+		model via-chat {
+			to simchat sim-reasoner
+		}
+		model via-claude {
+			to simanth sim-reasoner
+		}
+		model down-then-chat {
+			to down
+			to simchat sim-reasoner
+		}
+		failover {
+			backoff 1ms 1ms
+		}
+	}`
+
+func responsesClient() openai.Client {
+	return openai.NewClient(option.WithBaseURL(relayBase+"/v1"), option.WithAPIKey("sk-relay-responses"), option.WithMaxRetries(0))
+}
+
+// openai-go's Responses calls, streaming and not, answer the simulator's
+// text whether the target speaks Responses itself, Chat Completions or
+// Anthropic Messages (translated); a failover from a failing native target
+// to a translated one stays invisible; a tool call round trip works; relay
+// errors are typed.
+func TestOpenAIGoResponses(t *testing.T) {
+	startRelay(t, responsesRelay, clientsSimSite)
+	_, want := directChat(t, simV1)
+	client := responsesClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, model := range []string{"native", "via-chat", "via-claude", "down-then-chat"} {
+		params := responses.ResponseNewParams{Model: model, Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}
+		got, err := client.Responses.New(ctx, params)
+		if err != nil || got.OutputText() != want || got.Status != "completed" || got.Usage.OutputTokens == 0 {
+			t.Fatalf("%s: New: %v, text %q status %q usage %+v; want %q", model, err, got.OutputText(), got.Status, got.Usage, want)
+		}
+		s := client.Responses.NewStreaming(ctx, params)
+		var text strings.Builder
+		var completed responses.Response
+		for s.Next() {
+			switch ev := s.Current(); ev.Type {
+			case "response.output_text.delta":
+				text.WriteString(ev.Delta)
+			case "response.completed":
+				completed = ev.Response
+			}
+		}
+		if err := s.Err(); err != nil || text.String() != want || completed.OutputText() != want {
+			t.Fatalf("%s: stream: %v, deltas %q, completed %q; want %q", model, err, text.String(), completed.OutputText(), want)
+		}
+		_ = s.Close()
+	}
+
+	// A tool round trip, translated: a forced function call, then its
+	// output, then the text answer.
+	tool := responses.ToolParamOfFunction("get_weather", map[string]any{"type": "object", "properties": map[string]any{"input": map[string]any{"type": "string"}}}, false)
+	for _, model := range []string{"native", "via-chat", "via-claude"} {
+		first, err := client.Responses.New(ctx, responses.ResponseNewParams{
+			Model:      model,
+			Input:      responses.ResponseNewParamsInputUnion{OfString: openai.String("weather?")},
+			Tools:      []responses.ToolUnionParam{tool},
+			ToolChoice: responses.ResponseNewParamsToolChoiceUnion{OfToolChoiceMode: openai.Opt(responses.ToolChoiceOptionsRequired)},
+		})
+		if err != nil {
+			t.Fatalf("%s: tool call: %v", model, err)
+		}
+		var call responses.ResponseOutputItemUnion
+		for _, it := range first.Output {
+			if it.Type == "function_call" {
+				call = it
+			}
+		}
+		if call.Name != "get_weather" || call.CallID == "" || !strings.Contains(call.Arguments.OfString, "sim") {
+			t.Fatalf("%s: want a get_weather call, got %+v", model, first.Output)
+		}
+		second, err := client.Responses.New(ctx, responses.ResponseNewParams{
+			Model: model,
+			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+				responses.ResponseInputItemParamOfMessage("weather?", responses.EasyInputMessageRoleUser),
+				responses.ResponseInputItemParamOfFunctionCall(call.Arguments.OfString, call.CallID, call.Name),
+				{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{CallID: openai.String(call.CallID), Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: openai.String("sunny")}}},
+			}},
+			Tools: []responses.ToolUnionParam{tool},
+		})
+		if err != nil || second.OutputText() != want {
+			t.Fatalf("%s: after the tool output: %v, text %q", model, err, second.OutputText())
+		}
+	}
+
+	// Typed errors: an unknown model, a request no target can take.
+	_, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "nope", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+	if apiErr, ok := err.(*openai.Error); !ok || apiErr.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown model: %v", err)
+	}
+	_, err = client.Responses.New(ctx, responses.ResponseNewParams{Model: "via-chat", PreviousResponseID: openai.String("resp_1"), Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+	if apiErr, ok := err.(*openai.Error); !ok || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "previous_response_id") || apiErr.Code != "untranslatable_request" {
+		t.Fatalf("previous_response_id to a Chat target: %v %s", err, apiErrJSON(err))
+	}
+}
+
+func apiErrJSON(err error) string {
+	if apiErr, ok := err.(*openai.Error); ok {
+		return apiErr.RawJSON()
+	}
+	return ""
+}
+
+// A Responses stream that ends without response.completed is truncated:
+// the client gets the relay's error event, which openai-go raises, never a
+// clean-looking shorter answer.
+func TestResponsesTruncatedStreamRaised(t *testing.T) {
+	cut := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		full := responsesStream("resp_cut", "hello")
+		_, _ = w.Write([]byte(full[:strings.Index(full, "event: response.output_text.done")]))
+	})
+	startRelay(t, `llm_relay {
+		upstream cut `+cut.v1()+`
+		model m {
+			to cut
+		}
+	}`)
+	_, text, err := streamResponses(t, "m")
+	if err == nil || !strings.Contains(err.Error(), "upstream_stream_truncated") || text != "hello" {
+		t.Fatalf("text %q, error %v; want hello then the truncation raised", text, err)
+	}
+}
