@@ -42,7 +42,7 @@ type requestLog struct {
 	budgetHits  int // reasoning budget failovers
 	budget      int // the request's reasoning budget (0: none)
 	capture     *captureWriter
-	chat        bool        // a chat completion (where usage can be estimated)
+	chat        bool        // a conversation turn: chat completion, message or response (where usage can be estimated)
 	chatRules   bool        // Chat Completions or legacy completions: see chatRules
 	dialect     dialect     // the client's: errors and streams are in its shape
 	messages    bool        // an Anthropic Messages request (POST /v1/messages)

@@ -340,3 +340,49 @@ func TestResponsesTruncatedStreamRaised(t *testing.T) {
 		t.Fatalf("text %q, error %v; want hello then the truncation raised", text, err)
 	}
 }
+
+// Responses requests are accounted from the response's own usage, streamed
+// and not, and a shadow copy translated for a Chat provider is compared
+// with the client's Responses answer: the same simulator text is a
+// similarity of 1.
+func TestResponsesUsageAndShadow(t *testing.T) {
+	logFile := startRelay(t, `llm_relay {
+		upstream native `+simV1+`
+		upstream simchat `+simV1+` {
+			api chat
+		}
+		model native {
+			to native sim-reasoner
+			shadow simchat sim-reasoner 100
+		}
+	}`, clientsSimSite)
+	for i, stream := range []bool{false, true} {
+		body := `{"model":"native","input":"hi","stream":` + map[bool]string{false: "false", true: "true"}[stream] + `}`
+		resp := postPath(t, "/v1/responses", body)
+		if got := readAll(t, resp); resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %v: status %d: %s", stream, resp.StatusCode, got)
+		}
+		waitFor(t, 5*time.Second, "the shadow comparison", func() bool {
+			doc := getRelayStatus(t)
+			return len(doc.Shadows) == 1 && doc.Shadows[0].Stats.Compared == int64(i+1)
+		})
+	}
+	st := getRelayStatus(t).Shadows[0].Stats
+	if st.OK != 2 || st.MeanSimilarity != 1 || st.MeanLengthRat != 1 {
+		t.Errorf("shadow stats %+v; want 2 ok, similarity 1, length ratio 1", st)
+	}
+	var relayed []string
+	for _, line := range strings.Split(readLog(t, logFile), "\n") {
+		if strings.Contains(line, `"msg":"relayed"`) {
+			relayed = append(relayed, line)
+		}
+	}
+	if len(relayed) != 2 {
+		t.Fatalf("relayed %d requests:\n%s", len(relayed), strings.Join(relayed, "\n"))
+	}
+	for _, line := range relayed {
+		if !strings.Contains(line, `"usage_estimated":false`) || strings.Contains(line, `"completion_tokens":0,`) {
+			t.Errorf("not accounted from the response's usage: %s", line)
+		}
+	}
+}

@@ -78,7 +78,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.alias = rt.alias
 	rec.stream = body.stream
-	rec.chat = rest == restChat || rest == restMessages
+	rec.chat = rest == restChat || rest == restMessages || rest == restResponses
 	rec.chatRules = chatRules(rest)
 	rec.messages = rest == restMessages
 	rec.responses = rec.dialect == dialectResponses

@@ -114,7 +114,7 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 	res.Status = resp.StatusCode
 	var text answerText
 	if isEventStream(resp.Header) {
-		text.addStream(io.LimitReader(resp.Body, 16<<20), t.up.dialect, func() {
+		text.addStream(io.LimitReader(resp.Body, 16<<20), x.upstream, func() {
 			if res.TTFT == 0 {
 				res.TTFT = time.Since(start)
 			}
@@ -122,7 +122,7 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 	} else {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxCapture))
 		res.TTFT = time.Since(start)
-		text.addMessage(chatAnswer(b, t.up.dialect))
+		text.addWhole(b, x.upstream)
 	}
 	res.Duration = time.Since(start)
 	res.OK = resp.StatusCode < 300 && text.sawAnswer
@@ -135,6 +135,18 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 // onData is called at each chunk.
 func (a *answerText) addStream(r io.Reader, d dialect, onData func()) {
 	var src pace.Source = sse.NewReader(r, 0)
+	if d == dialectResponses {
+		for {
+			ev, err := src.Next()
+			if err != nil {
+				return
+			}
+			if ev.HasData {
+				onData()
+				a.addResponsesEvent(ev.Data)
+			}
+		}
+	}
 	if d == dialectMessages {
 		src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{IncludeUsage: true})
 	}
@@ -148,6 +160,83 @@ func (a *answerText) addStream(r io.Reader, d dialect, onData func()) {
 		}
 		onData()
 		a.addChunk(ev.Data)
+	}
+}
+
+// addWhole reads a whole (non-stream) answer in dialect d.
+func (a *answerText) addWhole(b []byte, d dialect) {
+	if d == dialectResponses {
+		a.addResponse(b)
+		return
+	}
+	a.addMessage(chatAnswer(b, d))
+}
+
+// responsesUsage is the usage of a Responses answer.
+type responsesUsage struct {
+	OutputTokens        int `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// responseJSON is the part of a Responses response object the comparison
+// reads: its output text and usage.
+type responseJSON struct {
+	Output []struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"output"`
+	Usage *responsesUsage `json:"usage"`
+}
+
+// addResponse reads a whole Responses response object.
+func (a *answerText) addResponse(b []byte) {
+	var r responseJSON
+	if json.Unmarshal(b, &r) != nil {
+		return
+	}
+	a.sawAnswer = true
+	for _, it := range r.Output {
+		for _, c := range it.Content {
+			if it.Type == "message" && c.Type == "output_text" && a.b.Len() < maxCapture {
+				a.b.WriteString(c.Text)
+			}
+		}
+	}
+	a.responsesUsage(r.Usage)
+}
+
+// addResponsesEvent reads one Responses stream event: text deltas, and the
+// usage of the final response.
+func (a *answerText) addResponsesEvent(data []byte) {
+	var ev struct {
+		Type     string        `json:"type"`
+		Delta    string        `json:"delta"`
+		Response *responseJSON `json:"response"`
+	}
+	if json.Unmarshal(data, &ev) != nil {
+		return
+	}
+	a.sawAnswer = true
+	switch ev.Type {
+	case "response.output_text.delta":
+		if a.b.Len() < maxCapture {
+			a.b.WriteString(ev.Delta)
+		}
+	case "response.completed", "response.incomplete":
+		if ev.Response != nil {
+			a.responsesUsage(ev.Response.Usage)
+		}
+	}
+}
+
+func (a *answerText) responsesUsage(u *responsesUsage) {
+	if u != nil {
+		a.completion, a.reasoning = u.OutputTokens, u.OutputTokensDetails.ReasoningTokens
 	}
 }
 
@@ -275,7 +364,7 @@ func (cw *captureWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter
 func answerOf(captured []byte, stream bool, d dialect) string {
 	var a answerText
 	if !stream {
-		a.addMessage(chatAnswer(captured, d))
+		a.addWhole(captured, d)
 		return a.b.String()
 	}
 	a.addStream(bytes.NewReader(captured), d, func() {})
