@@ -18,6 +18,9 @@ type target struct {
 	// messages: the target speaks Anthropic Messages (/v1/messages): it
 	// gets messagesBody, and its streams end with message_stop.
 	messages bool
+	// responses: the target speaks the Responses API (/v1/responses): its
+	// streams end with response.completed.
+	responses bool
 	// body, when set, replaces the run's request body (the translated
 	// target asks for the same thinking budget as the Messages one).
 	body []byte
@@ -179,18 +182,29 @@ func (b *bench) do(ctx context.Context, t *target, buf *bytes.Buffer) outcome {
 	if err != nil {
 		return outcome{err: fmt.Errorf("reading body: %w", err)}
 	}
-	if err := checkAnswer(resp, buf.Bytes(), b.stream, t.messages); err != nil {
+	if err := checkAnswer(resp, buf.Bytes(), b.stream, t); err != nil {
 		return outcome{err: err}
 	}
 	return outcome{dur: dur, bytes: int64(buf.Len())}
 }
 
 // checkAnswer rejects answers that are not a complete 200 completion.
-func checkAnswer(resp *http.Response, body []byte, stream, messages bool) error {
+func checkAnswer(resp *http.Response, body []byte, stream bool, t *target) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
 	}
+	messages := t.messages
 	switch {
+	case t.responses && stream:
+		if !bytes.Contains(body, []byte("event: response.completed\n")) {
+			return errors.New("stream did not end with response.completed")
+		}
+		return nil
+	case t.responses:
+		if !bytes.Contains(body, []byte(`"object":"response"`)) {
+			return fmt.Errorf("not a Responses response: %.200s", body)
+		}
+		return nil
 	case messages && stream:
 		if !bytes.HasSuffix(bytes.TrimRight(body, "\n"), []byte(`data: {"type":"message_stop"}`)) {
 			return errors.New("stream did not end with message_stop")

@@ -77,16 +77,28 @@ http://:%[7]d {
 	}
 }
 
-# relay-claude (-translate): the relay in front of sim as an Anthropic
-# upstream; OpenAI clients' requests are translated
+# relay-claude (-translate, -translate-responses): the relay in front of
+# sim as an Anthropic upstream (OpenAI clients' requests are translated),
+# and for Responses clients as a Chat provider (translated) and as OpenAI
+# itself (native)
 http://:%[9]d {
 	bind 127.0.0.1
 	llm_relay {
 		upstream sim http://127.0.0.1:%[1]d/v1 {
 			api anthropic
 		}
+		upstream simchat http://127.0.0.1:%[1]d/v1 {
+			api chat
+		}
+		upstream native http://127.0.0.1:%[1]d/v1
 		model sim-reasoner {
 			to sim
+		}
+		model sim-chat {
+			to simchat sim-reasoner
+		}
+		model sim-native {
+			to native sim-reasoner
 		}
 	}
 }

@@ -66,7 +66,10 @@
 // -translate compares, through the same relay and the same simulator
 // speaking Anthropic Messages, an OpenAI client (its stream translated
 // event by event) with an Anthropic client (the stream passed through):
-// the ratio is the cost of translation.
+// the ratio is the cost of translation. -translate-responses does the same
+// for Responses clients: the simulator as a Chat provider (the Responses
+// stream made from Chat chunks) against the simulator answering Responses
+// itself. Both state their goal as the issues' bound, 1.2x.
 //
 // -print-config prints the generated Caddyfile and JSON and exits.
 package main
@@ -100,6 +103,7 @@ type options struct {
 	printConfig     bool
 	shadow          bool
 	translate       bool
+	translateResp   bool
 	storm           int
 	stormRounds     int
 }
@@ -119,6 +123,7 @@ func parseFlags() options {
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile (whole run) to this file at the end")
 	flag.BoolVar(&o.printConfig, "print-config", false, "print the Caddyfile and its JSON, then exit")
 	flag.BoolVar(&o.shadow, "shadow", false, "compare the relay with every request shadowed to a slow simulator (relay+shadow) against the plain relay, instead of relay against reverse_proxy")
+	flag.BoolVar(&o.translateResp, "translate-responses", false, "compare a Responses stream translated for a Chat provider (`api chat`) against the same request answered natively (`api openai`), both from the simulator, instead of relay against reverse_proxy")
 	flag.BoolVar(&o.translate, "translate", false, "compare a translated stream (an OpenAI client, an `api anthropic` upstream: the simulator's Messages mode) against the same stream passed through (an Anthropic client, the same upstream), instead of relay against reverse_proxy")
 	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
 	flag.IntVar(&o.stormRounds, "storm-rounds", 3, "with -storm: storms per target, alternating which target goes first")
@@ -181,6 +186,12 @@ func main() {
 			{name: "passed_through", url: sites.claude + "/v1/messages", messages: true},
 		}
 	}
+	if o.translateResp {
+		targets = []*target{
+			{name: "translated", url: sites.claude + "/v1/responses", body: responsesBody("sim-chat", o.stream), responses: true},
+			{name: "native", url: sites.claude + "/v1/responses", body: responsesBody("sim-native", o.stream), responses: true},
+		}
+	}
 	if o.shadow {
 		targets = []*target{
 			{name: "relay+shadow", url: sites.shadowed + "/v1/chat/completions"},
@@ -217,7 +228,11 @@ func main() {
 		mode = "streaming"
 	}
 	fmt.Printf("\nmeasured: %s requests, concurrency %d, %.1fs wall time\n", mode, o.concurrency, elapsed.Seconds())
-	report(os.Stdout, b.results, o.requests)
+	goal := goalP50Ratio
+	if o.translate || o.translateResp {
+		goal = goalTranslateRatio
+	}
+	report(os.Stdout, b.results, o.requests, goal)
 
 	if o.memProfile != "" {
 		if err := writeMemProfile(o.memProfile); err != nil {
@@ -279,6 +294,16 @@ func messagesBody(stream bool) []byte {
 // both targets carry the same stream.
 func translatedBody(stream bool) []byte {
 	s := `{"model":"sim-reasoner","reasoning_effort":"minimal","messages":[{"role":"user","content":"hi"}]`
+	if stream {
+		s += `,"stream":true`
+	}
+	return []byte(s + "}")
+}
+
+// responsesBody is a Responses request for model, asking for reasoning so
+// that the native simulator reasons as the Chat one always does.
+func responsesBody(model string, stream bool) []byte {
+	s := `{"model":"` + model + `","input":"hi","reasoning":{"effort":"low"}`
 	if stream {
 		s += `,"stream":true`
 	}
