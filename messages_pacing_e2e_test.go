@@ -99,3 +99,77 @@ func TestMessagesStreamRepaced(t *testing.T) {
 		}
 	}
 }
+
+// A Responses stream is re-paced too (split-reasoning), native and
+// translated from Chat: each channel's deltas byte-exact, event lines
+// kept, sequence numbers counting up by one from 0 although pieces were
+// split or merged, and openai-go assembles the same text.
+func TestResponsesStreamRepaced(t *testing.T) {
+	startRelay(t, `llm_relay {
+		upstream native http://127.0.0.1:9097/v1
+		upstream deepseek http://127.0.0.1:9097/v1 {
+			api chat
+		}
+		model native-paced {
+			to native sim-reasoner
+		}
+		model chat-paced {
+			to deepseek sim-reasoner
+		}
+		smoothing split-reasoning
+	}`, pacingSimSite)
+	body := func(model string) string {
+		return `{"model":"` + model + `","stream":true,"reasoning":{"effort":"low"},"input":"hi"}`
+	}
+	read := func(stream string) (reasoning, text []string, seqs []int) {
+		t.Helper()
+		for _, block := range strings.Split(strings.TrimSpace(stream), "\n\n") {
+			if strings.HasPrefix(block, ":") {
+				continue
+			}
+			typ, data, ok := strings.Cut(block, "\ndata: ")
+			var ev struct {
+				Type  string `json:"type"`
+				Seq   int    `json:"sequence_number"`
+				Delta string `json:"delta"`
+			}
+			if !ok || json.Unmarshal([]byte(data), &ev) != nil || typ != "event: "+ev.Type {
+				t.Fatalf("a block whose event line does not name its data:\n%q", block)
+			}
+			seqs = append(seqs, ev.Seq)
+			switch ev.Type {
+			case "response.output_text.delta":
+				text = append(text, ev.Delta)
+			case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+				reasoning = append(reasoning, ev.Delta)
+			}
+		}
+		return reasoning, text, seqs
+	}
+	resp, err := httpClient.Post("http://127.0.0.1:9097/v1/responses", "application/json", strings.NewReader(body("sim-reasoner")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upReasoning, upText, _ := read(readAll(t, resp))
+	if len(upReasoning) == 0 || len(upText) == 0 {
+		t.Fatalf("the simulator sent %d reasoning and %d text deltas", len(upReasoning), len(upText))
+	}
+	for _, model := range []string{"native-paced", "chat-paced"} {
+		reasoning, text, seqs := read(readAll(t, postPath(t, "/v1/responses", body(model))))
+		if strings.Join(reasoning, "") != strings.Join(upReasoning, "") || strings.Join(text, "") != strings.Join(upText, "") {
+			t.Fatalf("%s: the text changed on its way:\nreasoning %q\nwant      %q\ntext %q\nwant %q", model, strings.Join(reasoning, ""), strings.Join(upReasoning, ""), strings.Join(text, ""), strings.Join(upText, ""))
+		}
+		if strings.Join(reasoning, "\x00") == strings.Join(upReasoning, "\x00") && strings.Join(text, "\x00") == strings.Join(upText, "\x00") {
+			t.Errorf("%s: the deltas are the upstream's, piece for piece: not re-paced", model)
+		}
+		for i, n := range seqs {
+			if n != i {
+				t.Fatalf("%s: sequence numbers %v; want 0, 1, 2, ...", model, seqs)
+			}
+		}
+		_, got, err := streamResponses(t, model)
+		if err != nil || got != strings.Join(upText, "") {
+			t.Errorf("%s: openai-go assembled %q (%v)", model, got, err)
+		}
+	}
+}

@@ -386,3 +386,36 @@ func TestResponsesUsageAndShadow(t *testing.T) {
 		}
 	}
 }
+
+// Heartbeats (SSE comments) before the commit point and between deltas
+// are skipped by openai-go's Responses stream, which assembles the whole
+// text.
+func TestResponsesHeartbeats(t *testing.T) {
+	slow := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		full := responsesStream("resp_slow", "hello")
+		cut := strings.Index(full, "event: response.output_text.delta")
+		_, _ = w.Write([]byte(full[:cut]))
+		w.(http.Flusher).Flush()
+		time.Sleep(500 * time.Millisecond) // before the first delta
+		_, _ = w.Write([]byte(full[cut:]))
+	})
+	startRelay(t, `llm_relay {
+		upstream slow `+slow.v1()+`
+		model m {
+			to slow
+		}
+		smoothing off {
+			early_commit 100ms
+			heartbeat 100ms
+		}
+	}`)
+	raw := readAll(t, postPath(t, "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`))
+	if !strings.Contains(raw[:strings.Index(raw, "response.output_text.delta")], ": keep-alive\n\n") {
+		t.Fatalf("no heartbeat before the first delta:\n%s", raw)
+	}
+	ids, text, err := streamResponses(t, "m")
+	if err != nil || text != "hello" || strings.Join(ids, ",") != "resp_slow,resp_slow" {
+		t.Fatalf("openai-go: ids %v text %q error %v", ids, text, err)
+	}
+}
