@@ -70,7 +70,7 @@ var streamTemplates = func() map[string]sse.Event {
 // for good.
 type streamPump struct {
 	src Source
-	q   streamQueue
+	q   sse.Queue
 	err error // returned once q is empty: src's, or io.EOF after the end
 	// cur is the upstream event being translated; kept here so that
 	// handing it to the handler (through an interface) allocates nothing.
@@ -85,7 +85,7 @@ func (p *streamPump) BeforeRead(f func()) { forwardBeforeRead(p.src, f) }
 
 func (p *streamPump) pull(h streamHandler) (sse.Event, error) {
 	for {
-		if ev, ok := p.q.pop(); ok {
+		if ev, ok := p.q.Pop(); ok {
 			return ev, nil
 		}
 		if p.err != nil {
@@ -99,27 +99,4 @@ func (p *streamPump) pull(h streamHandler) (sse.Event, error) {
 		}
 		h.handle(&p.cur)
 	}
-}
-
-// streamQueue holds the events a translator has made and not yet returned: one
-// upstream event may become several (a role chunk and the first content; a
-// block stop and the next block's start and delta).
-type streamQueue struct {
-	evs  []sse.Event
-	head int
-}
-
-func (q *streamQueue) push(ev sse.Event) { q.evs = append(q.evs, ev) }
-
-func (q *streamQueue) pop() (sse.Event, bool) {
-	if q.head == len(q.evs) {
-		return sse.Event{}, false
-	}
-	ev := q.evs[q.head]
-	q.evs[q.head] = sse.Event{}
-	q.head++
-	if q.head == len(q.evs) {
-		q.evs, q.head = q.evs[:0], 0
-	}
-	return ev, true
 }

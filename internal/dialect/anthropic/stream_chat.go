@@ -206,7 +206,7 @@ func (s *chatStream) stop() {
 	if s.opt.IncludeUsage {
 		s.emitUsage()
 	}
-	s.q.push(newStreamEvent("", []byte("[DONE]")))
+	s.q.Push(newStreamEvent("", []byte("[DONE]")))
 	s.err = io.EOF
 }
 

@@ -115,7 +115,7 @@ func (s *chatStream) closeChoice(finish string) {
 		s.buf = pace.AppendString(s.buf, []byte(finish))
 	}
 	s.buf = append(s.buf, "}]}"...)
-	s.q.push(newStreamEvent("", s.buf))
+	s.q.Push(newStreamEvent("", s.buf))
 }
 
 func (s *chatStream) emitRole() {
@@ -180,7 +180,7 @@ func (s *chatStream) emitUsage() {
 		b = strconv.AppendInt(b, int64(u.cacheCreation), 10)
 	}
 	s.buf = append(b, "}}"...)
-	s.q.push(newStreamEvent("", s.buf))
+	s.q.Push(newStreamEvent("", s.buf))
 }
 
 // emitError queues an OpenAI-shaped in-band error; code keeps
@@ -193,5 +193,5 @@ func (s *chatStream) emitError(typ, code, msg string) {
 	b = append(b, `,"param":null,"code":`...)
 	b = pace.AppendString(b, []byte(code))
 	s.buf = append(b, "}}"...)
-	s.q.push(newStreamEvent("", s.buf))
+	s.q.Push(newStreamEvent("", s.buf))
 }

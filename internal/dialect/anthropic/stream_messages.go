@@ -221,7 +221,7 @@ func (s *messagesStream) done() {
 		stop = StopReason("") // [DONE] without finish_reason: a normal end
 	}
 	s.emitMessageDelta(stop)
-	s.q.push(newStreamEvent("message_stop", []byte(`{"type":"message_stop"}`)))
+	s.q.Push(newStreamEvent("message_stop", []byte(`{"type":"message_stop"}`)))
 	s.err = io.EOF
 }
 

@@ -129,7 +129,7 @@ func (s *messagesStream) emitMessageStart(chatID, model string) {
 	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(s.opt.InputTokens), 10)
 	s.buf = append(b, `,"output_tokens":0}}}`...)
-	s.q.push(newStreamEvent("message_start", s.buf))
+	s.q.Push(newStreamEvent("message_start", s.buf))
 }
 
 // blockHead starts s.buf with `{"type":<typ>,"index":<open block>`.
@@ -154,7 +154,7 @@ func (s *messagesStream) emitBlockStart(kind streamBlock, id, name string) {
 		s.buf = pace.AppendString(s.buf, []byte(name))
 		s.buf = append(s.buf, `,"input":{}}}`...)
 	}
-	s.q.push(newStreamEvent("content_block_start", s.buf))
+	s.q.Push(newStreamEvent("content_block_start", s.buf))
 }
 
 // emitTextDelta queues a text_delta or thinking_delta of the shape
@@ -168,7 +168,7 @@ func (s *messagesStream) emitTextDelta(kind streamBlock, text []byte) {
 	}
 	s.buf = pace.AppendString(s.buf, text)
 	s.buf = append(s.buf, "}}"...)
-	s.q.push(newStreamEvent("content_block_delta", s.buf))
+	s.q.Push(newStreamEvent("content_block_delta", s.buf))
 }
 
 func (s *messagesStream) emitInputDelta(partial []byte) {
@@ -176,13 +176,13 @@ func (s *messagesStream) emitInputDelta(partial []byte) {
 	s.buf = append(s.buf, `,"delta":{"type":"input_json_delta","partial_json":`...)
 	s.buf = pace.AppendString(s.buf, partial)
 	s.buf = append(s.buf, "}}"...)
-	s.q.push(newStreamEvent("content_block_delta", s.buf))
+	s.q.Push(newStreamEvent("content_block_delta", s.buf))
 }
 
 func (s *messagesStream) emitBlockStop() {
 	s.blockHead("content_block_stop")
 	s.buf = append(s.buf, '}')
-	s.q.push(newStreamEvent("content_block_stop", s.buf))
+	s.q.Push(newStreamEvent("content_block_stop", s.buf))
 }
 
 // emitMessageDelta queues the stop reason and usage. Chat's prompt_tokens
@@ -202,7 +202,7 @@ func (s *messagesStream) emitMessageDelta(stop string) {
 		b = strconv.AppendInt(b, int64(u.cached), 10)
 	}
 	s.buf = append(b, "}}"...)
-	s.q.push(newStreamEvent("message_delta", s.buf))
+	s.q.Push(newStreamEvent("message_delta", s.buf))
 }
 
 func (s *messagesStream) emitError(typ, msg string) {
@@ -211,5 +211,5 @@ func (s *messagesStream) emitError(typ, msg string) {
 	b = append(b, `,"message":`...)
 	b = pace.AppendString(b, []byte(msg))
 	s.buf = append(b, "}}"...)
-	s.q.push(newStreamEvent("error", s.buf))
+	s.q.Push(newStreamEvent("error", s.buf))
 }

@@ -67,26 +67,3 @@ var streamTemplates = func() map[string]sse.Event {
 	}
 	return m
 }()
-
-// streamQueue holds the events made and not yet returned: one upstream
-// chunk may become several events (an item's done events and the next
-// item's added events and first delta).
-type streamQueue struct {
-	evs  []sse.Event
-	head int
-}
-
-func (q *streamQueue) push(ev sse.Event) { q.evs = append(q.evs, ev) }
-
-func (q *streamQueue) pop() (sse.Event, bool) {
-	if q.head == len(q.evs) {
-		return sse.Event{}, false
-	}
-	ev := q.evs[q.head]
-	q.evs[q.head] = sse.Event{}
-	q.head++
-	if q.head == len(q.evs) {
-		q.evs, q.head = q.evs[:0], 0
-	}
-	return ev, true
-}

@@ -77,7 +77,7 @@ func (s *respStream) head(typ string) []byte {
 // push makes the event of data b (copied: newStreamEvent writes its own
 // Raw) and keeps b's array for the next event.
 func (s *respStream) push(typ string, b []byte) {
-	s.q.push(newStreamEvent(typ, b))
+	s.q.Push(newStreamEvent(typ, b))
 	s.buf = b[:0]
 }
 

@@ -53,7 +53,7 @@ const (
 type respStream struct {
 	src Source
 	opt StreamOptions
-	q   streamQueue
+	q   sse.Queue
 	err error // returned once q is empty
 	cur sse.Event
 
@@ -85,7 +85,7 @@ func (s *respStream) BeforeRead(f func()) {
 // Next returns the next Responses event.
 func (s *respStream) Next() (sse.Event, error) {
 	for {
-		if ev, ok := s.q.pop(); ok {
+		if ev, ok := s.q.Pop(); ok {
 			return ev, nil
 		}
 		if s.err != nil {
