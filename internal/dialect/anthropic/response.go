@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // ToChatResponse translates a Messages answer into a chat.completion, for
@@ -31,7 +33,7 @@ func ToChatResponse(msg []byte, created int64) ([]byte, error) {
 		return nil, errors.New("the Anthropic answer is not a message (type " + strconvQuote(in.Type) + ")")
 	}
 	var texts, thoughts []string
-	var calls []chatToolCallOut
+	var calls []chat.ToolCall
 	for _, b := range in.Content {
 		switch b.Type {
 		case "text":
@@ -39,7 +41,7 @@ func ToChatResponse(msg []byte, created int64) ([]byte, error) {
 		case "thinking":
 			thoughts = append(thoughts, b.Thinking)
 		case "tool_use":
-			var c chatToolCallOut
+			var c chat.ToolCall
 			c.ID, c.Type = b.ID, "function"
 			c.Function.Name = b.Name
 			c.Function.Arguments = compactJSON(b.Input)
@@ -149,10 +151,10 @@ type chatChoice struct {
 }
 
 type chatAnswerMessage struct {
-	Role             string            `json:"role"`
-	Content          *string           `json:"content"`
-	ReasoningContent string            `json:"reasoning_content,omitempty"`
-	ToolCalls        []chatToolCallOut `json:"tool_calls,omitempty"`
+	Role             string          `json:"role"`
+	Content          *string         `json:"content"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []chat.ToolCall `json:"tool_calls,omitempty"`
 }
 
 type chatCompletionIn struct {

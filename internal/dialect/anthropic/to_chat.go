@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // ChatRequestOptions tune ToChatRequest to the Chat provider.
@@ -181,7 +183,7 @@ type chatRequestOut struct {
 	TopP                *float64          `json:"top_p,omitempty"`
 	User                string            `json:"user,omitempty"`
 	ReasoningEffort     string            `json:"reasoning_effort,omitempty"`
-	Tools               []chatToolOut     `json:"tools,omitempty"`
+	Tools               []chat.Tool       `json:"tools,omitempty"`
 	ToolChoice          json.RawMessage   `json:"tool_choice,omitempty"`
 	ParallelToolCalls   *bool             `json:"parallel_tool_calls,omitempty"`
 	Stream              bool              `json:"stream,omitempty"`
@@ -217,27 +219,9 @@ type chatToolMessage struct {
 }
 
 type chatAssistant struct {
-	Role      string            `json:"role"`
-	Content   *string           `json:"content"`
-	ToolCalls []chatToolCallOut `json:"tool_calls,omitempty"`
-}
-
-type chatToolCallOut struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type chatToolOut struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
+	Role      string          `json:"role"`
+	Content   *string         `json:"content"`
+	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"`
 }
 
 // onlyText joins text parts with a blank line; ok is false (with an error)
@@ -337,7 +321,7 @@ func toolResultText(p part, param string) (string, error) {
 // message.
 func assistantToChat(parts []part, param string) ([]json.RawMessage, error) {
 	var texts []string
-	var calls []chatToolCallOut
+	var calls []chat.ToolCall
 	for i, p := range parts {
 		switch p.Type {
 		case "text":
@@ -345,7 +329,7 @@ func assistantToChat(parts []part, param string) ([]json.RawMessage, error) {
 				texts = append(texts, p.Text)
 			}
 		case "tool_use":
-			var c chatToolCallOut
+			var c chat.ToolCall
 			c.ID, c.Type = p.ID, "function"
 			c.Function.Name = p.Name
 			c.Function.Arguments = compactJSON(p.Input)
@@ -372,7 +356,7 @@ func (in *messagesRequestIn) toolsToChat(out *chatRequestOut) error {
 		if t.Type != "" && t.Type != "custom" {
 			return reqErr(fmt.Sprintf("tools[%d].type", i), "the server tool %q runs at Anthropic; a Chat Completions provider cannot run it", t.Type)
 		}
-		var ct chatToolOut
+		var ct chat.Tool
 		ct.Type = "function"
 		ct.Function.Name, ct.Function.Description = t.Name, t.Description
 		ct.Function.Parameters = t.InputSchema

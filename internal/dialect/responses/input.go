@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // inputToChat translates input: a string is one user message; an array
@@ -42,7 +44,7 @@ func inputToChat(input json.RawMessage) ([]json.RawMessage, error) {
 			if it.CallID == "" || it.Name == "" {
 				return nil, reqErr(param, "a function_call item needs call_id and name")
 			}
-			var tc chatToolCallOut
+			var tc chat.ToolCall
 			tc.ID, tc.Type = it.CallID, "function"
 			tc.Function.Name, tc.Function.Arguments = it.Name, it.Arguments
 			if calls < 0 {

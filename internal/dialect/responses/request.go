@@ -3,6 +3,8 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // ChatRequestOptions tune ToChatRequest to the Chat provider.
@@ -152,8 +154,8 @@ func formatToChat(f *formatIn) (json.RawMessage, error) {
 	}
 }
 
-func toolsToChat(tools []toolIn) ([]chatToolOut, error) {
-	var out []chatToolOut
+func toolsToChat(tools []toolIn) ([]chat.Tool, error) {
+	var out []chat.Tool
 	for _, t := range tools {
 		if t.Type != "function" {
 			// Hosted tools (web_search, file_search, mcp, namespaces...)
@@ -164,7 +166,7 @@ func toolsToChat(tools []toolIn) ([]chatToolOut, error) {
 			// A tool_choice that forces one is still refused.
 			continue
 		}
-		var c chatToolOut
+		var c chat.Tool
 		c.Type = "function"
 		c.Function.Name, c.Function.Description, c.Function.Strict = t.Name, t.Description, t.Strict
 		c.Function.Parameters = t.Parameters

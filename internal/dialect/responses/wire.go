@@ -1,6 +1,10 @@
 package responses
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+)
 
 // requestIn is the part of a Responses request ToChatRequest reads.
 type requestIn struct {
@@ -74,7 +78,7 @@ type chatRequestOut struct {
 	User                string            `json:"user,omitempty"`
 	ReasoningEffort     string            `json:"reasoning_effort,omitempty"`
 	ResponseFormat      json.RawMessage   `json:"response_format,omitempty"`
-	Tools               []chatToolOut     `json:"tools,omitempty"`
+	Tools               []chat.Tool       `json:"tools,omitempty"`
 	ToolChoice          json.RawMessage   `json:"tool_choice,omitempty"`
 	ParallelToolCalls   *bool             `json:"parallel_tool_calls,omitempty"`
 	Stream              bool              `json:"stream,omitempty"`
@@ -92,10 +96,10 @@ type chatText struct {
 
 // chatMsg is any Chat message: Content is a string, []chatPart, or nil.
 type chatMsg struct {
-	Role       string            `json:"role"`
-	Content    any               `json:"content"`
-	ToolCalls  []chatToolCallOut `json:"tool_calls,omitempty"`
-	ToolCallID string            `json:"tool_call_id,omitempty"`
+	Role       string          `json:"role"`
+	Content    any             `json:"content"`
+	ToolCalls  []chat.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
 }
 
 type chatPart struct {
@@ -107,23 +111,4 @@ type chatPart struct {
 type imageURL struct {
 	URL    string `json:"url"`
 	Detail string `json:"detail,omitempty"`
-}
-
-type chatToolCallOut struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type chatToolOut struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters"`
-		Strict      *bool           `json:"strict,omitempty"`
-	} `json:"function"`
 }
