@@ -1,64 +1,9 @@
 package sim
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 )
-
-// msgWriter writes Messages stream events, `event: <type>\ndata: <json>\n\n`,
-// flushing each one. Like sseWriter it trips the request's drop or error
-// fault after After counted events: message_start and the token deltas,
-// the positions that match the Chat stream's role chunk and deltas.
-type msgWriter struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	buf   bytes.Buffer
-	fault *Fault // drop or error fault not yet tripped, or nil
-	sent  int    // counted events sent
-}
-
-// counted sends an event that counts toward a fault's After.
-func (mw *msgWriter) counted(typ string, v any) error {
-	if mw.fault != nil && mw.sent >= mw.fault.After {
-		return mw.trip()
-	}
-	if err := mw.event(typ, v); err != nil {
-		return err
-	}
-	mw.sent++
-	return nil
-}
-
-// trip applies the pending fault: a drop, or Anthropic's in-band
-// overloaded error, which ends the stream without message_stop.
-func (mw *msgWriter) trip() error {
-	f := mw.fault
-	mw.fault = nil
-	if f.Kind == FaultDrop {
-		_ = mw.rc.Flush()
-		return errDrop
-	}
-	if err := mw.event("error", overloadedError); err != nil {
-		return err
-	}
-	return errFaulted
-}
-
-func (mw *msgWriter) event(typ string, v any) error {
-	mw.buf.Reset()
-	mw.buf.WriteString("event: " + typ + "\ndata: ")
-	enc := json.NewEncoder(&mw.buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil { // compact JSON plus "\n"
-		return err
-	}
-	mw.buf.WriteByte('\n')
-	if _, err := mw.w.Write(mw.buf.Bytes()); err != nil {
-		return err
-	}
-	return mw.rc.Flush()
-}
 
 // Messages stream event payloads; field order is wire order.
 type (
@@ -125,7 +70,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, p *msgPla
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	mw := &msgWriter{w: w, rc: http.NewResponseController(w), fault: f}
+	mw := newTypedWriter(w, f, overloadedError, false)
 
 	start := message{
 		ID: p.id(), Type: "message", Role: "assistant", Model: p.req.Model,

@@ -1,38 +1,9 @@
 package sim
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 )
-
-// respWriter writes Responses stream events, `event: <type>\ndata: <json>\n\n`,
-// numbering them with sequence_number 0, 1, 2, ... and flushing each one.
-// Like msgWriter it trips the request's drop or error fault after After
-// counted events: response.created (the Chat role chunk's twin) and the
-// deltas (reasoning summary text, output text, function call arguments).
-type respWriter struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	buf   bytes.Buffer
-	fault *Fault // drop or error fault not yet tripped, or nil
-	sent  int    // counted events sent
-	seq   int    // the next sequence_number
-}
-
-// counted sends an event that counts toward a fault's After.
-func (rw *respWriter) counted(typ string, v any) error {
-	if rw.fault != nil && rw.sent >= rw.fault.After {
-		return rw.trip()
-	}
-	if err := rw.event(typ, v); err != nil {
-		return err
-	}
-	rw.sent++
-	return nil
-}
 
 // respErrorEvent is the in-band `event: error`. OpenAI documents code,
 // message and param at the top level, but the live API nests them
@@ -53,48 +24,18 @@ type respErrorBody struct {
 	Param   *string `json:"param"`
 }
 
-// trip applies the pending fault: a drop, or an in-band error event
-// that ends the stream without response.completed.
-func (rw *respWriter) trip() error {
-	f := rw.fault
-	rw.fault = nil
-	if f.Kind == FaultDrop {
-		_ = rw.rc.Flush()
-		return errDrop
-	}
+// responsesInBandError is the data of the error fault's `event: error`.
+func responsesInBandError() respErrorEvent {
 	msg := inBandError.Error.Message
-	ev := respErrorEvent{
+	return respErrorEvent{
 		Type:  "error",
 		Error: respErrorBody{Type: "server_error", Code: "server_error", Message: msg},
 		Code:  "server_error", Message: msg,
 	}
-	if err := rw.event("error", ev); err != nil {
-		return err
-	}
-	return errFaulted
-}
-
-// event writes v, a struct whose first field is "type", with
-// sequence_number appended as its last member.
-func (rw *respWriter) event(typ string, v any) error {
-	rw.buf.Reset()
-	rw.buf.WriteString("event: " + typ + "\ndata: ")
-	enc := json.NewEncoder(&rw.buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil { // compact JSON object plus "\n"
-		return err
-	}
-	rw.buf.Truncate(rw.buf.Len() - 2) // the closing brace and newline
-	rw.buf.WriteString(`,"sequence_number":` + strconv.Itoa(rw.seq) + "}\n\n")
-	rw.seq++
-	if _, err := rw.w.Write(rw.buf.Bytes()); err != nil {
-		return err
-	}
-	return rw.rc.Flush()
 }
 
 // Responses stream event payloads; field order is wire order, and
-// sequence_number is appended by respWriter.event.
+// sequence_number is appended by typedWriter.event.
 type (
 	evResponse struct {
 		Type     string     `json:"type"`
@@ -161,7 +102,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, p *respP
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	rw := &respWriter{w: w, rc: http.NewResponseController(w), fault: f}
+	rw := newTypedWriter(w, f, responsesInBandError(), true)
 
 	if err := rw.counted("response.created", evResponse{"response.created", p.object(s, "in_progress", []respItemOut{})}); err != nil {
 		return err
@@ -196,7 +137,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, p *respP
 }
 
 // paced sends one counted event per piece, each when pattern makes it due.
-func (rw *respWriter) paced(wt waiter, pattern Pattern, pieces []string, ev func(piece string) (string, any)) error {
+func (rw *typedWriter) paced(wt waiter, pattern Pattern, pieces []string, ev func(piece string) (string, any)) error {
 	pc := newPacer(pattern, wt)
 	for i, piece := range pieces {
 		if err := pc.before(i); err != nil {
@@ -212,7 +153,7 @@ func (rw *respWriter) paced(wt waiter, pattern Pattern, pieces []string, ev func
 
 // streamReasoning streams the reasoning item at index idx, its one
 // summary part's text as reasoning_summary_text deltas.
-func (s *Server) streamReasoning(rw *respWriter, wt waiter, p *respPlan, idx int) (respItemOut, error) {
+func (s *Server) streamReasoning(rw *typedWriter, wt waiter, p *respPlan, idx int) (respItemOut, error) {
 	text := strings.Join(s.reasoning, "")
 	id := p.reasoningID()
 	if err := rw.event("response.output_item.added", evItem{"response.output_item.added", idx, p.reasoningItem("", false)}); err != nil {
@@ -241,7 +182,7 @@ func (s *Server) streamReasoning(rw *respWriter, wt waiter, p *respPlan, idx int
 
 // streamText streams the message item at index idx, its one
 // output_text part as output_text deltas.
-func (s *Server) streamText(rw *respWriter, wt waiter, p *respPlan, idx int) (respItemOut, error) {
+func (s *Server) streamText(rw *typedWriter, wt waiter, p *respPlan, idx int) (respItemOut, error) {
 	text := strings.Join(s.content, "")
 	id := p.messageID()
 	if err := rw.event("response.output_item.added", evItem{"response.output_item.added", idx, p.messageItem("", false)}); err != nil {
@@ -270,7 +211,7 @@ func (s *Server) streamText(rw *respWriter, wt waiter, p *respPlan, idx int) (re
 
 // streamCall streams the function_call item at index idx, its
 // arguments as ToolInputFragments, one delta each (never split).
-func (s *Server) streamCall(rw *respWriter, wt waiter, p *respPlan, idx int) (respItemOut, error) {
+func (s *Server) streamCall(rw *typedWriter, wt waiter, p *respPlan, idx int) (respItemOut, error) {
 	id := p.callItemID()
 	if err := rw.event("response.output_item.added", evItem{"response.output_item.added", idx, p.callItem(false)}); err != nil {
 		return respItemOut{}, err
