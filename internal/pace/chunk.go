@@ -178,25 +178,34 @@ func Classify(ev *sse.Event, scratch []byte) (Chunk, []byte) {
 		return c, scratch
 	}
 
-	data := ev.Data
-	lit := data[s.ts:s.te]
-	n0 := len(scratch)
-	out, _, ok := appendUnquote(scratch, lit, true)
+	ch := ChanReasoning
+	if s.field == deltaContent {
+		ch = ChanAnswer
+	}
+	out, ok := c.splice(ev.Data, s.ts, s.te, ch, fieldNames[s.field], scratch)
 	if !ok {
 		c.Kind = KindOther
 		return c, scratch
 	}
-	c.Kind = KindText
-	c.Field = fieldNames[s.field]
-	c.Channel = ChanReasoning
-	if s.field == deltaContent {
-		c.Channel = ChanAnswer
-	}
-	c.Prefix = data[:s.ts:s.ts]
-	c.Suffix = data[s.te:len(data):len(data)]
-	c.Text = out[n0:len(out):len(out)]
 	c.HasRole = s.hasRole
 	return c, out
+}
+
+// splice makes c a text chunk on channel ch (its text in member field):
+// the JSON string literal data[ts:te] is decoded onto scratch, and Prefix
+// and Suffix are the data around it. ok is false, and c unchanged, when
+// the literal does not decode strictly.
+func (c *Chunk) splice(data []byte, ts, te int, ch Channel, field string, scratch []byte) (out []byte, ok bool) {
+	n0 := len(scratch)
+	out, _, ok = appendUnquote(scratch, data[ts:te], true)
+	if !ok {
+		return scratch, false
+	}
+	c.Kind, c.Channel, c.Field = KindText, ch, field
+	c.Prefix = data[:ts:ts]
+	c.Suffix = data[te:len(data):len(data)]
+	c.Text = out[n0:len(out):len(out)]
+	return out, true
 }
 
 // textEventShape checks the SSE side of the KindText rules: the block is

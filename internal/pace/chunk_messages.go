@@ -175,20 +175,14 @@ func ClassifyMessages(ev *sse.Event, scratch []byte) (Chunk, []byte) {
 	if !textOK || ts < 0 || te-ts <= 2 || c.msg.index < 0 || !messagesTextShape(ev) {
 		return c, scratch
 	}
-	data := ev.Data
-	n0 := len(scratch)
-	out, _, ok := appendUnquote(scratch, data[ts:te], true)
+	ch, field := ChanAnswer, FieldText
+	if s.dtype == deltaThinking {
+		ch, field = ChanReasoning, FieldThinking
+	}
+	out, ok := c.splice(ev.Data, ts, te, ch, field, scratch)
 	if !ok {
 		return c, scratch
 	}
-	c.Kind = KindText
-	c.Channel, c.Field = ChanAnswer, FieldText
-	if s.dtype == deltaThinking {
-		c.Channel, c.Field = ChanReasoning, FieldThinking
-	}
-	c.Prefix = data[:ts:ts]
-	c.Suffix = data[te:len(data):len(data)]
-	c.Text = out[n0:len(out):len(out)]
 	return c, out
 }
 

@@ -126,20 +126,14 @@ func ClassifyResponses(ev *sse.Event, scratch []byte) (Chunk, []byte) {
 		!typedTextShape(ev, rspTypeNames[c.rsp.typ]) {
 		return c, scratch
 	}
-	data := ev.Data
-	n0 := len(scratch)
-	out, _, ok := appendUnquote(scratch, data[s.ds:s.de], true)
+	ch := ChanReasoning
+	if c.rsp.typ == rspAnswerDelta {
+		ch = ChanAnswer
+	}
+	out, ok := c.splice(ev.Data, s.ds, s.de, ch, FieldDelta, scratch)
 	if !ok {
 		return c, scratch
 	}
-	c.Kind = KindText
-	c.Channel, c.Field = ChanReasoning, FieldDelta
-	if c.rsp.typ == rspAnswerDelta {
-		c.Channel = ChanAnswer
-	}
-	c.Prefix = data[:s.ds:s.ds]
-	c.Suffix = data[s.de:len(data):len(data)]
-	c.Text = out[n0:len(out):len(out)]
 	return c, out
 }
 
