@@ -390,7 +390,24 @@ func (p *Pacer) tick(now time.Time) {
 		p.pop()
 	}
 	p.closeEvent(now)
-	p.nextTick = horizon
+	p.nextTick = p.nextGridTick(now)
+}
+
+// nextGridTick is when the tick after one at now is due. Ticks keep to
+// a fixed grid while a backlog lasts: a tick that ran late (a real timer
+// fires a little after its time, more on a loaded machine) does not push
+// the ones after it back. Counting from now instead, every late wake-up
+// would stretch the spacing, the ticks would drift against any 100 ms
+// window, and every so often a window would get one emission fewer: the
+// unevenness that real timers showed and the virtual clock did not. A
+// tick before its grid time (a deadline or a barrier pulled it in), or
+// one more than a whole interval late (the lane was idle), starts a new
+// grid at now.
+func (p *Pacer) nextGridTick(now time.Time) time.Time {
+	if due := p.nextTick; !due.IsZero() && !now.Before(due) && now.Sub(due) < p.tickEvery {
+		return due.Add(p.tickEvery)
+	}
+	return now.Add(p.tickEvery)
 }
 
 // sendPiece adds the next nb bytes (nr runes) of a text item to the
