@@ -35,75 +35,37 @@ type arrival struct {
 }
 
 // arrivalsOf parses a trace's steps into blocks stamped with their step's
-// time. Cut-off blocks are kept (Unterminated) so callers see the EOF case.
+// time.
 func arrivalsOf(t *testing.T, tr traces.Trace) []arrival {
 	t.Helper()
+	at := make([]time.Duration, len(tr.Steps))
+	writes := make([][]byte, len(tr.Steps))
+	for i, st := range tr.Steps {
+		at[i], writes[i] = st.At, st.Raw
+	}
 	var out []arrival
-	var buf []byte
-	for _, st := range tr.Steps {
-		buf = append(buf, st.Raw...)
-		rd := sse.NewReader(bytes.NewReader(buf), 0)
-		consumed := 0
-		for {
-			ev, err := rd.Next()
-			if err != nil || ev.Unterminated {
-				break
-			}
-			out = append(out, arrival{at: st.At, ev: ev.Clone()})
-			consumed += len(ev.Raw)
-		}
-		buf = buf[consumed:]
+	for _, a := range ArrivalsOf(at, writes) {
+		out = append(out, arrival{at: a.At, ev: a.Event})
 	}
 	return out
 }
 
-// simulate runs a Pacer over arrivals, the way Run does but on a virtual
-// clock: [DONE] and the end of input call End. It returns the emissions.
+// simulate runs Simulate and fails the test if it does not finish.
 func simulate(t *testing.T, cfg Config, arrs []arrival) ([]emission, *Pacer) {
 	t.Helper()
-	p := NewPacer(cfg)
-	var ems []emission
-	var wake time.Time
-	i := 0
-	ended := false
-	for steps := 0; ; steps++ {
-		if steps > 1_000_000 {
-			t.Fatal("simulation does not finish")
-		}
-		var now time.Time
-		switch {
-		case i < len(arrs) && (wake.IsZero() || !t0.Add(arrs[i].at).After(wake)):
-			now = t0.Add(arrs[i].at)
-		case !wake.IsZero():
-			now = wake
-		case !ended:
-			panic("unreachable")
-		default:
-			if !p.Empty() {
-				t.Fatalf("queue not empty at the end and no wake-up asked")
-			}
-			return ems, p
-		}
-		for i < len(arrs) && !t0.Add(arrs[i].at).After(now) && !ended {
-			if p.Push(&arrs[i].ev, now) == KindDone {
-				p.End(now)
-				ended = true
-			}
-			i++
-			if i == len(arrs) && !ended {
-				p.End(now) // the upstream's EOF follows its last event
-				ended = true
-			}
-		}
-		out, w := p.Next(now)
-		if !w.IsZero() && !w.After(now) && len(out) == 0 {
-			t.Fatalf("Next asks to be woken at %v, not after now %v, and wrote nothing", w.Sub(t0), now.Sub(t0))
-		}
-		wake = w
-		if len(out) > 0 {
-			ems = append(ems, emission{at: now.Sub(t0), raw: bytes.Clone(out)})
-		}
+	in := make([]Arrival, len(arrs))
+	for i, a := range arrs {
+		in[i] = Arrival{At: a.at, Event: a.ev}
 	}
+	out, p, err := Simulate(cfg, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ems := make([]emission, len(out))
+	for i, e := range out {
+		ems[i] = emission{at: e.At, raw: e.Raw}
+	}
+	return ems, p
 }
 
 // transcriptOf reassembles the client's view of emitted bytes.
