@@ -33,19 +33,28 @@ type lane struct {
 	fresh    bool // the backlog started from idle and nothing was sent yet
 
 	gap     float64   // seconds, fading max of bridgeable gaps
+	guessed bool      // gap is the initial guess, not yet measured
 	last    time.Time // last arrival
 	backlog int       // runes queued in this lane
 	rate    float64   // current drain rate, runes per second
 
 	credit  float64   // runes the lane may still send; < 0: ahead of its rate
 	accrued time.Time // when credit was last brought up to date
+
+	// The input rate, measured per cluster: a cluster is a run of
+	// arrivals less than one interval apart (one burst, read in a few
+	// reads); when the next cluster starts, the runes of the last one
+	// over the time between their starts is one sample of the rate.
+	clusterAt    time.Time // when the current cluster started
+	clusterRunes int       // runes in it so far
+	inRate       float64   // runes per second, a moving average of the samples; 0: not known yet
 }
 
 func newLane(maxDelay, interval time.Duration) lane {
 	// Until the cadence is known, assume the longest lag: the first
 	// burst is spread as far as the bound allows instead of draining
 	// early and leaving a hole before the second.
-	return lane{maxDelay: maxDelay, interval: interval, gap: 0.6 * maxDelay.Seconds() / overlap}
+	return lane{maxDelay: maxDelay, interval: interval, gap: 0.65 * maxDelay.Seconds() / overlap, guessed: true}
 }
 
 // arrive records runes arriving at now and sets the drain rate.
@@ -55,17 +64,76 @@ func (l *lane) arrive(now time.Time, runes int) {
 		// nothing about the cadence: it neither sets nor fades the
 		// estimate, so the burst after a long silence is paced like the
 		// ones before it.
-		if dt := now.Sub(l.last).Seconds(); dt <= l.maxDelay.Seconds() {
-			l.gap = max(dt, l.gap*math.Exp(-dt/gapTau.Seconds()))
+		if dt := now.Sub(l.last).Seconds(); dt <= l.maxDelay.Seconds() && dt >= l.interval.Seconds() {
+			if l.guessed {
+				// The first measured gap replaces the guess outright:
+				// a fading maximum would keep a guess that was too long
+				// for a second or more.
+				l.gap, l.guessed = dt, false
+			} else {
+				l.gap = max(dt, l.gap*math.Exp(-dt/gapTau.Seconds()))
+			}
 		}
 	}
+	l.measure(now, runes)
 	l.last = now
 	if l.backlog == 0 {
 		// Starting from idle: no credit saved up, none owed.
 		l.credit, l.accrued, l.fresh = 0, now, true
 	}
 	l.backlog += runes
-	l.setRate(l.targetLag())
+	l.rate = l.steadyRate()
+}
+
+// catchUp lets the drain run a little faster than the input, so a
+// backlog built while the rate was not yet known shrinks over time.
+const catchUp = 1.1
+
+// rateWeight is the weight of a new sample in the moving average of the
+// input rate: about the last three clusters count.
+const rateWeight = 0.35
+
+// measure updates the input rate with runes arriving at now.
+func (l *lane) measure(now time.Time, runes int) {
+	switch dt := now.Sub(l.clusterAt); {
+	case l.clusterAt.IsZero() || dt > l.maxDelay:
+		// The first cluster, or one after a silence no pacer can
+		// bridge: the silence is not part of the rate.
+		l.clusterAt, l.clusterRunes = now, 0
+	case now.Sub(l.last) >= l.interval:
+		sample := float64(l.clusterRunes) / dt.Seconds()
+		if l.inRate == 0 {
+			l.inRate = sample
+		} else {
+			l.inRate += rateWeight * (sample - l.inRate)
+		}
+		l.clusterAt, l.clusterRunes = now, 0
+	case dt >= flowSpan*l.interval:
+		// A flow: arrivals closer than an interval for longer than a
+		// burst lasts. There is no gap to bridge; its rate is what it
+		// has carried so far.
+		l.inRate = float64(l.clusterRunes) / dt.Seconds()
+		l.gap, l.guessed = l.interval.Seconds(), false
+	}
+	l.clusterRunes += runes
+}
+
+// flowSpan is how many intervals a run of close arrivals lasts before it
+// counts as a flow rather than a burst read in several pieces.
+const flowSpan = 2
+
+// steadyRate is the drain rate after an arrival: the rate that makes the
+// backlog last until the next cluster is due (targetLag), but no faster
+// than the input's measured rate. Following each burst's own size, as the
+// first alone would, makes the output as uneven as the bursts are; the
+// measured rate averages over several. The caller raises the result
+// where the queued text's deadlines need more (see Pacer.meetDeadlines).
+func (l *lane) steadyRate() float64 {
+	last := float64(l.backlog) / l.targetLag()
+	if l.inRate > 0 && !l.patient {
+		return min(last, catchUp*l.inRate)
+	}
+	return last
 }
 
 // accrue adds the credit earned since the last call, capped at two
@@ -82,9 +150,11 @@ func (l *lane) accrue(now time.Time) {
 
 // spend records runes sent.
 func (l *lane) spend(runes int) {
-	l.fresh = false
 	l.backlog -= runes
-	l.credit -= float64(runes)
+	if !l.fresh {
+		l.credit -= float64(runes)
+	}
+	l.fresh = false
 }
 
 // targetLag is how long the current backlog should take to drain. A
@@ -96,11 +166,6 @@ func (l *lane) targetLag() float64 {
 		return 0.8 * l.maxDelay.Seconds()
 	}
 	return min(max(overlap*l.gap, l.interval.Seconds()), 0.8*l.maxDelay.Seconds())
-}
-
-// setRate sets the drain rate so the backlog lasts lag seconds.
-func (l *lane) setRate(lag float64) {
-	l.rate = float64(l.backlog) / lag
 }
 
 // hurry raises the drain rate so the backlog is gone within lag seconds

@@ -281,6 +281,29 @@ func (p *Pacer) pushText(c *Chunk, raw []byte, now time.Time) {
 	it.runes = utf8.RuneCount(c.Text)
 	p.items = append(p.items, it)
 	p.lanes[ln].arrive(now, it.runes)
+	p.meetDeadlines(ln, now)
+}
+
+// meetDeadlines raises a lane's drain rate to the least constant rate at
+// which every queued item of the lane leaves before its deadline (less
+// one tick, for the tick that sends it): the rate the runes up to an item
+// need, over the time to its deadline, for the item that needs the most.
+// A rate that follows the input's average can fall behind a burst larger
+// than usual; this catches up evenly instead of leaving the rest to the
+// deadline, which would send it all at once.
+func (p *Pacer) meetDeadlines(ln uint8, now time.Time) {
+	l := &p.lanes[ln]
+	need, cum := 0.0, 0
+	for i := p.head; i < len(p.items); i++ {
+		it := &p.items[i]
+		if !it.text || it.lane != ln || it.runes == 0 {
+			continue
+		}
+		cum += it.runes
+		left := max(it.deadline.Sub(now)-p.tickEvery, p.tickEvery)
+		need = max(need, float64(cum)/left.Seconds())
+	}
+	l.rate = max(l.rate, need)
 }
 
 func (p *Pacer) pushBarrier(kind Kind, raw []byte, visible int, now time.Time) {
@@ -356,6 +379,7 @@ func (p *Pacer) tick(now time.Time) {
 		due = i
 	}
 	for i := range p.lanes {
+		p.stretchFirst(uint8(i), now)
 		p.lanes[i].accrue(now)
 	}
 	budget := 0
@@ -402,12 +426,44 @@ func (p *Pacer) tick(now time.Time) {
 // unevenness that real timers showed and the virtual clock did not. A
 // tick before its grid time (a deadline or a barrier pulled it in), or
 // one more than a whole interval late (the lane was idle), starts a new
-// grid at now.
+// grid whose first tick is a third of an interval after now.
+//
+// Why a third: the interval divides 100 ms (see tickInterval), so a grid
+// through now would put every third tick exactly 100 ms, 200 ms … after
+// the emission that started it, on the edge of any 100 ms window counted
+// from there, as a reader's eye or the rate CV counts. A real timer
+// fires late by a little, at random, so such ticks fall now on one side
+// of the edge and now on the other, and a window gets two emissions where
+// its neighbour gets four: the virtual clock, where timers are exact,
+// never sees it. A third of an interval later, the grid's ticks sit two
+// thirds of an interval before the edges, so a timer may be that late
+// (22 ms at the default 30 ms) before a tick changes window.
 func (p *Pacer) nextGridTick(now time.Time) time.Time {
 	if due := p.nextTick; !due.IsZero() && !now.Before(due) && now.Sub(due) < p.tickEvery {
 		return due.Add(p.tickEvery)
 	}
-	return now.Add(p.tickEvery)
+	return now.Add(p.tickEvery / 3)
+}
+
+// stretchFirst slows a lane whose first cluster has drained for as long
+// as the guessed cadence and no second cluster has come: the guess was
+// short, so what is left is spread up to its deadline instead of
+// finishing early and leaving the reader looking at a still screen.
+func (p *Pacer) stretchFirst(ln uint8, now time.Time) {
+	l := &p.lanes[ln]
+	if !l.guessed || l.backlog == 0 || now.Sub(l.last).Seconds() <= l.gap {
+		return
+	}
+	for i := p.head; i < len(p.items); i++ {
+		it := &p.items[i]
+		if !it.text || it.lane != ln || it.runes == 0 {
+			continue
+		}
+		if left := it.deadline.Sub(now) - p.tickEvery; left > p.tickEvery {
+			l.rate = min(l.rate, float64(l.backlog)/left.Seconds())
+		}
+		return
+	}
 }
 
 // sendPiece adds the next nb bytes (nr runes) of a text item to the

@@ -8,21 +8,31 @@ import (
 )
 
 const (
-	// cutSlack is how many runes past the wanted size a piece may grow to
-	// end at a word boundary.
-	cutSlack = 12
+	// wordSlack is how many runes a piece may be shorter or longer than
+	// wanted to end at a word boundary (see cutPoint).
+	wordSlack = 3
 	// minTail is the fewest runes worth keeping back: a smaller rest is
 	// sent with the piece before it.
 	minTail = 3
 )
 
-// cutPoint chooses where the next piece of text ends. The piece holds at
-// least want runes (or all of text) and ends on a grapheme cluster boundary
-// (UAX #29), so no UTF-8 sequence, emoji ZWJ sequence, flag or combining
-// sequence is ever split. Within cutSlack runes past want it prefers to end
-// after a word and the space that follows it, then at any word boundary
-// (between CJK characters, say); failing both (a base64 run) it ends at the
-// grapheme boundary it reached. total is the rune count of text.
+// cutPoint chooses where the next piece of text ends. The piece ends on a
+// grapheme cluster boundary (UAX #29), so no UTF-8 sequence, emoji ZWJ
+// sequence, flag or combining sequence is ever split, and it holds about
+// want runes: it ends at the word boundary nearest to want within
+// wordSlack runes either way, preferring the end of a word and the space
+// after it (a cut elsewhere, between CJK characters or before
+// punctuation, counts as one rune further). Without a word boundary that
+// near it ends at the first grapheme boundary at or past want, inside a
+// word if need be, as the upstream's own subword tokens do. It never
+// leaves a rest of fewer than minTail runes. total is the rune count of
+// text.
+//
+// Near, not at the next word: a pacer that sends int(credit) runes per
+// tick and rounds up to the next word end overshoots by half a word on
+// average, and the ticks after an overshoot send less; every 100 ms of
+// output then carries a few runes more or less than the rate, which a
+// reader sees (and the windowed rate CV counts) as unevenness.
 //
 // It returns the piece's length in bytes and in runes.
 func cutPoint(text []byte, total, want int) (nbytes, nrunes int) {
@@ -32,42 +42,57 @@ func cutPoint(text []byte, total, want int) (nbytes, nrunes int) {
 	if total <= want+minTail {
 		return len(text), total
 	}
+	lo := minPiece(want)
 	state := -1
 	rest := text
 	pos, runes := 0, 0
-	fbBytes, fbRunes := -1, 0 // first word boundary at or past want
+	bestBytes, bestRunes, bestCost := -1, 0, 0
+	graphBytes, graphRunes := -1, 0 // first grapheme boundary at or past want
 	for len(rest) > 0 {
 		var cluster []byte
 		var b int
 		cluster, rest, b, state = uniseg.Step(rest, state)
 		pos += len(cluster)
 		runes += utf8.RuneCount(cluster)
-		if runes < want {
-			continue
+		if runes == total {
+			// The whole text, when it is near enough.
+			if cost := runes - want; cost <= wordSlack && (bestBytes < 0 || cost <= bestCost) {
+				bestBytes, bestRunes = pos, runes
+			}
+			break
 		}
 		if total-runes < minTail {
-			break // too little would be left: end here or at the fallback
+			continue // too little would be left; the whole text may still do
 		}
-		if b&uniseg.MaskWord != 0 {
-			if endsWithSpace(cluster) {
-				return pos, runes
-			}
-			if fbBytes < 0 {
-				fbBytes, fbRunes = pos, runes
-			}
+		if runes >= want && graphBytes < 0 {
+			graphBytes, graphRunes = pos, runes
 		}
-		if runes >= want+cutSlack {
-			if fbBytes >= 0 {
-				return fbBytes, fbRunes
-			}
-			return pos, runes
+		if runes > want+wordSlack {
+			break
+		}
+		if runes < lo || b&uniseg.MaskWord == 0 {
+			continue
+		}
+		cost := max(want-runes, runes-want)
+		if !endsWithSpace(cluster) {
+			cost++
+		}
+		if bestBytes < 0 || cost <= bestCost {
+			bestBytes, bestRunes, bestCost = pos, runes, cost
 		}
 	}
-	if fbBytes >= 0 {
-		return fbBytes, fbRunes
+	switch {
+	case bestBytes >= 0:
+		return bestBytes, bestRunes
+	case graphBytes >= 0:
+		return graphBytes, graphRunes
 	}
 	return len(text), total
 }
+
+// minPiece is the smallest piece cutPoint makes for a budget of want
+// runes.
+func minPiece(want int) int { return max(1, want-wordSlack) }
 
 // endsWithSpace reports whether a grapheme cluster is white space.
 func endsWithSpace(cluster []byte) bool {

@@ -35,12 +35,16 @@ func TestCutPoint(t *testing.T) {
 		cut  string
 	}{
 		{"Hello world, how are you", 3, "Hello "},
-		{"Hello world, how are you", 7, "Hello world, "},
+		{"Hello world, how are you", 7, "Hello "},        // nearer than "Hello world, "
+		{"Hello world, how are you", 10, "Hello world"}, // a word end one short of "Hello world, "
+		{"one two three four", 5, "one "},
 		{"ab", 1, "ab"},         // too short to leave a tail
-		{"abcdef", 2, "abcdef"}, // the rest would be < minTail
+		{"abcde", 2, "abcde"},   // the rest would be < minTail
+		{"abcdef", 2, "ab"},     // no word boundary near: inside the word
+		{"abcdef", 4, "abcdef"}, // the whole text is near enough
 		{"这是一个没有空格的中文句子", 3, "这是一"},
 		{"👨‍👩‍👧‍👦👨‍👩‍👧‍👦👨‍👩‍👧‍👦👨‍👩‍👧‍👦👨‍👩‍👧‍👦", 1, "👨‍👩‍👧‍👦"},
-		{"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0", 4, "QUJDREVGR0hJSktM"},
+		{"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0", 4, "QUJD"}, // no word boundary: at want
 	}
 	for _, c := range cases {
 		nb, nr := cutPoint([]byte(c.text), utf8.RuneCountInString(c.text), c.want)
@@ -54,7 +58,7 @@ func TestCutPoint(t *testing.T) {
 }
 
 // Fuzz: any cut of any text lands on a grapheme boundary, holds at least
-// the runes asked for (or everything), and never more than asked plus the
+// the runes asked for less a third (or everything), and never more than asked plus the
 // slack unless that is the whole text.
 func FuzzCutPoint(f *testing.F) {
 	f.Add("Hello world", 3)
@@ -72,7 +76,7 @@ func FuzzCutPoint(f *testing.F) {
 		if !graphemeBoundary(s, nb) {
 			t.Fatalf("cutPoint(%q, %d) = %d: not a grapheme boundary", s, want, nb)
 		}
-		if nb < len(s) && nr < max(want, 1) {
+		if nb < len(s) && nr < minPiece(max(want, 1)) {
 			t.Fatalf("cutPoint(%q, %d): piece of %d runes is smaller than asked", s, want, nr)
 		}
 	})

@@ -176,11 +176,10 @@ func (r *Recorder) Input(t time.Time, runes int) {
 		if d := int64(r.lastRunDelay); ns-s > d {
 			r.silences[r.nSil%silenceRing] = span{s + d, ns}
 			r.nSil++
-			// Whole windows inside (s+d, ns), whatever the grid.
-			if k := (ns-s-d)/int64(Window) - 1; k > 0 {
-				r.in.rate.excluded += k
-				r.out.rate.excluded += k
-			}
+			// The windows of each side's own grid that lie wholly
+			// inside (s+d, ns).
+			r.in.rate.exclude(s+d, ns, s)
+			r.out.rate.exclude(s+d, ns, r.out.rate.last)
 		}
 	}
 	r.in.markRune(ns)
@@ -265,6 +264,30 @@ func (w *rateWindows) add(ns, runes int64) {
 		w.curRunes = 0
 	}
 	w.curRunes += runes
+}
+
+// exclude leaves out the windows of this side's grid that lie wholly
+// inside the unfillable interval (from, to), or more than half inside it
+// at its start while holding no text of this side. The windows are
+// counted on the side's own grid: counting the interval's length in
+// windows less one, "whatever the grid", kept up to two empty windows
+// per silence that no relay could have filled, a zero each that weighed
+// on the CV of every stream with pauses. A window half or more inside
+// the silence's start is what the stream's last partial window is at its
+// end (see cv): mostly time in which nothing could be sent.
+//
+// lastText is this side's latest text before the silence.
+func (w *rateWindows) exclude(from, to, lastText int64) {
+	if !w.active || to <= w.start {
+		return
+	}
+	win := int64(Window)
+	first := (max(from-win/2, w.start) - w.start + win - 1) / win // first window more than half inside
+	first = max(first, (lastText-w.start)/win+1)                  // and after this side's last text
+	last := (to - w.start) / win                                  // windows before this one end by to
+	if k := last - first; k > 0 {
+		w.excluded += k
+	}
 }
 
 // push adds one closed window (Welford).
