@@ -35,7 +35,7 @@ func TestCutPoint(t *testing.T) {
 		cut  string
 	}{
 		{"Hello world, how are you", 3, "Hello "},
-		{"Hello world, how are you", 7, "Hello "},        // nearer than "Hello world, "
+		{"Hello world, how are you", 7, "Hello "},       // nearer than "Hello world, "
 		{"Hello world, how are you", 10, "Hello world"}, // a word end one short of "Hello world, "
 		{"one two three four", 5, "one "},
 		{"ab", 1, "ab"},         // too short to leave a tail
