@@ -29,8 +29,11 @@
 //     The windowed-rate CV is the population standard deviation of the
 //     window values divided by their mean, 0 with fewer than 2 windows.
 //     Windows that lie wholly inside the unfillable part of an input
-//     silence (below) are left out, on both sides: no relay can put text
-//     there, so they measure the upstream, not the relay's smoothness.
+//     silence (below) are left out, on both sides, each on its own grid:
+//     no relay can put text there, so they measure the upstream, not the
+//     relay's smoothness. So is a window more than half inside it at its
+//     start that holds no text of its side, as the last partial window
+//     is at the stream's end.
 //   - A stall is a gap longer than [StallThreshold] (250 ms) between two
 //     consecutive output events that both carry runes (events without
 //     runes in between do not end a stall).
@@ -42,6 +45,12 @@
 //     silences, and bridgeable otherwise — a stall the relay could have
 //     avoided. This is deliberately coarse: a stall that only partly
 //     overlaps an unfillable interval counts as unbridgeable.
+//   - The steady share of a side ([Report.InSteady], [Report.OutSteady])
+//     is the share of its counted rate windows that hold at least one
+//     event carrying runes: how much of the time a reader watching the
+//     text saw it grow. [Report.InStalls] counts the input's gaps over
+//     the stall threshold between events carrying runes, as Stalls does
+//     for the output.
 //   - Lag is reported by the caller per group of runes ([Recorder.Lag]);
 //     its distribution is weighted by runes. Negative lags count as 0.
 //   - The tail flush is the time from the last input event to the last
@@ -82,8 +91,13 @@ type Report struct {
 	InRateCV, OutRateCV float64
 	// Stalls counts output gaps > StallThreshold between events carrying
 	// runes; BridgeableStalls those of them that no unfillable input
-	// silence explains.
+	// silence explains. InStalls counts the same gaps in the input.
 	Stalls, BridgeableStalls int
+	InStalls                 int
+	// InSteady and OutSteady are the share of the rate windows (those
+	// the CV counts) that hold at least one event carrying runes: how
+	// much of the time the reader's text grew.
+	InSteady, OutSteady float64
 	// Lag is the per-rune added lag.
 	Lag Dist
 	// TailFlush is the last output time minus the last input time, >= 0.
@@ -102,6 +116,7 @@ type rateWindows struct {
 	curRunes int64
 	// Welford state over closed windows.
 	n        int64
+	nonzero  int64 // closed windows with runes
 	mean, m2 float64
 	// excluded counts empty windows to leave out (inside unfillable
 	// silences), applied when the CV is computed.
@@ -134,6 +149,7 @@ type Recorder struct {
 	nSil     int               // silences recorded in total
 
 	stalls, bridgeable int
+	inStalls           int
 }
 
 // New returns a Recorder with 100 ms rate windows, a 250 ms stall
@@ -170,6 +186,9 @@ func (r *Recorder) Input(t time.Time, runes int) {
 	r.in.record(ns, runes)
 	if runes == 0 {
 		return
+	}
+	if r.in.seenRune && ns-r.in.lastRune > int64(StallThreshold) {
+		r.inStalls++
 	}
 	if r.in.seenRune {
 		s := r.in.lastRune
@@ -258,7 +277,7 @@ func (w *rateWindows) add(ns, runes int64) {
 	}
 	w.last = max(w.last, ns)
 	if idx := (ns - w.start) / int64(Window); idx > w.cur {
-		w.push(float64(w.curRunes))
+		w.pushWindow(w.curRunes)
 		w.pushZeros(idx - w.cur - 1)
 		w.cur = idx
 		w.curRunes = 0
@@ -288,6 +307,14 @@ func (w *rateWindows) exclude(from, to, lastText int64) {
 	if k := last - first; k > 0 {
 		w.excluded += k
 	}
+}
+
+// pushWindow closes a window holding runes runes.
+func (w *rateWindows) pushWindow(runes int64) {
+	if runes > 0 {
+		w.nonzero++
+	}
+	w.push(float64(runes))
 }
 
 // push adds one closed window (Welford).
@@ -322,15 +349,36 @@ func (w *rateWindows) removeZeros(k int64) {
 	w.mean, w.n = mean, n
 }
 
+// closeLast counts the open window as closed if it spans at least half
+// a window up to the last event (on a copy: see cv and steady).
+func (w *rateWindows) closeLast() {
+	if w.last-(w.start+w.cur*int64(Window)) >= int64(Window)/2 {
+		w.pushWindow(w.curRunes)
+	}
+}
+
+// steady returns the share of the counted windows that hold runes: the
+// closed windows plus the open one as cv counts it, less the excluded
+// (empty) ones.
+func (w rateWindows) steady() float64 {
+	if !w.active {
+		return 0
+	}
+	w.closeLast()
+	n := w.n - min(w.excluded, w.n-1)
+	if n <= 0 {
+		return 0
+	}
+	return float64(w.nonzero) / float64(n)
+}
+
 // cv returns the CV over the closed windows plus the open one if it spans
 // at least half a window up to the last event.
 func (w rateWindows) cv() float64 {
 	if !w.active {
 		return 0
 	}
-	if w.last-(w.start+w.cur*int64(Window)) >= int64(Window)/2 {
-		w.push(float64(w.curRunes))
-	}
+	w.closeLast()
 	w.removeZeros(min(w.excluded, w.n-1))
 	if w.n < 2 || w.mean <= 0 {
 		return 0
@@ -350,6 +398,9 @@ func (r *Recorder) Report() Report {
 		InRateCV:         r.in.rate.cv(),
 		OutRateCV:        r.out.rate.cv(),
 		Stalls:           r.stalls,
+		InStalls:         r.inStalls,
+		InSteady:         r.in.rate.steady(),
+		OutSteady:        r.out.rate.steady(),
 		BridgeableStalls: r.bridgeable,
 		Lag:              r.lag.dist(),
 	}
@@ -365,7 +416,8 @@ func (rep Report) String() string {
 	fmt.Fprintf(&b, "events %d/%d runes %d/%d", rep.EventsIn, rep.EventsOut, rep.RunesIn, rep.RunesOut)
 	fmt.Fprintf(&b, " cv %.2f/%.2f", rep.InRateCV, rep.OutRateCV)
 	fmt.Fprintf(&b, " gap_in %s gap_out %s", rep.InGap, rep.OutGap)
-	fmt.Fprintf(&b, " stalls %d (%d bridgeable)", rep.Stalls, rep.BridgeableStalls)
+	fmt.Fprintf(&b, " stalls %d (%d bridgeable, %d in)", rep.Stalls, rep.BridgeableStalls, rep.InStalls)
+	fmt.Fprintf(&b, " steady %.2f/%.2f", rep.InSteady, rep.OutSteady)
 	fmt.Fprintf(&b, " lag %s tail %s", rep.Lag, roundDur(rep.TailFlush))
 	return b.String()
 }

@@ -405,3 +405,46 @@ func TestUnfillableSilenceLeftOutOfCV(t *testing.T) {
 		t.Fatalf("CV %.2f: a fillable silence must count", cv)
 	}
 }
+
+// The windows left out for a silence are those of each side's own grid
+// in its unfillable part: none that the relay could have filled stays in
+// as a zero, and none that holds text is dropped.
+func TestSilenceExclusionOnOwnGrid(t *testing.T) {
+	r := New()
+	r.SetMaxDelay(50 * time.Millisecond)
+	// Input: 10 runes every 100 ms from 0 to 900, a silence, and again
+	// from 3000 to 3900; the output at the same times. The silence's
+	// unfillable part (950, 3000) holds windows 10 to 29 of the grid,
+	// which its length in windows less one (19) would not all leave out.
+	for _, base := range []float64{0, 3000} {
+		for i := range 10 {
+			r.Input(at(base+float64(i)*100), 10)
+			r.Output(at(base+float64(i)*100), 10)
+		}
+	}
+	got := r.Report()
+	// Every counted window holds 10 runes: CV 0, steady 1, on both sides.
+	if got.InRateCV > 0.01 || got.OutRateCV > 0.01 {
+		t.Fatalf("CV in %.3f out %.3f: an empty window of the silence was counted", got.InRateCV, got.OutRateCV)
+	}
+	if got.InSteady != 1 || got.OutSteady != 1 {
+		t.Fatalf("steady in %.3f out %.3f, want 1", got.InSteady, got.OutSteady)
+	}
+	if got.InStalls != 1 || got.Stalls != 1 || got.BridgeableStalls != 0 {
+		t.Fatalf("stalls in %d out %d (%d bridgeable), want 1, 1, 0", got.InStalls, got.Stalls, got.BridgeableStalls)
+	}
+}
+
+// The steady share counts windows with text, and a fillable pause is a
+// window without.
+func TestSteadyShare(t *testing.T) {
+	r := New()
+	r.SetMaxDelay(time.Second)
+	// Text in windows 0, 1, 3 (window 2 empty, fillable), then 4.
+	for _, x := range []float64{0, 100, 300, 400, 450} {
+		r.Input(at(x), 5)
+	}
+	if got := r.Report().InSteady; math.Abs(got-0.8) > 1e-9 {
+		t.Fatalf("steady %.3f, want 0.8 (4 of 5 windows)", got)
+	}
+}
