@@ -4,7 +4,7 @@
 // held in between (lag).
 //
 // A [Recorder] is meant to live as long as its stream and to be kept for
-// every open stream, so it has a fixed size (about 6 KiB, no per-event
+// every open stream, so it has a fixed size (about 9 KiB, no per-event
 // slices) and every recording call is O(1) and does not allocate.
 // Percentiles come from log-linear histograms with a relative error of at
 // most about 3 %; maxima are exact. A Recorder is not safe for concurrent
@@ -87,6 +87,12 @@ type Report struct {
 	// InGap and OutGap are the gaps between consecutive input (output)
 	// events.
 	InGap, OutGap Dist
+	// InTextGap and OutTextGap are the gaps between consecutive events
+	// carrying runes, less those an unfillable silence explains: input
+	// gaps longer than the max delay, output gaps overlapping the
+	// unfillable part of one. They compare what a reader waits for
+	// between pieces of text that a relay could have bridged.
+	InTextGap, OutTextGap Dist
 	// InRateCV and OutRateCV are the windowed delivery-rate CVs.
 	InRateCV, OutRateCV float64
 	// Stalls counts output gaps > StallThreshold between events carrying
@@ -131,6 +137,7 @@ type side struct {
 	seenRune      bool
 	lastRune      int64 // latest event carrying runes
 	gaps          hist
+	textGaps      hist
 	rate          rateWindows
 }
 
@@ -187,8 +194,14 @@ func (r *Recorder) Input(t time.Time, runes int) {
 	if runes == 0 {
 		return
 	}
-	if r.in.seenRune && ns-r.in.lastRune > int64(StallThreshold) {
-		r.inStalls++
+	if r.in.seenRune {
+		gap := ns - r.in.lastRune
+		if gap > int64(StallThreshold) {
+			r.inStalls++
+		}
+		if gap <= int64(r.lastRunDelay) {
+			r.in.textGaps.add(time.Duration(gap), 1)
+		}
 	}
 	if r.in.seenRune {
 		s := r.in.lastRune
@@ -216,6 +229,9 @@ func (r *Recorder) Output(t time.Time, runes int) {
 	}
 	if r.out.seenRune {
 		a := r.out.lastRune
+		if ns-a <= int64(StallThreshold) || !r.explained(a, ns) {
+			r.out.textGaps.add(time.Duration(ns-a), 1)
+		}
 		if ns-a > int64(StallThreshold) {
 			r.stalls++
 			if !r.explained(a, ns) {
@@ -395,6 +411,8 @@ func (r *Recorder) Report() Report {
 		RunesOut:         r.out.runes,
 		InGap:            r.in.gaps.dist(),
 		OutGap:           r.out.gaps.dist(),
+		InTextGap:        r.in.textGaps.dist(),
+		OutTextGap:       r.out.textGaps.dist(),
 		InRateCV:         r.in.rate.cv(),
 		OutRateCV:        r.out.rate.cv(),
 		Stalls:           r.stalls,

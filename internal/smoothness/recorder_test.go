@@ -339,8 +339,9 @@ func TestNoAllocations(t *testing.T) {
 }
 
 func TestSize(t *testing.T) {
-	if n := unsafe.Sizeof(Recorder{}); n > 8<<10 {
-		t.Fatalf("Recorder is %d bytes, want <= 8 KiB", n)
+	// Five histograms (gaps and text gaps per side, lag) of 1.5 KiB.
+	if n := unsafe.Sizeof(Recorder{}); n > 10<<10 {
+		t.Fatalf("Recorder is %d bytes, want <= 10 KiB", n)
 	} else {
 		t.Logf("Recorder is %d bytes", n)
 	}
@@ -446,5 +447,21 @@ func TestSteadyShare(t *testing.T) {
 	}
 	if got := r.Report().InSteady; math.Abs(got-0.8) > 1e-9 {
 		t.Fatalf("steady %.3f, want 0.8 (4 of 5 windows)", got)
+	}
+}
+
+// Text gaps leave out what an unfillable silence explains, on both sides.
+func TestTextGaps(t *testing.T) {
+	r := New() // max delay 400 ms
+	for _, x := range []float64{0, 50, 100, 2000, 2050} {
+		r.Input(at(x), 3)
+		r.Output(at(x+10), 3)
+	}
+	got := r.Report()
+	if !within(got.InTextGap.Max, ms(50), 0.04) || !within(got.OutTextGap.Max, ms(50), 0.04) {
+		t.Fatalf("text gaps in %v out %v: the 1.9 s silence was counted", got.InTextGap, got.OutTextGap)
+	}
+	if got.InGap.Max < ms(1800) {
+		t.Fatalf("all-event gaps %v must still hold the silence", got.InGap)
 	}
 }

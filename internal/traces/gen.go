@@ -299,7 +299,7 @@ func genSteady(name string, seed uint64, period time.Duration, n int) Trace {
 // genBursts: 20 tokens within 5 ms (4 reads) every period.
 func genBursts(name string, seed uint64, period time.Duration, bursts int) Trace {
 	g := newGen(name, seed)
-	g.t.Clustered = true
+	g.t.Clustered, g.t.Cadence = true, period
 	g.role(0)
 	g.at(0)
 	var last time.Duration
@@ -314,7 +314,7 @@ func genBursts(name string, seed uint64, period time.Duration, bursts int) Trace
 // tokens every 600 ms, a 1.2 s silence, then the answer at 30 tokens/s.
 func genReasoningClustered() Trace {
 	g := newGen("reasoning-clustered", 5)
-	g.t.Clustered = true
+	g.t.Clustered, g.t.Cadence = true, 600*ms
 	g.role(0)
 	g.at(0)
 	var last time.Duration
@@ -330,7 +330,7 @@ func genReasoningClustered() Trace {
 // by silences of 2.5 s and 4 s.
 func genOnOff() Trace {
 	g := newGen("onoff", 6)
-	g.t.Clustered = true
+	g.t.Clustered, g.t.Cadence = true, 300*ms
 	g.role(0)
 	g.at(0)
 	t := 50 * ms
@@ -363,7 +363,7 @@ func genFinalDump() Trace {
 // genClusteredVocab: bursts of n tokens from vocab every period.
 func genClusteredVocab(name string, seed uint64, vocab func(*rng) string, n int, period time.Duration, bursts int) Trace {
 	g := newGen(name, seed)
-	g.t.Clustered = true
+	g.t.Clustered, g.t.Cadence = true, period
 	g.role(0)
 	g.at(0)
 	var last time.Duration

@@ -37,6 +37,10 @@ type Trace struct {
 	// Clustered marks a bursty trace on which the smoothness targets
 	// apply.
 	Clustered bool
+	// Cadence is the spacing of a clustered trace's clusters: a pacer
+	// can only smooth them with a max delay at least this long on the
+	// lane that carries them.
+	Cadence time.Duration
 	// Reasoning and Answer are the exact text per channel that a correct
 	// relay delivers: the concatenation of delta.reasoning_content
 	// (resp. delta.content) over all events and all choices, in event

@@ -298,3 +298,13 @@ func TestShapes(t *testing.T) {
 		}
 	}
 }
+
+// Every clustered trace says how far apart its clusters are, and no
+// other trace does.
+func TestCadence(t *testing.T) {
+	for _, tr := range All() {
+		if tr.Clustered != (tr.Cadence > 0) {
+			t.Errorf("%s: clustered %v, cadence %v", tr.Name, tr.Clustered, tr.Cadence)
+		}
+	}
+}
