@@ -74,6 +74,7 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 //	    smoothing [off|pace|split-reasoning] {
 //	        max_delay <duration>
 //	        reasoning_max_delay <duration>
+//	        reasoning_drain <duration>
 //	        min_interval <duration>
 //	        heartbeat <duration>
 //	        reasoning show|hide
@@ -1013,7 +1014,7 @@ func parseSmoothing(d *caddyfile.Dispenser, model *string) (*Smoothing, error) {
 		}
 		v := args[0]
 		switch key {
-		case "max_delay", "reasoning_max_delay", "min_interval":
+		case "max_delay", "reasoning_max_delay", "reasoning_drain", "min_interval":
 			dur, err := parseDurationArg(d, key, v)
 			if err != nil {
 				return nil, err
@@ -1023,6 +1024,8 @@ func parseSmoothing(d *caddyfile.Dispenser, model *string) (*Smoothing, error) {
 				s.MaxDelay = dur
 			case "reasoning_max_delay":
 				s.ReasoningMaxDelay = dur
+			case "reasoning_drain":
+				s.ReasoningDrain = dur
 			default:
 				s.MinInterval = dur
 			}
@@ -1043,7 +1046,7 @@ func parseSmoothing(d *caddyfile.Dispenser, model *string) (*Smoothing, error) {
 			}
 			s.Reasoning = v
 		default:
-			return nil, d.Errf("unrecognized smoothing subdirective %q; expected max_delay, reasoning_max_delay, min_interval, heartbeat, reasoning or early_commit", key)
+			return nil, d.Errf("unrecognized smoothing subdirective %q; expected max_delay, reasoning_max_delay, reasoning_drain, min_interval, heartbeat, reasoning or early_commit", key)
 		}
 	}
 	// A model block alone cannot be checked against the relay level here

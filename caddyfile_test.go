@@ -676,6 +676,7 @@ func TestCaddyfileSmoothing(t *testing.T) {
 	smoothing split-reasoning {
 		max_delay 300ms
 		reasoning_max_delay 2s
+		reasoning_drain 200ms
 		min_interval 20ms
 		heartbeat 0
 		early_commit 5s
@@ -689,11 +690,11 @@ func TestCaddyfileSmoothing(t *testing.T) {
 	}
 	want := map[string]smoothPolicy{
 		"plain": {cfg: pace.Config{Mode: pace.ModeSplit, MaxDelay: 300 * time.Millisecond, ReasoningMaxDelay: 2 * time.Second,
-			MinInterval: 20 * time.Millisecond}, earlyCommit: 5 * time.Second},
+			MinInterval: 20 * time.Millisecond, ReasoningDrain: 200 * time.Millisecond}, earlyCommit: 5 * time.Second},
 		"fast": {cfg: pace.Config{Mode: pace.ModeOff, MaxDelay: 300 * time.Millisecond, ReasoningMaxDelay: 2 * time.Second,
-			MinInterval: 20 * time.Millisecond}, earlyCommit: 5 * time.Second},
+			MinInterval: 20 * time.Millisecond, ReasoningDrain: 200 * time.Millisecond}, earlyCommit: 5 * time.Second},
 		"thinker": {cfg: pace.Config{Mode: pace.ModeSplit, MaxDelay: 250 * time.Millisecond, ReasoningMaxDelay: 2 * time.Second,
-			MinInterval: 20 * time.Millisecond, HideReasoning: true}, earlyCommit: 5 * time.Second},
+			MinInterval: 20 * time.Millisecond, ReasoningDrain: 200 * time.Millisecond, HideReasoning: true}, earlyCommit: 5 * time.Second},
 	}
 	for alias, w := range want {
 		if got := r.routes[alias].smooth; got != w {

@@ -20,6 +20,7 @@ import (
 //	smoothing [off|pace|split-reasoning] {
 //	    max_delay <duration>
 //	    reasoning_max_delay <duration>
+//	    reasoning_drain <duration>
 //	    min_interval <duration>
 //	    heartbeat <duration>
 //	    reasoning show|hide
@@ -47,6 +48,12 @@ type Smoothing struct {
 	// `reasoning_max_delay <duration>`: the same bound for reasoning text
 	// in `split-reasoning` mode. Default: `1500ms`.
 	ReasoningMaxDelay caddy.Duration `json:"reasoning_max_delay,omitempty"`
+
+	// `reasoning_drain <duration>`: in `split-reasoning` mode, reasoning
+	// still queued when the answer starts finishes at a steady rate within
+	// this long, instead of leaving at once; the answer follows it.
+	// Default: `300ms`.
+	ReasoningDrain caddy.Duration `json:"reasoning_drain,omitempty"`
 
 	// `min_interval <duration>`: while a backlog is paced out, at most one
 	// emission per interval. At most max_delay. Default: `30ms`.
@@ -104,6 +111,9 @@ func resolveSmoothing(relay, model *Smoothing) (smoothPolicy, error) {
 		if model.ReasoningMaxDelay != 0 {
 			s.ReasoningMaxDelay = model.ReasoningMaxDelay
 		}
+		if model.ReasoningDrain != 0 {
+			s.ReasoningDrain = model.ReasoningDrain
+		}
 		if model.MinInterval != 0 {
 			s.MinInterval = model.MinInterval
 		}
@@ -128,6 +138,7 @@ func resolveSmoothing(relay, model *Smoothing) (smoothPolicy, error) {
 		MaxDelay:          durationOr(s.MaxDelay, pace.DefaultMaxDelay),
 		ReasoningMaxDelay: durationOr(s.ReasoningMaxDelay, pace.DefaultReasoningMaxDelay),
 		MinInterval:       durationOr(s.MinInterval, pace.DefaultMinInterval),
+		ReasoningDrain:    durationOr(s.ReasoningDrain, pace.DefaultReasoningDrain),
 		Heartbeat:         defaultHeartbeat,
 	}
 	if s.Heartbeat != nil {
@@ -143,7 +154,7 @@ func resolveSmoothing(relay, model *Smoothing) (smoothPolicy, error) {
 	pol.earlyCommit = time.Duration(s.EarlyCommit)
 	c := pol.cfg
 	switch {
-	case c.MaxDelay < 0 || c.ReasoningMaxDelay < 0 || c.MinInterval < 0 || c.Heartbeat < 0 || pol.earlyCommit < 0:
+	case c.MaxDelay < 0 || c.ReasoningMaxDelay < 0 || c.ReasoningDrain < 0 || c.MinInterval < 0 || c.Heartbeat < 0 || pol.earlyCommit < 0:
 		return pol, fmt.Errorf("durations must not be negative")
 	case c.MinInterval > c.MaxDelay:
 		return pol, fmt.Errorf("min_interval %s is longer than max_delay %s; pacing could not keep the bound", c.MinInterval, c.MaxDelay)

@@ -47,6 +47,7 @@ type chanReport struct {
 type traceResult struct {
 	Name      string       `json:"name"`
 	Clustered bool         `json:"clustered"`
+	cvApplies bool         // the CV target applies in this mode (set by evaluate)
 	Ends      string       `json:"ends"`
 	Timing    string       `json:"input_timing"` // "upstream-write" or "header-offset"
 	Rows      []chanReport `json:"rows"`         // "all", then "reasoning" and "answer" if both exist

@@ -92,6 +92,8 @@ import (
 // options are the command's flags.
 type options struct {
 	mode              string
+	modes             []string // -mode: the modes to run, one report each
+	clock             string   // "real" or "virtual"
 	maxDelay          time.Duration
 	reasoningMaxDelay time.Duration
 	minInterval       time.Duration
@@ -114,7 +116,9 @@ func (o options) reasoningMax() time.Duration {
 
 func defaultOptions() options {
 	return options{
-		mode:              "split-reasoning",
+		mode:              "pace",
+		modes:             []string{"pace", "split-reasoning"},
+		clock:             "real",
 		maxDelay:          400 * time.Millisecond,
 		reasoningMaxDelay: 1500 * time.Millisecond,
 		minInterval:       30 * time.Millisecond,
@@ -128,7 +132,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := defaultOptions()
 	fs := flag.NewFlagSet("smoothreport", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.mode, "mode", o.mode, "smoothing mode: pace, split-reasoning or off (no smoothing block)")
+	modeList := fs.String("mode", strings.Join(o.modes, ","), "smoothing modes, comma-separated, one report each: pace, split-reasoning, off (no smoothing block) or all")
+	fs.StringVar(&o.clock, "clock", o.clock, "real: through Caddy over loopback in real time; virtual: the pacer alone on a virtual clock (deterministic, what CI gates)")
 	fs.DurationVar(&o.maxDelay, "max-delay", o.maxDelay, "smoothing max_delay")
 	fs.DurationVar(&o.reasoningMaxDelay, "reasoning-max-delay", o.reasoningMaxDelay, "smoothing reasoning_max_delay")
 	fs.DurationVar(&o.minInterval, "min-interval", o.minInterval, "smoothing min_interval")
@@ -150,10 +155,20 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	switch o.mode {
-	case "pace", "split-reasoning", "off":
-	default:
-		return o, fmt.Errorf("-mode %q: want pace, split-reasoning or off", o.mode)
+	o.modes = nil
+	for _, m := range strings.Split(*modeList, ",") {
+		switch m = strings.TrimSpace(m); m {
+		case "all":
+			o.modes = append(o.modes, "off", "pace", "split-reasoning")
+		case "pace", "split-reasoning", "off":
+			o.modes = append(o.modes, m)
+		default:
+			return o, fmt.Errorf("-mode %q: want pace, split-reasoning, off or all", m)
+		}
+	}
+	o.mode = o.modes[0]
+	if o.clock != "real" && o.clock != "virtual" {
+		return o, fmt.Errorf("-clock %q: want real or virtual", o.clock)
 	}
 	if o.maxDelay <= 0 || o.reasoningMaxDelay <= 0 || o.minInterval <= 0 {
 		return o, fmt.Errorf("-max-delay, -reasoning-max-delay and -min-interval must be positive")
@@ -190,23 +205,32 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	rep, err := run(ctx, o, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "smoothreport: %v\n", err)
-		os.Exit(1)
+	var reps []*report
+	ok := true
+	for _, m := range o.modes {
+		o.mode = m
+		rep, err := run(ctx, o, os.Stderr)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "smoothreport: %v\n", err)
+			os.Exit(1)
+		}
+		reps = append(reps, rep)
+		ok = ok && rep.OK
+		if !o.json {
+			rep.print(os.Stdout)
+			fmt.Println()
+		}
 	}
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(rep); err != nil {
+		if err := enc.Encode(reps); err != nil {
 			fmt.Fprintf(os.Stderr, "smoothreport: %v\n", err)
 			os.Exit(1)
 		}
-	} else {
-		rep.print(os.Stdout)
 	}
-	if !rep.OK {
+	if !ok {
 		os.Exit(1)
 	}
 }
@@ -217,6 +241,9 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 	names := o.traces
 	if len(names) == 0 {
 		names = traces.Names()
+	}
+	if o.clock == "virtual" {
+		return runVirtual(o, names)
 	}
 	up, err := startUpstream()
 	if err != nil {
@@ -230,8 +257,14 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 	defer stopCaddy(logw)
 
 	streams := replayAll(ctx, relayURL+"/v1/chat/completions", up, names, o.concurrency)
+	return newReport(o, streams), nil
+}
+
+// newReport analyses the streams of one mode and evaluates the targets.
+func newReport(o options, streams []*stream) *report {
 	rep := &report{
 		Mode:              o.mode,
+		Clock:             o.clock,
 		MaxDelay:          jsonDur(o.maxDelay),
 		ReasoningMaxDelay: jsonDur(o.reasoningMax()),
 		MinInterval:       jsonDur(o.minInterval),
@@ -240,5 +273,5 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 		rep.Traces = append(rep.Traces, analyze(s, o))
 	}
 	rep.evaluate(o)
-	return rep, nil
+	return rep
 }

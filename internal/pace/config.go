@@ -15,8 +15,8 @@ const (
 	// ModePace paces all text on one lane with MaxDelay.
 	ModePace
 	// ModeSplit paces reasoning and answer text on separate lanes, each
-	// with its own delay bound and rate; queued reasoning drains at once
-	// when the answer starts.
+	// with its own delay bound and rate; queued reasoning drains at a
+	// steady rate within ReasoningDrain when the answer starts.
 	ModeSplit
 )
 
@@ -106,6 +106,7 @@ const (
 	DefaultReasoningMaxDelay = 1500 * time.Millisecond
 	DefaultMinInterval       = 30 * time.Millisecond
 	DefaultFlush             = 100 * time.Millisecond
+	DefaultReasoningDrain    = 300 * time.Millisecond
 	DefaultQueueBytes        = 1 << 20
 )
 
@@ -127,6 +128,11 @@ type Config struct {
 	// ModeSplit.
 	MaxDelay          time.Duration
 	ReasoningMaxDelay time.Duration
+
+	// ReasoningDrain bounds, in ModeSplit, how long reasoning still queued
+	// when the answer starts may take: it drains at a steady rate over at
+	// most this long, and the answer follows it. Default 300 ms.
+	ReasoningDrain time.Duration
 
 	// MinInterval is the spacing of paced emissions: at most one tick per
 	// interval while there is a backlog.
@@ -181,6 +187,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Flush <= 0 {
 		c.Flush = DefaultFlush
+	}
+	if c.ReasoningDrain <= 0 {
+		c.ReasoningDrain = DefaultReasoningDrain
 	}
 	if c.QueueBytes <= 0 {
 		c.QueueBytes = DefaultQueueBytes

@@ -263,14 +263,19 @@ func (p *Pacer) pushText(c *Chunk, raw []byte, now time.Time) {
 		ln = laneReasoning
 	}
 	if p.cfg.Mode == ModeSplit && ln == laneAnswer && p.lanes[laneReasoning].backlog > 0 {
-		// The answer starts: queued reasoning goes now, so the answer is
-		// never queued behind it.
+		// The answer starts: queued reasoning must finish within
+		// ReasoningDrain, at a steady rate, rather than at once (a
+		// reader would see a dump of reasoning text, the very thing
+		// pacing is for) or at its own patient pace (the answer would
+		// wait behind it for up to a second).
+		drain := now.Add(p.cfg.ReasoningDrain)
 		for i := p.head; i < len(p.items); i++ {
-			if it := &p.items[i]; it.text && it.lane == laneReasoning {
-				it.deadline = now
+			if it := &p.items[i]; it.text && it.lane == laneReasoning && it.deadline.After(drain) {
+				it.deadline = drain
 			}
 		}
-		p.urgent = true
+		lag := max(p.cfg.ReasoningDrain-p.tickEvery, p.tickEvery)
+		p.lanes[laneReasoning].hurry(lag.Seconds())
 	}
 	it := item{text: true, kind: KindText, lane: ln, arrival: now, whole: true}
 	it.deadline = now.Add(p.lanes[ln].maxDelay)
