@@ -101,8 +101,6 @@ var knownGaps = map[string]func(a traceFigures) bool{
 	// The first burst's cadence is unknown, so its drain is a guess; at
 	// a 150 ms cadence the first 200 ms cost the last few points.
 	"output CV >= 80% below input/bursts-150ms": func(a traceFigures) bool { return a.reduction >= 0.77 },
-	// Two choices interleaved at 30 ms, merged into 33 ms ticks.
-	"never worse than pass-through (all traces)/n2": func(a traceFigures) bool { return a.outCV <= 0.36 },
 }
 
 type traceFigures struct{ reduction, outCV float64 }

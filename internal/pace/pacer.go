@@ -27,7 +27,8 @@ type Pacer struct {
 	arena []byte // bytes of queued items; item spans index into it
 
 	nextTick time.Time // earliest next paced emission
-	urgent   bool      // a deadline was pulled to now: tick at once
+	urgent   bool      // tick at once: a delta arrived on time to an idle lane
+	lastText time.Time // when text last went out
 
 	// Buffers reused across calls: scratch and strip on the Push side,
 	// out and text on the Next side.
@@ -51,6 +52,10 @@ type Pacer struct {
 const (
 	laneAnswer    = 0
 	laneReasoning = 1
+
+	// onTime is, in thirds of a tick interval, how long after the last
+	// text a delta arriving to an idle lane goes at once (see pushText).
+	onTime = 2
 
 	// freshPiece is the size (in runes) of the first piece sent when a
 	// lane wakes from idle: a typical delta fits, so a stream that is
@@ -276,6 +281,16 @@ func (p *Pacer) pushText(c *Chunk, raw []byte, now time.Time) {
 		}
 		lag := max(p.cfg.ReasoningDrain-p.tickEvery, p.tickEvery)
 		p.lanes[laneReasoning].hurry(lag.Seconds())
+	}
+	if l := &p.lanes[ln]; l.backlog == 0 && now.Sub(p.lastText) >= onTime*p.tickEvery/3 {
+		// Nothing of this lane is queued and the last text went out
+		// long enough ago: the upstream is already as smooth as the
+		// ticks would make it, so this delta goes now rather than at
+		// the next grid tick. Waiting would merge deltas that arrive
+		// a little faster than the interval (30 ms apart against
+		// 33 ms ticks) two by two and leave a double gap after each
+		// pair: less even than the upstream.
+		p.urgent = true
 	}
 	it := item{text: true, kind: KindText, lane: ln, arrival: now, whole: true}
 	it.deadline = now.Add(p.lanes[ln].maxDelay)
@@ -526,6 +541,9 @@ func (p *Pacer) closeEvent(now time.Time) {
 	}
 	p.rec.Output(now, ev.runes)
 	p.eventsOut++
+	if ev.runes > 0 {
+		p.lastText = now
+	}
 	ev.open = false
 }
 
