@@ -87,7 +87,11 @@ func (l *lane) arrive(now time.Time, runes int) {
 
 // catchUp lets the drain run a little faster than the input, so a
 // backlog built while the rate was not yet known shrinks over time.
-const catchUp = 1.1
+const catchUp = 1.05
+
+// untilNext is how long, in gaps, the backlog must last after an
+// arrival: a little past when the next cluster is due.
+const untilNext = 1.05
 
 // rateWeight is the weight of a new sample in the moving average of the
 // input rate: about the last three clusters count.
@@ -122,18 +126,20 @@ func (l *lane) measure(now time.Time, runes int) {
 // counts as a flow rather than a burst read in several pieces.
 const flowSpan = 2
 
-// steadyRate is the drain rate after an arrival: the rate that makes the
-// backlog last until the next cluster is due (targetLag), but no faster
-// than the input's measured rate. Following each burst's own size, as the
-// first alone would, makes the output as uneven as the bursts are; the
-// measured rate averages over several. The caller raises the result
-// where the queued text's deadlines need more (see Pacer.meetDeadlines).
+// steadyRate is the drain rate after an arrival. Once the input's rate is
+// measured, it is that rate (a little more, to work off a backlog built
+// while it was not known), but no faster than makes the backlog last
+// until the next cluster is due: following each burst's own size instead
+// makes the output as uneven as the bursts are, and running dry before
+// the next one leaves a hole. Until then, and on a patient lane, the
+// backlog is spread over targetLag. The caller raises the result where
+// the queued text's deadlines need more (see Pacer.meetDeadlines), and
+// paces a lane's first cluster itself (Pacer.stretchFirst).
 func (l *lane) steadyRate() float64 {
-	last := float64(l.backlog) / l.targetLag()
 	if l.inRate > 0 && !l.patient {
-		return min(last, catchUp*l.inRate)
+		return min(float64(l.backlog)/(untilNext*l.gap), catchUp*l.inRate)
 	}
-	return last
+	return float64(l.backlog) / l.targetLag()
 }
 
 // accrue adds the credit earned since the last call, capped at two

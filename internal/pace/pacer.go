@@ -465,13 +465,17 @@ func (p *Pacer) nextGridTick(now time.Time) time.Time {
 	return now.Add(p.tickEvery / 3)
 }
 
-// stretchFirst slows a lane whose first cluster has drained for as long
-// as the guessed cadence and no second cluster has come: the guess was
-// short, so what is left is spread up to its deadline instead of
-// finishing early and leaving the reader looking at a still screen.
+// stretchFirst paces a lane's first cluster, while the cadence is not
+// known yet, on a falling rate: at each tick, the rate at which what is
+// left would drain linearly down to nothing at the oldest text's deadline
+// (less a tick), which is twice the even rate. The first moments of the
+// stream go out at the pace a short cadence would need, and as time
+// passes without a second cluster the pace falls towards what a long
+// cadence needs, instead of betting on one cadence and being wrong by a
+// factor of two for the other.
 func (p *Pacer) stretchFirst(ln uint8, now time.Time) {
 	l := &p.lanes[ln]
-	if !l.guessed || l.backlog == 0 || now.Sub(l.last).Seconds() <= l.gap {
+	if !l.guessed || l.patient || l.backlog == 0 {
 		return
 	}
 	for i := p.head; i < len(p.items); i++ {
@@ -480,7 +484,7 @@ func (p *Pacer) stretchFirst(ln uint8, now time.Time) {
 			continue
 		}
 		if left := it.deadline.Sub(now) - p.tickEvery; left > p.tickEvery {
-			l.rate = min(l.rate, float64(l.backlog)/left.Seconds())
+			l.rate = 2 * float64(l.backlog) / left.Seconds()
 		}
 		return
 	}
