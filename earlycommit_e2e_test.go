@@ -174,6 +174,6 @@ func TestHeartbeatDuringUpstreamSilence(t *testing.T) {
 	waitFor(t, 2*time.Second, "the relayed log line", func() bool {
 		return strings.Contains(readLog(t, logFile), `"smoothness"`)
 	})
-	mustContain(t, readLog(t, logFile), `"smoothing":"pace"`, `"events_in":3`, `"out_gap_max"`, `"out_rate_cv"`,
+	mustContain(t, readLog(t, logFile), `"smoothing":"pace"`, `"events_in":3`, `"out_gap_max"`, `"out_rate_cv"`, `"out_steady"`,
 		`"stalls":`, `"lag_p99"`, `"tail_flush"`)
 }

@@ -19,6 +19,10 @@ func (f smoothFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	addDist(enc, "out_gap", s.OutGap)
 	enc.AddFloat64("in_rate_cv", round3(s.InRateCV))
 	enc.AddFloat64("out_rate_cv", round3(s.OutRateCV))
+	// The share of 100 ms windows in which the text grew: what a
+	// person watching the stream notices.
+	enc.AddFloat64("in_steady", round3(s.InSteady))
+	enc.AddFloat64("out_steady", round3(s.OutSteady))
 	enc.AddInt("stalls", s.Stalls)
 	addDist(enc, "lag", s.Lag)
 	enc.AddDuration("tail_flush", s.TailFlush)

@@ -21,11 +21,9 @@ type channel struct {
 	reasoning bool
 }
 
-// timed is an event with its time and its visible text per channel. For
-// input events, sched is the time the trace scheduled it (see analyze).
+// timed is an event with its time and its visible text per channel.
 type timed struct {
 	at     time.Time
-	sched  time.Time
 	pieces []traces.Piece
 }
 
@@ -81,12 +79,10 @@ func analyze(s *stream, o options) *traceResult {
 		return fail("trace: %v", err)
 	}
 	stepTime := func(i int) time.Time { return s.headerAt.Add(t.Steps[i].At) }
-	schedTime := stepTime
 	res.Timing = "header-offset"
 	if s.upstream != nil {
 		res.Timing = "upstream-write"
 		stepTime = func(i int) time.Time { return s.upstream[i] }
-		schedTime = func(i int) time.Time { return s.upstream[0].Add(t.Steps[i].At - t.Steps[0].At) }
 	}
 	want := new(traces.Transcript)
 	var in []timed
@@ -95,12 +91,11 @@ func analyze(s *stream, o options) *traceResult {
 		if err != nil {
 			return fail("trace: %v", err)
 		}
-		in = append(in, timed{at: stepTime(ev.Step), sched: schedTime(ev.Step), pieces: pieces})
+		in = append(in, timed{at: stepTime(ev.Step), pieces: pieces})
 	}
 	if t.Ends == traces.EndsEOF && len(t.Steps) > 0 {
 		// The cut-off block: the upstream's last bytes, without text.
-		last := len(t.Steps) - 1
-		in = append(in, timed{at: stepTime(last), sched: schedTime(last)})
+		in = append(in, timed{at: stepTime(len(t.Steps) - 1)})
 	}
 
 	// Output: the data events the client received.
@@ -148,12 +143,12 @@ func analyze(s *stream, o options) *traceResult {
 		} else if ar > 0 {
 			all.SetMaxDelay(maxOf(false))
 		}
-		all.Input(e.sched, rr+ar)
+		all.Input(e.at, rr+ar)
 		if rr > 0 {
-			chRec[true].Input(e.sched, rr)
+			chRec[true].Input(e.at, rr)
 		}
 		if ar > 0 {
-			chRec[false].Input(e.sched, ar)
+			chRec[false].Input(e.at, ar)
 		}
 	}
 	feedOut := func(e timed) {
@@ -168,7 +163,7 @@ func analyze(s *stream, o options) *traceResult {
 	}
 	i := 0
 	for _, e := range out {
-		for i < len(in) && !in[i].sched.After(e.at.Add(inputSlack)) {
+		for i < len(in) && !in[i].at.After(e.at.Add(inputSlack)) {
 			feedIn(in[i])
 			i++
 		}

@@ -42,17 +42,6 @@
 // any delay of the headers themselves. Output times are the client's
 // receive times. Both sides share one clock (one process).
 //
-// Lag is measured from those real input times. The input's rate CV and
-// silences are measured at the trace's own schedule instead (each step's
-// Step.At after the first step's stamp): the traces' bursts lie on the
-// 100 ms lattice of the input's own windows (cadences of 150, 250 and
-// 300 ms from the first burst), so a write 0.1 ms late moves a whole
-// burst into the next window, and the input's CV of one trace varied
-// from 0.44 to 0.60 between runs. A baseline that moves by a quarter
-// cannot anchor a reduction target; the schedule is the trace's
-// burstiness, the same in every run and on the virtual clock, and any
-// jitter the relay passes on still counts against its output.
-//
 // A smoothness.Recorder per trace gets Input for each upstream data event
 // (runes = visible characters, the code points of content and
 // reasoning_content; tool-call arguments are not visible text) and Output

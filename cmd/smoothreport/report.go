@@ -65,7 +65,7 @@ func (r *report) evaluate(o options) {
 		check(&exact, res.Exact, res.Name+": "+res.ExactNote)
 		if o.mode != "off" {
 			for _, row := range res.Rows {
-				ok, why := notWorse(row.Report, o.minInterval)
+				ok, why := notWorse(row.Report, o.minInterval, o.clock)
 				check(&worse, res.Error == "" && ok, fmt.Sprintf("%s/%s %s", res.Name, row.Channel, why))
 			}
 		}
@@ -108,6 +108,12 @@ const (
 	worseRel = 0.05
 	worseCV  = 0.02             // absolute, for CVs near 0
 	worseGap = time.Millisecond // absolute, for timer granularity
+
+	// realJitter is the gap allowance on the real clock instead: a
+	// timer, a goroutine hand-off and a loopback read each add a few
+	// milliseconds at random on a busy 2-core machine (as mode off shows
+	// on the same traces), which the virtual clock does not have.
+	realJitter = 10 * time.Millisecond
 )
 
 // notWorse reports whether one row's output is no worse than its input,
@@ -115,13 +121,17 @@ const (
 // stretched to divide 100 ms) is the configured emission cadence, not a
 // regression: an upstream that sends faster than that is merged into one
 // event per tick, which is what min_interval asks for.
-func notWorse(r smoothness.Report, minInterval time.Duration) (bool, string) {
+func notWorse(r smoothness.Report, minInterval time.Duration, clock string) (bool, string) {
 	var why []string
 	if r.OutRateCV > r.InRateCV*(1+worseRel)+worseCV {
 		why = append(why, fmt.Sprintf("CV %.2f->%.2f", r.InRateCV, r.OutRateCV))
 	}
 	tick := 100 * time.Millisecond / (100 * time.Millisecond / minInterval)
-	limit := max(time.Duration(float64(r.InTextGap.P99)*(1+worseRel)), time.Duration(float64(tick)*(1+worseRel))) + worseGap
+	slack := worseGap
+	if clock == "real" {
+		slack = realJitter
+	}
+	limit := max(time.Duration(float64(r.InTextGap.P99)*(1+worseRel)), time.Duration(float64(tick)*(1+worseRel))) + slack
 	if r.OutTextGap.P99 > limit {
 		why = append(why, fmt.Sprintf("text gap p99 %s->%s", fmtDur(r.InTextGap.P99), fmtDur(r.OutTextGap.P99)))
 	}

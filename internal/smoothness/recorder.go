@@ -20,20 +20,19 @@
 //     consecutive events of a side, whether or not they carry runes.
 //     Events that arrive together give gaps of 0.
 //   - The active interval of a side runs from its first to its last event
-//     carrying runes; silence before and after it is ignored. It is cut
-//     into windows of [Window] (100 ms) starting at the first such event.
-//     A window's value is the number of runes of the events that fell
-//     into it; windows without events count as 0. The last, partial window
-//     counts (with its rune count as is, not scaled) only if it spans at
-//     least half a window up to the last event; otherwise it is dropped.
-//     The windowed-rate CV is the population standard deviation of the
-//     window values divided by their mean, 0 with fewer than 2 windows.
-//     Windows that lie wholly inside the unfillable part of an input
-//     silence (below) are left out, on both sides, each on its own grid:
-//     no relay can put text there, so they measure the upstream, not the
-//     relay's smoothness. So is a window more than half inside it at its
-//     start that holds no text of its side, as the last partial window
-//     is at the stream's end.
+//     carrying runes; silence before and after it is ignored. Time is cut
+//     into bins of 10 ms from the first such event, and a window is
+//     [Window] (100 ms) of consecutive bins: one starts at every bin, from
+//     the first event's up to the one whose window ends with the last
+//     event's bin (sliding windows; see windows.go for why). A window's
+//     value is the number of runes of the events that fell into it;
+//     windows without events count as 0. The windowed-rate CV is the
+//     population standard deviation of the window values divided by
+//     their mean, 0 with fewer than 2 windows. Windows that lie wholly
+//     inside the unfillable part of an input silence (below) are left
+//     out, on both sides: no relay can put text there, so they measure
+//     the upstream, not the relay's smoothness. So is a window more than
+//     half inside it at its start that holds no text of its side.
 //   - A stall is a gap longer than [StallThreshold] (250 ms) between two
 //     consecutive output events that both carry runes (events without
 //     runes in between do not end a stall).
@@ -59,7 +58,6 @@ package smoothness
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -112,22 +110,6 @@ type Report struct {
 
 // span is an interval of Recorder time, in ns since the Recorder's base.
 type span struct{ from, to int64 }
-
-// rateWindows accumulates the windowed rate of one side.
-type rateWindows struct {
-	active   bool
-	start    int64 // first event carrying runes
-	last     int64 // latest event carrying runes
-	cur      int64 // index of the open window
-	curRunes int64
-	// Welford state over closed windows.
-	n        int64
-	nonzero  int64 // closed windows with runes
-	mean, m2 float64
-	// excluded counts empty windows to leave out (inside unfillable
-	// silences), applied when the CV is computed.
-	excluded int64
-}
 
 // side is the state of the input or the output.
 type side struct {
@@ -190,29 +172,26 @@ func (r *Recorder) at(t time.Time) int64 {
 func (r *Recorder) Input(t time.Time, runes int) {
 	ns := r.at(t)
 	runes = max(runes, 0)
-	r.in.record(ns, runes)
-	if runes == 0 {
-		return
-	}
-	if r.in.seenRune {
-		gap := ns - r.in.lastRune
+	if runes > 0 && r.in.seenRune {
+		s := r.in.lastRune
+		gap := ns - s
 		if gap > int64(StallThreshold) {
 			r.inStalls++
 		}
-		if gap <= int64(r.lastRunDelay) {
+		if d := int64(r.lastRunDelay); gap <= d {
 			r.in.textGaps.add(time.Duration(gap), 1)
-		}
-	}
-	if r.in.seenRune {
-		s := r.in.lastRune
-		if d := int64(r.lastRunDelay); ns-s > d {
+		} else {
+			// A silence: before this event's bin closes any window
+			// of it, so that each side can leave its windows out.
 			r.silences[r.nSil%silenceRing] = span{s + d, ns}
 			r.nSil++
-			// The windows of each side's own grid that lie wholly
-			// inside (s+d, ns).
 			r.in.rate.exclude(s+d, ns, s)
 			r.out.rate.exclude(s+d, ns, r.out.rate.last)
 		}
+	}
+	r.in.record(ns, runes)
+	if runes == 0 {
+		return
 	}
 	r.in.markRune(ns)
 	r.lastRunDelay = r.maxDelay
@@ -282,124 +261,6 @@ func (s *side) markRune(ns int64) {
 		s.lastRune = ns
 	}
 	s.seenRune = true
-}
-
-// add puts runes into the window of ns, closing the windows before it.
-// Events earlier than the open window (out of order) count in it.
-func (w *rateWindows) add(ns, runes int64) {
-	if !w.active {
-		*w = rateWindows{active: true, start: ns, last: ns, curRunes: runes}
-		return
-	}
-	w.last = max(w.last, ns)
-	if idx := (ns - w.start) / int64(Window); idx > w.cur {
-		w.pushWindow(w.curRunes)
-		w.pushZeros(idx - w.cur - 1)
-		w.cur = idx
-		w.curRunes = 0
-	}
-	w.curRunes += runes
-}
-
-// exclude leaves out the windows of this side's grid that lie wholly
-// inside the unfillable interval (from, to), or more than half inside it
-// at its start while holding no text of this side. The windows are
-// counted on the side's own grid: counting the interval's length in
-// windows less one, "whatever the grid", kept up to two empty windows
-// per silence that no relay could have filled, a zero each that weighed
-// on the CV of every stream with pauses. A window half or more inside
-// the silence's start is what the stream's last partial window is at its
-// end (see cv): mostly time in which nothing could be sent.
-//
-// lastText is this side's latest text before the silence.
-func (w *rateWindows) exclude(from, to, lastText int64) {
-	if !w.active || to <= w.start {
-		return
-	}
-	win := int64(Window)
-	first := (max(from-win/2, w.start) - w.start + win - 1) / win // first window more than half inside
-	first = max(first, (lastText-w.start)/win+1)                  // and after this side's last text
-	last := (to - w.start) / win                                  // windows before this one end by to
-	if k := last - first; k > 0 {
-		w.excluded += k
-	}
-}
-
-// pushWindow closes a window holding runes runes.
-func (w *rateWindows) pushWindow(runes int64) {
-	if runes > 0 {
-		w.nonzero++
-	}
-	w.push(float64(runes))
-}
-
-// push adds one closed window (Welford).
-func (w *rateWindows) push(x float64) {
-	w.n++
-	d := x - w.mean
-	w.mean += d / float64(w.n)
-	w.m2 += d * (x - w.mean)
-}
-
-// pushZeros adds k empty windows at once (Chan et al.'s merge of a group
-// of k zeros: mean 0, M2 0).
-func (w *rateWindows) pushZeros(k int64) {
-	if k <= 0 {
-		return
-	}
-	n := w.n + k
-	d := -w.mean
-	w.m2 += d * d * float64(w.n) * float64(k) / float64(n)
-	w.mean += d * float64(k) / float64(n)
-	w.n = n
-}
-
-// removeZeros takes k empty windows out again: the inverse of pushZeros.
-func (w *rateWindows) removeZeros(k int64) {
-	if k <= 0 || k >= w.n {
-		return
-	}
-	n := w.n - k
-	mean := w.mean * float64(w.n) / float64(n)
-	w.m2 -= mean * mean * float64(n) * float64(k) / float64(w.n)
-	w.mean, w.n = mean, n
-}
-
-// closeLast counts the open window as closed if it spans at least half
-// a window up to the last event (on a copy: see cv and steady).
-func (w *rateWindows) closeLast() {
-	if w.last-(w.start+w.cur*int64(Window)) >= int64(Window)/2 {
-		w.pushWindow(w.curRunes)
-	}
-}
-
-// steady returns the share of the counted windows that hold runes: the
-// closed windows plus the open one as cv counts it, less the excluded
-// (empty) ones.
-func (w rateWindows) steady() float64 {
-	if !w.active {
-		return 0
-	}
-	w.closeLast()
-	n := w.n - min(w.excluded, w.n-1)
-	if n <= 0 {
-		return 0
-	}
-	return float64(w.nonzero) / float64(n)
-}
-
-// cv returns the CV over the closed windows plus the open one if it spans
-// at least half a window up to the last event.
-func (w rateWindows) cv() float64 {
-	if !w.active {
-		return 0
-	}
-	w.closeLast()
-	w.removeZeros(min(w.excluded, w.n-1))
-	if w.n < 2 || w.mean <= 0 {
-		return 0
-	}
-	return math.Sqrt(max(w.m2, 0)/float64(w.n)) / w.mean
 }
 
 // Report returns the figures so far. It does not change the Recorder.

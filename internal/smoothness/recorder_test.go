@@ -2,6 +2,7 @@ package smoothness
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -51,18 +52,19 @@ func TestSteadyCVZero(t *testing.T) {
 
 func TestPeriodicBurstsCV(t *testing.T) {
 	r := New()
-	// 20 runes within 5 ms every 300 ms, 10 bursts: windows 20,0,0,20,...
-	// The last burst (at 2700 ms) opens a window spanning only 4 ms up
-	// to the last event, which is dropped. Closed windows: 27, of which
-	// 9 hold 20 runes: mean 20/3, population sd = 20·sqrt(2)/3, CV √2.
+	// 20 runes within 5 ms every 300 ms, 10 bursts, in 10 ms bins 0,
+	// 30, … 270. Windows start at bins 0 … 261 (262 windows, each ten
+	// bins up to the last event's). Bursts 1 to 8 lie in 10 windows each,
+	// the first and the last in one: 82 windows of 20 runes, 180 empty.
+	// CV = sqrt(p(1-p))/p with p = 82/262, sqrt(180/82).
 	for b := range 10 {
 		for k := range 5 {
 			r.Input(at(float64(b*300+k)), 4)
 		}
 	}
 	rep := r.Report()
-	if math.Abs(rep.InRateCV-math.Sqrt2) > 1e-9 {
-		t.Fatalf("bursty CV = %v, want √2", rep.InRateCV)
+	if want := math.Sqrt(180.0 / 82); math.Abs(rep.InRateCV-want) > 1e-9 {
+		t.Fatalf("bursty CV = %v, want %v", rep.InRateCV, want)
 	}
 	if rep.OutRateCV != 0 || rep.EventsOut != 0 {
 		t.Fatalf("no output expected: %+v", rep)
@@ -72,27 +74,73 @@ func TestPeriodicBurstsCV(t *testing.T) {
 	}
 }
 
-func TestFinalPartialWindow(t *testing.T) {
-	// Windows [0,100) 10 runes, [100,200) 10 runes; the third window's
-	// last event at 260 ms spans 60 ms >= 50 ms: it counts, with its raw
-	// 5 runes. Values 10,10,5: mean 25/3, CV = sd/mean.
-	r := New()
-	r.Input(at(0), 10)
-	r.Input(at(150), 10)
-	r.Input(at(200), 2)
-	r.Input(at(260), 3)
-	want := cvOf(10, 10, 5)
-	if got := r.Report().InRateCV; math.Abs(got-want) > 1e-9 {
-		t.Fatalf("CV = %v, want %v", got, want)
-	}
-	// At 240 ms instead the third window spans 40 ms and is dropped:
-	// 10,10 -> CV 0.
-	r = New()
-	r.Input(at(0), 10)
-	r.Input(at(150), 10)
-	r.Input(at(240), 5)
-	if got := r.Report().InRateCV; got != 0 {
-		t.Fatalf("CV = %v, want 0", got)
+// The sliding windows against a brute-force count: every window of
+// slideSteps bins from the first event's bin to the last event's, its
+// value the runes of the events in it.
+func TestSlidingWindowsMatchBruteForce(t *testing.T) {
+	testSlidingWindows(t, time.Hour) // no silence left out
+}
+
+// With silences: the windows that start after the text before a silence,
+// at most half a window before its unfillable part and before its end,
+// are left out.
+func TestSlidingWindowsWithSilencesMatchBruteForce(t *testing.T) {
+	testSlidingWindows(t, 150*time.Millisecond)
+}
+
+func testSlidingWindows(t *testing.T, maxDelay time.Duration) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	d := float64(maxDelay) / float64(time.Millisecond)
+	for trial := range 300 {
+		r := New()
+		r.SetMaxDelay(maxDelay)
+		type ev struct {
+			at    float64
+			runes int
+		}
+		var evs []ev
+		x := 0.0
+		for range 1 + rng.IntN(60) {
+			x += float64(rng.IntN(400)) // gaps up to 400 ms, some 0
+			evs = append(evs, ev{x, 1 + rng.IntN(30)})
+		}
+		for _, e := range evs {
+			r.Input(at(e.at), e.runes)
+		}
+		binOf := func(ms float64) int { return int(ms / 10) }
+		lastBin := binOf(evs[len(evs)-1].at - evs[0].at)
+		type rng2 struct{ lo, hi int }
+		var skips []rng2
+		for i := 1; i < len(evs); i++ {
+			s, e := evs[i-1].at-evs[0].at, evs[i].at-evs[0].at
+			if e-s > d {
+				lo := max(int(math.Ceil((s+d-50)/10)), binOf(s)+1, 0)
+				skips = append(skips, rng2{lo, int(math.Ceil(e/10)) - 1})
+			}
+		}
+		var xs []float64
+	windows:
+		for j := 0; j+slideSteps-1 <= lastBin; j++ {
+			for _, sk := range skips {
+				if j >= sk.lo && j <= sk.hi {
+					continue windows
+				}
+			}
+			n := 0
+			for _, e := range evs {
+				if b := binOf(e.at - evs[0].at); b >= j && b < j+slideSteps {
+					n += e.runes
+				}
+			}
+			xs = append(xs, float64(n))
+		}
+		want := 0.0
+		if len(xs) >= 2 {
+			want = cvOf(xs...)
+		}
+		if got := r.Report().InRateCV; math.Abs(got-want) > 1e-9*max(1, want) {
+			t.Fatalf("trial %d: CV %v, brute force %v (%d windows, events %v)", trial, got, want, len(xs), evs)
+		}
 	}
 }
 
@@ -140,9 +188,10 @@ func TestManyEmptyWindowsAtOnce(t *testing.T) {
 	r.Input(at(0), 7)
 	r.Input(at(3600e3), 7)
 	r.Input(at(3600e3+60), 0)
-	// Values: 7, 35999 zeros; the last window (7 runes) spans 0 ms: dropped.
-	xs := make([]float64, 36000)
-	xs[0] = 7
+	// Windows start every 10 ms up to the one ending with the last
+	// event's bin: the first and the last hold 7 runes, 359990 are empty.
+	xs := make([]float64, 359992)
+	xs[0], xs[len(xs)-1] = 7, 7
 	want := cvOf(xs...)
 	if got := r.Report().InRateCV; math.Abs(got-want) > 1e-6*want {
 		t.Fatalf("CV = %v, want %v", got, want)
@@ -441,12 +490,13 @@ func TestSilenceExclusionOnOwnGrid(t *testing.T) {
 func TestSteadyShare(t *testing.T) {
 	r := New()
 	r.SetMaxDelay(time.Second)
-	// Text in windows 0, 1, 3 (window 2 empty, fillable), then 4.
+	// Text in bins 0, 10, 30, 40 and 45: windows start at bins 0 to 36,
+	// and those starting at 11 to 20 hold none (the fillable pause).
 	for _, x := range []float64{0, 100, 300, 400, 450} {
 		r.Input(at(x), 5)
 	}
-	if got := r.Report().InSteady; math.Abs(got-0.8) > 1e-9 {
-		t.Fatalf("steady %.3f, want 0.8 (4 of 5 windows)", got)
+	if got, want := r.Report().InSteady, 27.0/37; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("steady %.3f, want %.3f (27 of 37 windows)", got, want)
 	}
 }
 
