@@ -23,7 +23,14 @@
 //		}
 //	}
 //
-// (no smoothing block with -mode off). For each trace a client posts
+// (no smoothing block with -mode off), once per mode of -mode (default
+// pace,split-reasoning; all adds off), one report each. With -clock
+// virtual there is no Caddy and no network: the pacer alone
+// (pace.Simulate) replays each trace on a virtual clock with the same
+// configuration, and its writes are the client's stream, stamped at their
+// virtual times. The figures are the same in every run; CI gates them
+// (TestVirtualTargets). The real clock is what a user sees, noise
+// included. For each trace a client posts
 // {"model":"<trace>","stream":true,...} to the relay and reads the SSE
 // stream with internal/sse, stamping each event with the time the read
 // that completed it returned. At most -concurrency streams run at once,
@@ -56,10 +63,13 @@
 // and answer text get one more row per channel, from recorders fed with
 // that channel's text events only.
 //
-// Columns: events in/out; the windowed-rate CV (100 ms windows) of input
-// and output and the change; the output gap p99; stalls (output gaps >
-// 250 ms between text events) and how many of them were bridgeable;
-// added lag p50/p99/max; tail flush (last output − last input); exact:
+// Columns: events in/out; the windowed-rate CV (100 ms windows sliding by
+// 10 ms, see internal/smoothness) of input and output and the change; the
+// text gap p99 of input and output (gaps between text events that a relay
+// could bridge); stalls (gaps > 250 ms between text events: input,
+// output, and of the output's how many were bridgeable); steady share
+// (the share of windows in which the text grew, input and output); added
+// lag p50/p99/max; tail flush (last output − last input); exact:
 // per choice and channel the text the client reassembled equals the
 // trace's, tool calls, logprobs, finish reasons and usage agree, and the
 // ending is right ([DONE] iff the trace ends with it; the upstream's error
@@ -68,10 +78,15 @@
 //
 // # Targets
 //
-// On the clustered traces: output CV at least 70 % below input; no
+// On the clustered traces: output CV at least 80 % below input where the
+// mode's bound can bridge the trace's cadence (traces.Trace.Cadence); no
 // bridgeable stall; lag p99 <= the channel's max delay + 30 ms; tail <=
-// 100 ms. A failed target, or any trace not byte-exact, exits with status
-// 1 (-strict, on by default). With -mode off the targets are printed for
+// 100 ms. On every trace and channel row: never worse than pass-through
+// (output CV <= input CV·1.05 + 0.02; text gap p99 <= the larger of the
+// input's and one tick interval, ·1.05, + 1 ms on the virtual clock or
+// 10 ms of scheduling jitter on the real one; no more gaps over 250 ms).
+// A failed target, or any trace not byte-exact, exits with status 1
+// (-strict, on by default). With -mode off the targets are printed for
 // information only; exactness still counts.
 package main
 
