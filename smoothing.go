@@ -51,7 +51,7 @@ type Smoothing struct {
 
 	// `reasoning_drain <duration>`: in `split-reasoning` mode, reasoning
 	// still queued when the answer starts finishes at a steady rate within
-	// this long, instead of leaving at once; the answer follows it.
+	// this long, instead of leaving at once; the answer flows beside it.
 	// Default: `300ms`.
 	ReasoningDrain caddy.Duration `json:"reasoning_drain,omitempty"`
 

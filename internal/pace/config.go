@@ -131,7 +131,7 @@ type Config struct {
 
 	// ReasoningDrain bounds, in ModeSplit, how long reasoning still queued
 	// when the answer starts may take: it drains at a steady rate over at
-	// most this long, and the answer follows it. Default 300 ms.
+	// most this long while the answer flows beside it. Default 300 ms.
 	ReasoningDrain time.Duration
 
 	// MinInterval is the spacing of paced emissions: at most one tick per

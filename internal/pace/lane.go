@@ -29,8 +29,8 @@ const (
 type lane struct {
 	maxDelay time.Duration
 	interval time.Duration
-	patient  bool // always use the longest lag (reasoning in split mode)
-	fresh    bool // the backlog started from idle and nothing was sent yet
+	hold     float64 // gaps the backlog must last after an arrival (see steadyRate)
+	fresh    bool    // the backlog started from idle and nothing was sent yet
 
 	gap     float64   // seconds, fading max of bridgeable gaps
 	guessed bool      // gap is the initial guess, not yet measured
@@ -54,7 +54,7 @@ func newLane(maxDelay, interval time.Duration) lane {
 	// Until the cadence is known, assume the longest lag: the first
 	// burst is spread as far as the bound allows instead of draining
 	// early and leaving a hole before the second.
-	return lane{maxDelay: maxDelay, interval: interval, gap: 0.65 * maxDelay.Seconds() / overlap, guessed: true}
+	return lane{maxDelay: maxDelay, interval: interval, hold: untilNext, gap: 0.65 * maxDelay.Seconds() / overlap, guessed: true}
 }
 
 // arrive records runes arriving at now and sets the drain rate.
@@ -92,6 +92,18 @@ const catchUp = 1.05
 // untilNext is how long, in gaps, the backlog must last after an
 // arrival: a little past when the next cluster is due.
 const untilNext = 1.05
+
+// inherit starts a lane that has had no text yet with the cadence and
+// rate another lane of the stream measured: the answer after reasoning
+// comes from the same model at the same pace, and guessing it afresh
+// would start the answer at twice its rate (see Pacer.stretchFirst) just
+// as the reasoning drains.
+func (l *lane) inherit(from *lane) {
+	if !l.last.IsZero() || from.guessed || from.inRate == 0 {
+		return
+	}
+	l.gap, l.guessed, l.inRate = from.gap, false, from.inRate
+}
 
 // rateWeight is the weight of a new sample in the moving average of the
 // input rate: about the last three clusters count.
@@ -131,13 +143,13 @@ const flowSpan = 2
 // while it was not known), but no faster than makes the backlog last
 // until the next cluster is due: following each burst's own size instead
 // makes the output as uneven as the bursts are, and running dry before
-// the next one leaves a hole. Until then, and on a patient lane, the
-// backlog is spread over targetLag. The caller raises the result where
+// the next one leaves a hole. Until then the backlog is spread over
+// targetLag. The caller raises the result where
 // the queued text's deadlines need more (see Pacer.meetDeadlines), and
 // paces a lane's first cluster itself (Pacer.stretchFirst).
 func (l *lane) steadyRate() float64 {
-	if l.inRate > 0 && !l.patient {
-		return min(float64(l.backlog)/(untilNext*l.gap), catchUp*l.inRate)
+	if l.inRate > 0 {
+		return min(float64(l.backlog)/(l.hold*l.gap), catchUp*l.inRate)
 	}
 	return float64(l.backlog) / l.targetLag()
 }
@@ -163,14 +175,10 @@ func (l *lane) spend(runes int) {
 	l.fresh = false
 }
 
-// targetLag is how long the current backlog should take to drain. A
-// patient lane (reasoning, in split-reasoning mode) always takes 80 % of
-// its max delay: reasoning is not latency-sensitive, and the long lag
-// bridges the silence models often leave before the answer.
+// targetLag is how long the current backlog should take to drain before
+// the input's rate is known: about the gap between clusters, capped at
+// 80 % of the max delay.
 func (l *lane) targetLag() float64 {
-	if l.patient {
-		return 0.8 * l.maxDelay.Seconds()
-	}
 	return min(max(overlap*l.gap, l.interval.Seconds()), 0.8*l.maxDelay.Seconds())
 }
 

@@ -272,6 +272,7 @@ func generate() []Trace {
 		genBursts("bursts-300ms", 3, 300*ms, 10),
 		genBursts("bursts-150ms", 4, 150*ms, 20),
 		genReasoningClustered(),
+		genReasoningThenAnswer(),
 		genOnOff(),
 		genFinalDump(),
 		genClusteredVocab("cjk", 8, cjk, 15, 250*ms, 12),
@@ -323,6 +324,23 @@ func genReasoningClustered() Trace {
 	}
 	last = g.steady(last+1200*ms, time.Second/30, 60, false, english)
 	g.end(last + 40*ms)
+	return g.trace()
+}
+
+// genReasoningThenAnswer: reasoning in 20-token bursts every 300 ms, and
+// then, with no pause, the answer in the same bursts: where a pacer that
+// holds reasoning long must hand over to the answer without dumping the
+// reasoning it still holds.
+func genReasoningThenAnswer() Trace {
+	g := newGen("reasoning-then-answer", 12)
+	g.t.Clustered, g.t.Cadence = true, 300*ms
+	g.role(0)
+	g.at(0)
+	var last time.Duration
+	for b := range 12 {
+		last = g.burst(50*ms+300*ms*time.Duration(b), 5*ms, 20, 4, b < 7, english)
+	}
+	g.end(last + 300*ms)
 	return g.trace()
 }
 

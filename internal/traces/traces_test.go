@@ -11,12 +11,12 @@ import (
 )
 
 var required = []string{
-	"steady", "steady-fast", "bursts-300ms", "bursts-150ms", "reasoning-clustered", "onoff",
+	"steady", "steady-fast", "bursts-300ms", "bursts-150ms", "reasoning-clustered", "reasoning-then-answer", "onoff",
 	"final-dump", "cjk", "emoji-zwj", "base64", "tools", "logprobs", "n2", "usage",
 	"error-mid", "eof-no-done",
 }
 
-var clustered = []string{"bursts-300ms", "bursts-150ms", "reasoning-clustered", "onoff", "cjk", "emoji-zwj"}
+var clustered = []string{"bursts-300ms", "bursts-150ms", "reasoning-clustered", "reasoning-then-answer", "onoff", "cjk", "emoji-zwj"}
 
 func TestSetNamesAndFlags(t *testing.T) {
 	names := Names()
