@@ -520,7 +520,16 @@ func (p *Pacer) stretchFirst(ln uint8, now time.Time) {
 		if !it.text || it.lane != ln || it.runes == 0 {
 			continue
 		}
-		if left := it.deadline.Sub(now) - p.tickEvery; left > p.tickEvery {
+		// On the reasoning lane, whose bound is far longer, aim at
+		// twice the answer lane's bound instead: cadences of a few
+		// hundred milliseconds are the common ones (a 1.5 s decay gave
+		// a 300 ms cadence a third of its rate), and what a longer one
+		// leaves is spread to the deadline once this end is near.
+		end := it.deadline
+		if short := it.arrival.Add(p.lanes[laneAnswer].maxDelay * 2); short.Before(end) && short.Sub(now) > 2*p.tickEvery {
+			end = short
+		}
+		if left := end.Sub(now) - p.tickEvery; left > p.tickEvery {
 			l.rate = 2 * float64(l.backlog) / left.Seconds()
 		}
 		return
