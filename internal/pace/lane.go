@@ -15,16 +15,20 @@ const (
 
 // lane is the rate control for one kind of text (answer or reasoning).
 //
-// The idea: a stream that arrives in bursts separated by gaps of about G
-// looks smooth if every burst is spread over about G. So the lane keeps a
-// fading maximum of recent inter-arrival gaps (gaps longer than the max
-// delay cannot be bridged and are ignored), and at each arrival sets the
-// drain rate so the backlog lasts that long, capped at 80 % of the max
-// delay. The rate then stays constant until the next arrival: a linear
-// drain, which is what looks steady.
+// The idea: a stream that arrives in bursts looks smooth if text leaves
+// at the input's average rate, with just enough held back to last until
+// the next burst. So the lane measures the input rate per cluster of
+// arrivals (a moving average over about three clusters) and keeps a
+// fading maximum of the gaps between them (gaps longer than the max
+// delay cannot be bridged and are ignored). At each arrival it drains at
+// the measured rate, slowed where the backlog would not last hold gaps
+// (steadyRate); the Pacer raises the rate where deadlines need it and
+// paces the first cluster, before anything is measured, on a falling
+// rate (Pacer.stretchFirst). The rate then stays constant until the next
+// arrival: a linear drain, which is what looks steady.
 //
-// Pieces end at word boundaries, so they overshoot the runes the rate
-// allows; credit carries the difference over to the next ticks, so the
+// Pieces end near the runes the rate allows, at word boundaries where
+// they can; credit carries the difference over to the next ticks, so the
 // average rate is right however the text is cut.
 type lane struct {
 	maxDelay time.Duration
@@ -51,9 +55,9 @@ type lane struct {
 }
 
 func newLane(maxDelay, interval time.Duration) lane {
-	// Until the cadence is known, assume the longest lag: the first
-	// burst is spread as far as the bound allows instead of draining
-	// early and leaving a hole before the second.
+	// Until the cadence is measured, guess one of about half the bound;
+	// the first cluster's drain does not depend on it much (see
+	// Pacer.stretchFirst), but barriers and the stream's end use it.
 	return lane{maxDelay: maxDelay, interval: interval, hold: untilNext, gap: 0.65 * maxDelay.Seconds() / overlap, guessed: true}
 }
 
