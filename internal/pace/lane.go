@@ -57,7 +57,7 @@ type lane struct {
 func newLane(maxDelay, interval time.Duration) lane {
 	// Until the cadence is measured, guess one of about half the bound;
 	// the first cluster's drain does not depend on it much (see
-	// Pacer.stretchFirst), but barriers and the stream's end use it.
+	// Pacer.stretchFirst), and steadyRate uses it only until then.
 	return lane{maxDelay: maxDelay, interval: interval, hold: untilNext, gap: 0.65 * maxDelay.Seconds() / overlap, guessed: true}
 }
 
