@@ -130,10 +130,12 @@ func analyze(s *stream, o options) *traceResult {
 		return o.answerMax()
 	}
 	all := smoothness.New()
+	all.TrackTextGaps()
 	all.SetMaxDelay(o.answerMax())
 	chRec := map[bool]*smoothness.Recorder{}
 	for _, r := range []bool{true, false} {
 		chRec[r] = smoothness.New()
+		chRec[r].TrackTextGaps()
 		chRec[r].SetMaxDelay(maxOf(r))
 	}
 	feedIn := func(e timed) {

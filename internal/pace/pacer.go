@@ -316,29 +316,32 @@ func (p *Pacer) pushText(c *Chunk, raw []byte, now time.Time) {
 	it.runes = utf8.RuneCount(c.Text)
 	p.items = append(p.items, it)
 	p.lanes[ln].arrive(now, it.runes)
-	p.meetDeadlines(ln, now)
+	p.meetDeadlines(ln, &p.items[len(p.items)-1], now)
 }
 
-// meetDeadlines raises a lane's drain rate to the least constant rate at
-// which every queued item of the lane leaves before its deadline (less
-// one tick, for the tick that sends it): the rate the runes up to an item
-// need, over the time to its deadline, for the item that needs the most.
-// A rate that follows the input's average can fall behind a burst larger
-// than usual; this catches up evenly instead of leaving the rest to the
-// deadline, which would send it all at once.
-func (p *Pacer) meetDeadlines(ln uint8, now time.Time) {
+// meetDeadlines raises a lane's drain rate to a constant rate at which
+// its queued text leaves before its deadlines (less one tick, for the
+// tick that sends it): the rate the oldest item needs, and the rate the
+// whole backlog needs by the newest item's deadline. Deadlines grow along
+// the queue and so does the text before them, so these two bind in
+// practice; the tick sends anything due in full regardless. A rate that
+// follows the input's average can fall behind a burst larger than usual;
+// this catches up evenly instead of leaving the rest to the deadline,
+// which would send it all at once. newest is the item just queued.
+func (p *Pacer) meetDeadlines(ln uint8, newest *item, now time.Time) {
 	l := &p.lanes[ln]
-	need, cum := 0.0, 0
-	for i := p.head; i < len(p.items); i++ {
-		it := &p.items[i]
-		if !it.text || it.lane != ln || it.runes == 0 {
-			continue
-		}
-		cum += it.runes
-		left := max(it.deadline.Sub(now)-p.tickEvery, p.tickEvery)
-		need = max(need, float64(cum)/left.Seconds())
+	need := func(runes int, deadline time.Time) float64 {
+		left := max(deadline.Sub(now)-p.tickEvery, p.tickEvery)
+		return float64(runes) / left.Seconds()
 	}
-	l.rate = max(l.rate, need)
+	rate := need(l.backlog, newest.deadline)
+	for i := p.head; i < len(p.items); i++ {
+		if it := &p.items[i]; it.text && it.lane == ln && it.runes > 0 {
+			rate = max(rate, need(it.runes, it.deadline))
+			break
+		}
+	}
+	l.rate = max(l.rate, rate)
 }
 
 func (p *Pacer) pushBarrier(kind Kind, raw []byte, visible int, now time.Time) {

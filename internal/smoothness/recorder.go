@@ -4,7 +4,7 @@
 // held in between (lag).
 //
 // A [Recorder] is meant to live as long as its stream and to be kept for
-// every open stream, so it has a fixed size (about 9 KiB, no per-event
+// every open stream, so it has a fixed size (about 5.6 KiB, no per-event
 // slices) and every recording call is O(1) and does not allocate.
 // Percentiles come from log-linear histograms with a relative error of at
 // most about 3 %; maxima are exact. A Recorder is not safe for concurrent
@@ -40,7 +40,7 @@
 //     consecutive input events carrying runes. A pacer that holds text at
 //     most the max delay cannot fill a silence (s, e) after s + max delay,
 //     so (s + max delay, e) is unfillable. A stall (a, b) is unbridgeable
-//     if it overlaps an unfillable interval of one of the last 64 input
+//     if it overlaps an unfillable interval of one of the last 16 input
 //     silences, and bridgeable otherwise — a stall the relay could have
 //     avoided. This is deliberately coarse: a stall that only partly
 //     overlaps an unfillable interval counts as unbridgeable.
@@ -71,7 +71,7 @@ const (
 	// relay's default for answer text.
 	DefaultMaxDelay = 400 * time.Millisecond
 
-	silenceRing = 64 // input silences kept to judge stalls
+	silenceRing = 16 // input silences kept to judge stalls
 )
 
 // Dist summarises a distribution of durations.
@@ -85,8 +85,9 @@ type Report struct {
 	// InGap and OutGap are the gaps between consecutive input (output)
 	// events.
 	InGap, OutGap Dist
-	// InTextGap and OutTextGap are the gaps between consecutive events
-	// carrying runes, less those an unfillable silence explains: input
+	// InTextGap and OutTextGap (with TrackTextGaps; zero otherwise) are
+	// the gaps between consecutive events carrying runes, less those an
+	// unfillable silence explains: input
 	// gaps longer than the max delay, output gaps overlapping the
 	// unfillable part of one. They compare what a reader waits for
 	// between pieces of text that a relay could have bridged.
@@ -119,7 +120,7 @@ type side struct {
 	seenRune      bool
 	lastRune      int64 // latest event carrying runes
 	gaps          hist
-	textGaps      hist
+	textGaps      *hist // nil unless TrackTextGaps
 	rate          rateWindows
 }
 
@@ -179,7 +180,7 @@ func (r *Recorder) Input(t time.Time, runes int) {
 			r.inStalls++
 		}
 		if d := int64(r.lastRunDelay); gap <= d {
-			r.in.textGaps.add(time.Duration(gap), 1)
+			r.in.addTextGap(gap)
 		} else {
 			// A silence: before this event's bin closes any window
 			// of it, so that each side can leave its windows out.
@@ -209,7 +210,7 @@ func (r *Recorder) Output(t time.Time, runes int) {
 	if r.out.seenRune {
 		a := r.out.lastRune
 		if ns-a <= int64(StallThreshold) || !r.explained(a, ns) {
-			r.out.textGaps.add(time.Duration(ns-a), 1)
+			r.out.addTextGap(ns - a)
 		}
 		if ns-a > int64(StallThreshold) {
 			r.stalls++
@@ -255,6 +256,27 @@ func (s *side) record(ns int64, runes int) {
 	}
 }
 
+// TrackTextGaps makes the Recorder keep the text gap figures
+// (Report.InTextGap, OutTextGap), which cost two more histograms (3 KiB):
+// a tool comparing streams asks for them, and a relay keeping a Recorder
+// for every open stream does not.
+func (r *Recorder) TrackTextGaps() {
+	r.in.textGaps, r.out.textGaps = new(hist), new(hist)
+}
+
+func (s *side) addTextGap(ns int64) {
+	if s.textGaps != nil {
+		s.textGaps.add(time.Duration(ns), 1)
+	}
+}
+
+func (s *side) textGapDist() Dist {
+	if s.textGaps == nil {
+		return Dist{}
+	}
+	return s.textGaps.dist()
+}
+
 // markRune notes the latest event carrying runes.
 func (s *side) markRune(ns int64) {
 	if !s.seenRune || ns > s.lastRune {
@@ -272,8 +294,8 @@ func (r *Recorder) Report() Report {
 		RunesOut:         r.out.runes,
 		InGap:            r.in.gaps.dist(),
 		OutGap:           r.out.gaps.dist(),
-		InTextGap:        r.in.textGaps.dist(),
-		OutTextGap:       r.out.textGaps.dist(),
+		InTextGap:        r.in.textGapDist(),
+		OutTextGap:       r.out.textGapDist(),
 		InRateCV:         r.in.rate.cv(),
 		OutRateCV:        r.out.rate.cv(),
 		Stalls:           r.stalls,

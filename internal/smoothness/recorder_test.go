@@ -355,7 +355,7 @@ func TestMaxDelayPerChannel(t *testing.T) {
 func TestSilenceRingBounded(t *testing.T) {
 	r := New()
 	r.SetMaxDelay(0)
-	// 200 silences; only the last 64 are kept.
+	// 200 silences; only the last 16 are kept.
 	for i := range 200 {
 		r.Input(at(float64(i*1000)), 1)
 	}
@@ -388,9 +388,10 @@ func TestNoAllocations(t *testing.T) {
 }
 
 func TestSize(t *testing.T) {
-	// Five histograms (gaps and text gaps per side, lag) of 1.5 KiB.
-	if n := unsafe.Sizeof(Recorder{}); n > 10<<10 {
-		t.Fatalf("Recorder is %d bytes, want <= 10 KiB", n)
+	// Three histograms (gaps per side, lag) of 1.5 KiB; the text gaps'
+	// two come only with TrackTextGaps.
+	if n := unsafe.Sizeof(Recorder{}); n > 6<<10 {
+		t.Fatalf("Recorder is %d bytes, want <= 6 KiB", n)
 	} else {
 		t.Logf("Recorder is %d bytes", n)
 	}
@@ -503,6 +504,7 @@ func TestSteadyShare(t *testing.T) {
 // Text gaps leave out what an unfillable silence explains, on both sides.
 func TestTextGaps(t *testing.T) {
 	r := New() // max delay 400 ms
+	r.TrackTextGaps()
 	for _, x := range []float64{0, 50, 100, 2000, 2050} {
 		r.Input(at(x), 3)
 		r.Output(at(x+10), 3)

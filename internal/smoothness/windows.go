@@ -27,6 +27,7 @@ type rateWindows struct {
 	last   int64 // latest event carrying runes
 	cur    int64 // index of the open bin
 	bins   [slideSteps]int64
+	total  int64 // runes of the bins kept
 	// Welford state over complete windows.
 	n        int64
 	nonzero  int64 // windows with runes
@@ -41,22 +42,24 @@ type rateWindows struct {
 func (w *rateWindows) add(ns, runes int64) {
 	if !w.active {
 		*w = rateWindows{active: true, start: ns, last: ns, skipFrom: 1, skipTo: 0}
-		w.bins[0] = runes
+		w.bins[0], w.total = runes, runes
 		return
 	}
 	w.last = max(w.last, ns)
 	w.advance((ns - w.start) / step)
 	w.bins[w.cur%slideSteps] += runes
+	w.total += runes
 }
 
 // advance closes the bins before bin idx. Closing bin b completes the
 // window of bins b-slideSteps+1 … b.
 func (w *rateWindows) advance(idx int64) {
 	for w.cur < idx {
-		w.complete(w.cur-slideSteps+1, w.sum())
+		w.complete(w.cur-slideSteps+1, w.total)
 		w.cur++
+		w.total -= w.bins[w.cur%slideSteps] // the oldest bin leaves the window
 		w.bins[w.cur%slideSteps] = 0
-		if idx > w.cur && w.sum() == 0 {
+		if idx > w.cur && w.total == 0 {
 			// Every bin kept is empty: so is every window completed
 			// from here to idx, those starting at cur-9 … idx-10.
 			from, to := w.cur-slideSteps+1, idx-slideSteps
@@ -68,15 +71,6 @@ func (w *rateWindows) advance(idx int64) {
 			w.cur = idx
 		}
 	}
-}
-
-// sum is the runes of the bins kept: the window ending with the open bin.
-func (w *rateWindows) sum() int64 {
-	var n int64
-	for _, b := range w.bins {
-		n += b
-	}
-	return n
 }
 
 // exclude leaves out the windows of a silence whose unfillable part is
@@ -148,7 +142,7 @@ func (w *rateWindows) pushZeros(k int64) {
 // its first) are not counted: they would hold part of a window's time
 // and look like a slow spell at every stream's end.
 func (w *rateWindows) closeLast() {
-	w.complete(w.cur-slideSteps+1, w.sum())
+	w.complete(w.cur-slideSteps+1, w.total)
 }
 
 // steady returns the share of the counted windows that hold runes.
