@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
 )
 
 // route is a compiled ModelRoute.
@@ -143,9 +144,13 @@ func checkFieldPath(field string) error {
 }
 
 // requestBody is a client's JSON body, split into top-level fields so each
-// attempt can rewrite a few of them without re-parsing the rest.
+// attempt can rewrite a few of them without re-parsing the rest, and
+// render it by splicing: the untouched fields go out as the client wrote
+// them (see internal/jsonobj).
 type requestBody struct {
-	raw       []byte // as the client sent it
+	raw       []byte           // as the client sent it
+	members   []jsonobj.Member // its top-level members, in order, pointing into raw
+	unique    bool             // no key repeats: the body can be spliced
 	fields    map[string]json.RawMessage
 	model     string
 	stream    bool
@@ -156,11 +161,12 @@ type requestBody struct {
 // parseRequestBody parses a client body. It returns errInvalidJSON,
 // errMissingModel or errInvalidRelayField for the relay's own 400 answers.
 func parseRequestBody(b []byte) (*requestBody, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
+	members, err := jsonobj.Split(b)
+	if err != nil {
 		return nil, errInvalidJSON
 	}
-	rb := &requestBody{raw: b, fields: fields}
+	fields := jsonobj.Map(members)
+	rb := &requestBody{raw: b, members: members, unique: jsonobj.Unique(members), fields: fields}
 	if raw, ok := fields["model"]; ok {
 		_ = json.Unmarshal(raw, &rb.model)
 	}
@@ -220,6 +226,12 @@ func (rb *requestBody) forTarget(t *target, x exchange) ([]byte, error) {
 		if err := applyEdit(fields, e.path, value); err != nil {
 			return nil, err
 		}
+	}
+	if !x.crosses() && rb.unique {
+		// Only the few fields above changed: splice them into the
+		// client's bytes instead of encoding the whole body again (a
+		// megabyte prompt is copied, not re-validated and re-escaped).
+		return jsonobj.Render(make([]byte, 0, len(rb.raw)+64), rb.members, fields), nil
 	}
 	return json.Marshal(fields)
 }

@@ -56,3 +56,33 @@ func TestParseRequestBodyErrors(t *testing.T) {
 		}
 	}
 }
+
+// A body for a target of the client's own dialect is the client's bytes
+// with only the changed fields spliced in: key order, spacing inside
+// values, escapes and number spellings stay as written, and a field the
+// operator adds goes at the end.
+func TestBodyForTargetSplices(t *testing.T) {
+	in := `{"z":1.50,"model":"chat","messages":[ {"role":"user","content":"caf\u00e9 \"x\""} ],"relay":{"mode":"off"},"a":[1, 2]}`
+	rb, err := parseRequestBody([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &target{model: "gpt-x", edits: []bodyEdit{{path: []string{"max_tokens"}, value: json.RawMessage(`64`)}}}
+	out, err := rb.forTarget(tg, exchange{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"z":1.50,"model":"gpt-x","messages":[ {"role":"user","content":"caf\u00e9 \"x\""} ],"a":[1, 2],"max_tokens":64}`
+	if string(out) != want {
+		t.Fatalf("body\n%s\nwant\n%s", out, want)
+	}
+	// A body with a repeated key is encoded as encoding/json reads it:
+	// the last value wins.
+	rb, err = parseRequestBody([]byte(`{"model":"chat","n":1,"n":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := rb.forTarget(&target{}, exchange{}); string(out) != `{"model":"chat","n":2}` {
+		t.Fatalf("repeated key: %s", out)
+	}
+}

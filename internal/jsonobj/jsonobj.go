@@ -1,0 +1,214 @@
+// Package jsonobj splits a JSON object into its top-level members and
+// renders it back with some members replaced, removed or added, copying
+// every untouched member byte for byte.
+//
+// A relay changes a few top-level fields of a request body (model, a
+// `set` edit, an injected option) and must leave the rest alone. Decoding
+// the body into a map and encoding it again costs two full scans and a
+// copy of every byte, a megabyte prompt included, and reorders the keys;
+// splicing costs one validating scan and a copy.
+package jsonobj
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Member is one top-level member of an object.
+type Member struct {
+	Key   string // decoded
+	Name  []byte // the key's literal as written, quotes included
+	Value []byte // the value as written
+}
+
+// ErrNotObject is returned for input that is not one valid JSON object.
+var ErrNotObject = errors.New("jsonobj: not a JSON object")
+
+// Split validates b as one JSON object and returns its members in order.
+// Names and values point into b. A key that occurs more than once is
+// returned each time.
+func Split(b []byte) ([]Member, error) {
+	if !json.Valid(b) {
+		return nil, ErrNotObject
+	}
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, ErrNotObject
+	}
+	var members []Member
+	i = skipWS(b, i+1)
+	if b[i] == '}' {
+		return members, nil
+	}
+	for {
+		ks := i
+		i = endOfString(b, i)
+		name := b[ks:i]
+		key, err := decodeKey(name)
+		if err != nil {
+			return nil, err
+		}
+		i = skipWS(b, i)
+		i = skipWS(b, i+1) // past ':'
+		vs := i
+		i = endOfValue(b, i)
+		members = append(members, Member{Key: key, Name: name, Value: b[vs:i]})
+		i = skipWS(b, i)
+		if b[i] == '}' {
+			return members, nil
+		}
+		i = skipWS(b, i+1) // past ','
+	}
+}
+
+// Map returns the members as a map, the last of equal keys winning, as
+// encoding/json decodes an object.
+func Map(members []Member) map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage, len(members))
+	for _, mb := range members {
+		m[mb.Key] = mb.Value
+	}
+	return m
+}
+
+// Render appends to dst the object whose members are those of values: a
+// key that was among members keeps its place and, when its value is
+// still the one Split returned, its bytes as written; a key missing from
+// values is left out; keys new in values follow, in sorted order. Values
+// are written as given and must be valid JSON. members must not repeat a
+// key (see Unique).
+func Render(dst []byte, members []Member, values map[string]json.RawMessage) []byte {
+	dst = append(dst, '{')
+	n := 0
+	sep := func() {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+	}
+	for _, mb := range members {
+		v, ok := values[mb.Key]
+		if !ok {
+			continue
+		}
+		sep()
+		dst = append(dst, mb.Name...)
+		dst = append(dst, ':')
+		if same(v, mb.Value) {
+			dst = append(dst, mb.Value...)
+		} else {
+			dst = append(dst, v...)
+		}
+	}
+	var added []string
+	for k := range values {
+		if !slices.ContainsFunc(members, func(mb Member) bool { return mb.Key == k }) {
+			added = append(added, k)
+		}
+	}
+	slices.Sort(added)
+	for _, k := range added {
+		sep()
+		name, _ := json.Marshal(k)
+		dst = append(dst, name...)
+		dst = append(dst, ':')
+		dst = append(dst, values[k]...)
+	}
+	return append(dst, '}')
+}
+
+// Unique reports whether no key occurs twice among members.
+func Unique(members []Member) bool {
+	for i := range members {
+		for j := range i {
+			if members[i].Key == members[j].Key {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// same reports whether v is the very slice Split returned (the common
+// case, checked without reading the bytes), or equal to it.
+func same(v, orig []byte) bool {
+	if len(v) != len(orig) {
+		return false
+	}
+	if len(v) == 0 || unsafe.SliceData(v) == unsafe.SliceData(orig) {
+		return true
+	}
+	return string(v) == string(orig)
+}
+
+func decodeKey(name []byte) (string, error) {
+	inner := name[1 : len(name)-1]
+	if !slices.Contains(inner, '\\') && utf8.Valid(inner) {
+		return string(inner), nil
+	}
+	// Escapes, or invalid UTF-8 that encoding/json turns into U+FFFD:
+	// decode as it does, so the keys are the ones it would see.
+	var k string
+	if err := json.Unmarshal(name, &k); err != nil {
+		return "", ErrNotObject
+	}
+	return k, nil
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the position past the string literal at b[i] ==
+// '"'. b is valid JSON.
+func endOfString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// endOfValue returns the position past the value at b[i]. b is valid
+// JSON, so only strings and nesting need tracking.
+func endOfValue(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			i = endOfString(b, i) - 1
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		case ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}

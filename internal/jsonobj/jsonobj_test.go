@@ -1,0 +1,91 @@
+package jsonobj
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestSplitRender(t *testing.T) {
+	in := []byte(` { "model" : "a", "messages":[{"role":"user","content":"x \"y\" \\ z"}],` +
+		"\n\t" + `"n": 2.5e3, "nested":{"k":[1,{"a":null}]}, "t":true, "esc\u00e9": "v" } `)
+	ms, err := Split(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, m := range ms {
+		keys = append(keys, m.Key)
+	}
+	if want := []string{"model", "messages", "n", "nested", "t", "escé"}; !reflect.DeepEqual(keys, want) {
+		t.Fatalf("keys %q, want %q", keys, want)
+	}
+	values := Map(ms)
+	values["model"] = json.RawMessage(`"b"`)
+	delete(values, "t")
+	values["added"] = json.RawMessage(`{"x":1}`)
+	got := string(Render(nil, ms, values))
+	want := `{"model":"b","messages":[{"role":"user","content":"x \"y\" \\ z"}],"n":2.5e3,"nested":{"k":[1,{"a":null}]},"esc\u00e9":"v","added":{"x":1}}`
+	if got != want {
+		t.Fatalf("rendered\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestSplitRejects(t *testing.T) {
+	for _, in := range []string{``, `[]`, `"x"`, `{`, `{"a":1,}`, `{"a":1} {}`, `null`, `{"a" 1}`} {
+		if _, err := Split([]byte(in)); err == nil {
+			t.Errorf("Split(%q) accepted", in)
+		}
+	}
+	if ms, err := Split([]byte(` {} `)); err != nil || len(ms) != 0 {
+		t.Errorf("empty object: %v %v", ms, err)
+	}
+}
+
+func TestUnique(t *testing.T) {
+	ms, _ := Split([]byte(`{"a":1,"b":2,"a":3}`))
+	if Unique(ms) || Map(ms)["a"][0] != '3' {
+		t.Fatal("duplicate key: not reported, or the first one won")
+	}
+}
+
+// Any object: split and rendered with its own values, it decodes to the
+// same value; with a member replaced, one removed and one added, it
+// decodes to the edited map; Split accepts exactly the valid objects.
+func FuzzSplitRender(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":"\"}","b":[{"c":"]"}],"d":null}`, ` {"x" : { "y" : [ 1 , 2 ] } } `, `[1]`, `{"a":1,"a":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var want map[string]any
+		isObj := json.Unmarshal(in, &want) == nil && want != nil
+		ms, err := Split(in)
+		if (err == nil) != isObj {
+			t.Fatalf("Split(%q) error %v, but encoding/json object: %v", in, err, isObj)
+		}
+		if err != nil || !Unique(ms) {
+			return
+		}
+		out := Render(nil, ms, Map(ms))
+		var got map[string]any
+		if err := json.Unmarshal(out, &got); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("Render(Split(%q)) = %q (%v)", in, out, err)
+		}
+		values := Map(ms)
+		if len(ms) > 0 {
+			values[ms[0].Key] = json.RawMessage(`"replaced"`)
+			want[ms[0].Key] = "replaced"
+		}
+		if len(ms) > 1 {
+			delete(values, ms[1].Key)
+			delete(want, ms[1].Key)
+		}
+		values["zz added"] = json.RawMessage(`[1]`)
+		want["zz added"] = []any{1.0}
+		out = Render(nil, ms, values)
+		got = nil
+		if err := json.Unmarshal(out, &got); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("edited render of %q = %q (%v)", in, out, err)
+		}
+	})
+}
