@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -33,6 +34,7 @@ type result struct {
 	errors    int             // failed requests (see outcome.err)
 	cut       int             // requests cut off by the time bound
 	wall      time.Duration   // summed wall time of this target's rounds
+	cpu       time.Duration   // summed process CPU time of this target's rounds
 	bytes     int64           // response body bytes of successful requests
 	errKinds  map[string]int  // error message -> count, for the report
 }
@@ -131,6 +133,7 @@ func (b *bench) runRound(ctx context.Context, res *result, n int) {
 	parts := make([]result, workers)
 	var claimed atomic.Int64
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for w := range workers {
 		wg.Go(func() {
@@ -143,6 +146,7 @@ func (b *bench) runRound(ctx context.Context, res *result, n int) {
 	}
 	wg.Wait()
 	res.wall += time.Since(start)
+	res.cpu += processCPU() - cpu0
 	for i := range parts {
 		res.add(&parts[i])
 	}
@@ -226,4 +230,18 @@ func checkAnswer(resp *http.Response, body []byte, stream bool, t *target) error
 		return fmt.Errorf("not a chat.completion object: %.200s", body)
 	}
 	return nil
+}
+
+// processCPU is the CPU time (user and system) the whole process has used
+// so far. A round's share is the CPU of everything that ran while only
+// its target was being driven: the client, Caddy with the target's site,
+// and the simulator. The client's and the simulator's parts are the same
+// for every target, so the difference between two targets' CPU per
+// request is the cost of the proxy itself.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -17,8 +17,9 @@ import (
 
 // caddyfileTemplate is the benchmark's Caddy config. Everything listens on
 // 127.0.0.1 only; the admin API is off and nothing is written to disk.
-// Logging is at ERROR: the relay logs one INFO line per request, which
-// reverse_proxy does not, and which would otherwise dominate the figures.
+// Logging is at -log-level, INFO by default as in any Caddy: the relay
+// then logs one line per request, which reverse_proxy does not, and that
+// line is part of its cost.
 const caddyfileTemplate = `{
 	admin off
 	persist_config off
@@ -28,7 +29,7 @@ const caddyfileTemplate = `{
 	grace_period 2s
 	log {
 		output stderr
-		level ERROR
+		level %[10]s
 	}
 }
 
@@ -127,7 +128,7 @@ func startCaddy(o options) (siteURLs, error) {
 		return siteURLs{}, err
 	}
 	src := fmt.Sprintf(caddyfileTemplate, ports[0], ports[1], ports[2], o.reasoningTokens, o.contentTokens,
-		strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64), ports[3], ports[4], ports[5])
+		strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64), ports[3], ports[4], ports[5], o.logLevel)
 	cfg, err := inproc.Adapt(src, "relaybench.Caddyfile", os.Stderr)
 	if err != nil {
 		return siteURLs{}, err

@@ -106,11 +106,15 @@ type options struct {
 	translateResp   bool
 	storm           int
 	stormRounds     int
+	logLevel        string
+	promptBytes     int
 }
 
 func parseFlags() options {
 	var o options
 	flag.IntVar(&o.concurrency, "c", 32, "concurrent requests (workers) per round")
+	flag.StringVar(&o.logLevel, "log-level", "INFO", "Caddy's log level (INFO: the relay's per-request line is on, as by default)")
+	flag.IntVar(&o.promptBytes, "prompt-bytes", 0, "make the user message this many bytes long (a large prompt)")
 	flag.IntVar(&o.requests, "n", 20000, "measured requests per target")
 	flag.IntVar(&o.warmup, "warmup", 1000, "unmeasured warm-up requests per target")
 	flag.IntVar(&o.round, "round", 500, "requests per round; rounds alternate between the targets")
@@ -175,7 +179,7 @@ func main() {
 	fmt.Printf("caddy: sim %s, relay %s, reverse_proxy %s\n", sites.sim, sites.relay, sites.proxy)
 
 	client := newClient(o.concurrency)
-	body := requestBody(o.stream)
+	body := requestBody(o.stream, o.promptBytes)
 	targets := []*target{
 		{name: "relay", url: sites.relay + "/v1/chat/completions"},
 		{name: "reverse_proxy", url: sites.proxy + "/v1/chat/completions"},
@@ -310,9 +314,21 @@ func responsesBody(model string, stream bool) []byte {
 	return []byte(s + "}")
 }
 
-// requestBody is the chat completion request every measured request sends.
-func requestBody(stream bool) []byte {
-	s := `{"model":"sim-reasoner","messages":[{"role":"user","content":"hi"}]`
+// requestBody is the chat completion request every measured request
+// sends: a one-word prompt, or with promptBytes a user message of about
+// that many bytes of text (words, punctuation, a few escapes), as a long
+// conversation or a pasted file makes.
+func requestBody(stream bool, promptBytes int) []byte {
+	content := "hi"
+	if promptBytes > 0 {
+		var b strings.Builder
+		words := []string{"the ", "relay ", "streams ", "tokens, ", "and ", `\n`, `\"quotes\" `, "caddy ", "50% ", "<tag> "}
+		for i := 0; b.Len() < promptBytes; i++ {
+			b.WriteString(words[i%len(words)])
+		}
+		content = b.String()
+	}
+	s := `{"model":"sim-reasoner","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"` + content + `"}],"temperature":0.2`
 	if stream {
 		s += `,"stream":true`
 	}

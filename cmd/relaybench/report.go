@@ -25,6 +25,7 @@ type summary struct {
 	mean          time.Duration
 	rps           float64
 	avgBytes      float64
+	cpu           time.Duration // process CPU per successful request (see processCPU)
 }
 
 func summarize(r *result) summary {
@@ -44,6 +45,7 @@ func summarize(r *result) summary {
 		s.rps = float64(s.ok) / r.wall.Seconds()
 	}
 	s.avgBytes = float64(r.bytes) / float64(s.ok)
+	s.cpu = r.cpu / time.Duration(s.ok)
 	return s
 }
 
@@ -65,11 +67,11 @@ func report(w io.Writer, results []*result, perTarget int, goal float64) {
 		sums[i] = summarize(r)
 	}
 
-	fmt.Fprintf(w, "%-14s %9s %7s %5s %10s %10s %10s %10s %10s %9s\n",
-		"target", "requests", "errors", "cut", "p50", "p90", "p99", "mean", "req/s", "body B")
+	fmt.Fprintf(w, "%-14s %9s %7s %5s %10s %10s %10s %10s %10s %9s %9s\n",
+		"target", "requests", "errors", "cut", "p50", "p90", "p99", "mean", "req/s", "body B", "CPU/req")
 	for _, s := range sums {
-		fmt.Fprintf(w, "%-14s %9d %7d %5d %10s %10s %10s %10s %10.0f %9.0f\n",
-			s.name, s.ok, s.errs, s.cut, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.mean), s.rps, s.avgBytes)
+		fmt.Fprintf(w, "%-14s %9d %7d %5d %10s %10s %10s %10s %10.0f %9.0f %9s\n",
+			s.name, s.ok, s.errs, s.cut, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.mean), s.rps, s.avgBytes, us(s.cpu))
 	}
 	for i, r := range results {
 		for _, msg := range slices.Sorted(maps.Keys(r.errKinds)) {
@@ -90,6 +92,8 @@ func report(w io.Writer, results []*result, perTarget int, goal float64) {
 	fmt.Fprintf(w, "\n%s / %s: p50 %.3fx, p99 %.3fx, req/s %.3fx\n",
 		a, b, p50, ratio(relay.p99, proxy.p99), relay.rps/proxy.rps)
 	fmt.Fprintf(w, "%s overhead at p50: %+.3fms per request\n", a, float64(relay.p50-proxy.p50)/1e6)
+	fmt.Fprintf(w, "%s CPU per request: %s against %s, %+.1fµs (the whole process: client, Caddy and simulator included, %.3fx)\n",
+		a, us(relay.cpu), us(proxy.cpu), float64(relay.cpu-proxy.cpu)/1e3, ratio(relay.cpu, proxy.cpu))
 	verdict := "MET"
 	if p50 > goal {
 		verdict = "NOT MET"
@@ -105,6 +109,11 @@ func ratio(a, b time.Duration) float64 {
 		return math.Inf(1)
 	}
 	return float64(a) / float64(b)
+}
+
+// us formats a duration as microseconds.
+func us(d time.Duration) string {
+	return fmt.Sprintf("%.1fµs", float64(d)/1e3)
 }
 
 // ms formats a duration as milliseconds with microsecond precision.

@@ -43,7 +43,7 @@ func runStorms(o options, targets []*target) {
 	if err := checkFDs(o.storm); err != nil {
 		fatalf("%v", err)
 	}
-	body := requestBody(true)
+	body := requestBody(true, 0)
 	res := make([]*stormResult, len(targets))
 	for i, t := range targets {
 		res[i] = &stormResult{name: t.name, outcomes: map[string]int{}}
