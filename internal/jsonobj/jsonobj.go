@@ -15,6 +15,8 @@ import (
 	"slices"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 )
 
 // Member is one top-level member of an object.
@@ -29,11 +31,48 @@ var ErrNotObject = errors.New("jsonobj: not a JSON object")
 
 // Split validates b as one JSON object and returns its members in order.
 // Names and values point into b. A key that occurs more than once is
-// returned each time.
+// returned each time. It accepts exactly what encoding/json accepts as an
+// object.
 func Split(b []byte) ([]Member, error) {
+	if members, ok := scan(b); ok {
+		return members, nil
+	}
+	// jsonscan caps nesting at 64 levels, encoding/json at 10000: a
+	// document it refuses may still be valid. Only then pay for
+	// encoding/json's slower validation.
 	if !json.Valid(b) {
 		return nil, ErrNotObject
 	}
+	return split(b)
+}
+
+// scan splits b in one validating pass with jsonscan.
+func scan(b []byte) ([]Member, bool) {
+	it := jsonscan.NewObjIter(b, jsonscan.SkipWS(b, 0), 1)
+	var members []Member
+	for {
+		ks, ke, vs, ok := it.Next()
+		if !ok {
+			break
+		}
+		it.Skip()
+		if it.Err {
+			return nil, false
+		}
+		key, err := decodeKey(b[ks:ke])
+		if err != nil {
+			return nil, false
+		}
+		members = append(members, Member{Key: key, Name: b[ks:ke], Value: b[vs:it.Pos]})
+	}
+	if it.Err || jsonscan.SkipWS(b, it.Pos) != len(b) {
+		return nil, false
+	}
+	return members, true
+}
+
+// split splits b, which is valid JSON, without validating it again.
+func split(b []byte) ([]Member, error) {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, ErrNotObject

@@ -3,6 +3,7 @@ package jsonobj
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -88,4 +89,16 @@ func FuzzSplitRender(f *testing.F) {
 			t.Fatalf("edited render of %q = %q (%v)", in, out, err)
 		}
 	})
+}
+
+// Nesting deeper than the fast scanner's cap is still a valid object.
+func TestSplitDeep(t *testing.T) {
+	deep := `{"model":"m","schema":` + strings.Repeat(`{"a":`, 100) + `1` + strings.Repeat(`}`, 100) + `}`
+	ms, err := Split([]byte(deep))
+	if err != nil || len(ms) != 2 || ms[1].Key != "schema" || len(ms[1].Value) != len(deep)-len(`{"model":"m","schema":}`) {
+		t.Fatalf("deep object: %v %v", ms, err)
+	}
+	if _, err := Split([]byte(deep[:len(deep)-1])); err == nil {
+		t.Fatal("a truncated deep object was accepted")
+	}
 }

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"bytes"
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
@@ -86,7 +87,7 @@ type Chunk struct {
 	rsp rspInfo
 }
 
-// Key name lists for matchKey; the constants below index them.
+// Key name lists for jsonscan.MatchKey; the constants below index them.
 var (
 	topKeys    = []string{"choices", "usage", "error", "object"}
 	choiceKeys = []string{"index", "delta", "logprobs", "finish_reason"}
@@ -197,7 +198,7 @@ func Classify(ev *sse.Event, scratch []byte) (Chunk, []byte) {
 // the literal does not decode strictly.
 func (c *Chunk) splice(data []byte, ts, te int, ch Channel, field string, scratch []byte) (out []byte, ok bool) {
 	n0 := len(scratch)
-	out, _, ok = appendUnquote(scratch, data[ts:te], true)
+	out, _, ok = jsonscan.AppendUnquote(scratch, data[ts:te], true)
 	if !ok {
 		return scratch, false
 	}
@@ -276,19 +277,19 @@ type chunkScan struct {
 }
 
 func (s *chunkScan) run(b []byte) {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return
 	}
 	s.text = true
 	var seen [4]uint8
-	it := newObjIter(b, i, 1)
+	it := jsonscan.NewObjIter(b, i, 1)
 	for {
-		ks, ke, vs, ok := it.next()
+		ks, ke, vs, ok := it.Next()
 		if !ok {
 			break
 		}
-		k := matchKey(b[ks:ke], topKeys)
+		k := jsonscan.MatchKey(b[ks:ke], topKeys)
 		if k >= 0 {
 			seen[k]++
 		}
@@ -296,38 +297,38 @@ func (s *chunkScan) run(b []byte) {
 		case topChoices:
 			if b[vs] != '[' {
 				s.text = false
-				it.skip()
+				it.Skip()
 				continue
 			}
-			it.setEnd(s.choices(b, vs))
+			it.SetEnd(s.choices(b, vs))
 		case topUsage:
-			if !isNull(b, vs) {
+			if !jsonscan.IsNull(b, vs) {
 				s.text = false
 			}
-			it.skip()
+			it.Skip()
 		case topError:
-			if !isNull(b, vs) {
+			if !jsonscan.IsNull(b, vs) {
 				s.isError = true
 			}
-			it.skip()
+			it.Skip()
 		case topObject:
 			if b[vs] == '"' {
-				end, _ := scanString(b, vs)
-				if end >= 0 && keyIs(b[vs:end], "error") {
+				end, _ := jsonscan.ScanString(b, vs)
+				if end >= 0 && jsonscan.KeyIs(b[vs:end], "error") {
 					s.isError = true
 				}
-				it.setEnd(end)
+				it.SetEnd(end)
 			} else {
-				it.skip()
+				it.Skip()
 			}
-		case keyAmbiguous:
+		case jsonscan.KeyAmbiguous:
 			s.text = false
-			it.skip()
+			it.Skip()
 		default:
-			it.skip()
+			it.Skip()
 		}
 	}
-	if it.err || skipWS(b, it.i) != len(b) {
+	if it.Err || jsonscan.SkipWS(b, it.Pos) != len(b) {
 		return
 	}
 	s.valid = true
@@ -338,65 +339,65 @@ func (s *chunkScan) run(b []byte) {
 
 // choices scans the choices array at b[i] and returns its end (or -1).
 func (s *chunkScan) choices(b []byte, i int) int {
-	it := newArrIter(b, i, 2)
+	it := jsonscan.NewArrIter(b, i, 2)
 	for {
-		vs, ok := it.next()
+		vs, ok := it.Next()
 		if !ok {
 			break
 		}
 		if b[vs] != '{' {
 			s.text = false
-			it.skip()
+			it.Skip()
 			continue
 		}
-		it.setEnd(s.choice(b, vs))
+		it.SetEnd(s.choice(b, vs))
 	}
-	if it.err {
+	if it.Err {
 		return -1
 	}
-	if it.n != 1 {
+	if it.N != 1 {
 		s.text = false
 	}
-	return it.i
+	return it.Pos
 }
 
 // choice scans one choice object at b[i] and returns its end (or -1).
 func (s *chunkScan) choice(b []byte, i int) int {
 	var seen [4]uint8
-	it := newObjIter(b, i, 3)
+	it := jsonscan.NewObjIter(b, i, 3)
 	for {
-		ks, ke, vs, ok := it.next()
+		ks, ke, vs, ok := it.Next()
 		if !ok {
 			break
 		}
-		k := matchKey(b[ks:ke], choiceKeys)
+		k := jsonscan.MatchKey(b[ks:ke], choiceKeys)
 		if k >= 0 {
 			seen[k]++
 		}
 		switch k {
 		case choiceIndex:
-			if c := b[vs]; c != '-' && (c < '0' || c > '9') && !isNull(b, vs) {
+			if c := b[vs]; c != '-' && (c < '0' || c > '9') && !jsonscan.IsNull(b, vs) {
 				s.text = false
 			}
-			it.skip()
+			it.Skip()
 		case choiceDelta:
 			if b[vs] != '{' {
 				s.text = false
-				it.skip()
+				it.Skip()
 				continue
 			}
-			it.setEnd(s.delta(b, vs))
-		case keyAmbiguous:
+			it.SetEnd(s.delta(b, vs))
+		case jsonscan.KeyAmbiguous:
 			s.text = false
-			it.skip()
+			it.Skip()
 		default: // logprobs, finish_reason, unknown members
-			if !isNull(b, vs) {
+			if !jsonscan.IsNull(b, vs) {
 				s.text = false
 			}
-			it.skip()
+			it.Skip()
 		}
 	}
-	if it.err {
+	if it.Err {
 		return -1
 	}
 	for _, n := range seen {
@@ -407,39 +408,39 @@ func (s *chunkScan) choice(b []byte, i int) int {
 	if seen[choiceDelta] == 0 {
 		s.text = false
 	}
-	return it.i
+	return it.Pos
 }
 
 // delta scans one delta object at b[i] and returns its end (or -1).
 func (s *chunkScan) delta(b []byte, i int) int {
 	var seen [4]uint8
 	texts := 0
-	it := newObjIter(b, i, 4)
+	it := jsonscan.NewObjIter(b, i, 4)
 	for {
-		ks, ke, vs, ok := it.next()
+		ks, ke, vs, ok := it.Next()
 		if !ok {
 			break
 		}
-		k := matchKey(b[ks:ke], deltaKeys)
+		k := jsonscan.MatchKey(b[ks:ke], deltaKeys)
 		if k >= 0 {
 			seen[k]++
 		}
 		switch k {
 		case deltaContent, deltaReasoningContent, deltaReasoning:
 			if b[vs] != '"' {
-				if !isNull(b, vs) {
+				if !jsonscan.IsNull(b, vs) {
 					s.text = false
 				}
-				it.skip()
+				it.Skip()
 				continue
 			}
-			end, _ := scanString(b, vs)
+			end, _ := jsonscan.ScanString(b, vs)
 			if end < 0 {
-				it.err = true
+				it.Err = true
 				continue
 			}
-			it.i = end
-			n := countRunes(b[vs:end])
+			it.Pos = end
+			n := jsonscan.CountRunes(b[vs:end])
 			if k == deltaContent {
 				s.answer += n
 			} else {
@@ -455,21 +456,21 @@ func (s *chunkScan) delta(b []byte, i int) int {
 		case deltaRole:
 			if b[vs] == '"' {
 				s.hasRole = true
-			} else if !isNull(b, vs) {
+			} else if !jsonscan.IsNull(b, vs) {
 				s.text = false
 			}
-			it.skip()
-		case keyAmbiguous:
+			it.Skip()
+		case jsonscan.KeyAmbiguous:
 			s.text = false
-			it.skip()
+			it.Skip()
 		default:
-			if !isNull(b, vs) {
+			if !jsonscan.IsNull(b, vs) {
 				s.text = false
 			}
-			it.skip()
+			it.Skip()
 		}
 	}
-	if it.err {
+	if it.Err {
 		return -1
 	}
 	if texts != 1 {
@@ -480,7 +481,7 @@ func (s *chunkScan) delta(b []byte, i int) int {
 			s.text = false
 		}
 	}
-	return it.i
+	return it.Pos
 }
 
 // AppendString appends s as a JSON string literal: quotes; escapes for '"',
@@ -492,7 +493,7 @@ func AppendString(dst, s []byte) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if strPlain[c] {
+		if jsonscan.StrPlain[c] {
 			continue
 		}
 		dst = append(dst, s[start:i]...)
@@ -548,26 +549,26 @@ func AppendTextEventParts(dst, prefix, text, suffix []byte) []byte {
 // removed string values.
 func StripReasoning(dst, data []byte) (out []byte, removed int, ok bool) {
 	n0 := len(dst)
-	i := skipWS(data, 0)
+	i := jsonscan.SkipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return dst, 0, false
 	}
 	st := stripper{b: data, dst: dst}
 	hasChoices := false
-	it := newObjIter(data, i, 1)
+	it := jsonscan.NewObjIter(data, i, 1)
 	for {
-		ks, ke, vs, ok := it.next()
+		ks, ke, vs, ok := it.Next()
 		if !ok {
 			break
 		}
-		if data[vs] == '[' && keyIs(data[ks:ke], "choices") {
+		if data[vs] == '[' && jsonscan.KeyIs(data[ks:ke], "choices") {
 			hasChoices = true
-			it.setEnd(st.choices(vs))
+			it.SetEnd(st.choices(vs))
 		} else {
-			it.skip()
+			it.Skip()
 		}
 	}
-	if it.err || !hasChoices || skipWS(data, it.i) != len(data) {
+	if it.Err || !hasChoices || jsonscan.SkipWS(data, it.Pos) != len(data) {
 		return st.dst[:n0], 0, false
 	}
 	st.dst = append(st.dst, data[st.copied:]...)
@@ -590,37 +591,37 @@ func (st *stripper) del(from, to int) {
 
 func (st *stripper) choices(i int) int {
 	b := st.b
-	it := newArrIter(b, i, 2)
+	it := jsonscan.NewArrIter(b, i, 2)
 	for {
-		vs, ok := it.next()
+		vs, ok := it.Next()
 		if !ok {
 			break
 		}
 		if b[vs] != '{' {
-			it.skip()
+			it.Skip()
 			continue
 		}
-		ct := newObjIter(b, vs, 3)
+		ct := jsonscan.NewObjIter(b, vs, 3)
 		for {
-			ks, ke, cvs, ok := ct.next()
+			ks, ke, cvs, ok := ct.Next()
 			if !ok {
 				break
 			}
-			if b[cvs] == '{' && keyIs(b[ks:ke], "delta") {
-				ct.setEnd(st.delta(cvs))
+			if b[cvs] == '{' && jsonscan.KeyIs(b[ks:ke], "delta") {
+				ct.SetEnd(st.delta(cvs))
 			} else {
-				ct.skip()
+				ct.Skip()
 			}
 		}
-		if ct.err {
+		if ct.Err {
 			return -1
 		}
-		it.i = ct.i
+		it.Pos = ct.Pos
 	}
-	if it.err {
+	if it.Err {
 		return -1
 	}
-	return it.i
+	return it.Pos
 }
 
 // delta copies the delta object at b[i] without its reasoning members.
@@ -632,36 +633,36 @@ func (st *stripper) choices(i int) int {
 // first key to the last value.
 func (st *stripper) delta(i int) int {
 	b := st.b
-	it := newObjIter(b, i, 4)
+	it := jsonscan.NewObjIter(b, i, 4)
 	pending := -1 // start of a run of leading removed members
 	keptBefore := false
 	prevEnd := 0
 	for {
-		ks, ke, vs, ok := it.next()
+		ks, ke, vs, ok := it.Next()
 		if !ok {
 			break
 		}
 		remove := false
 		key := b[ks:ke]
-		if (b[vs] == '"' || b[vs] == 'n') && (keyIs(key, FieldReasoningContent) || keyIs(key, FieldReasoning)) {
+		if (b[vs] == '"' || b[vs] == 'n') && (jsonscan.KeyIs(key, FieldReasoningContent) || jsonscan.KeyIs(key, FieldReasoning)) {
 			if b[vs] == '"' {
-				end, _ := scanString(b, vs)
+				end, _ := jsonscan.ScanString(b, vs)
 				if end >= 0 {
-					st.removed += countRunes(b[vs:end])
+					st.removed += jsonscan.CountRunes(b[vs:end])
 				}
-				it.setEnd(end)
+				it.SetEnd(end)
 				remove = true
 			} else {
-				it.skip()
+				it.Skip()
 				remove = true
 			}
 		} else {
-			it.skip()
+			it.Skip()
 		}
-		if it.err {
+		if it.Err {
 			return -1
 		}
-		ve := it.i
+		ve := it.Pos
 		if remove {
 			if keptBefore {
 				st.del(prevEnd, ve)
@@ -677,11 +678,11 @@ func (st *stripper) delta(i int) int {
 		}
 		prevEnd = ve
 	}
-	if it.err {
+	if it.Err {
 		return -1
 	}
 	if pending >= 0 {
 		st.del(pending, prevEnd)
 	}
-	return it.i
+	return it.Pos
 }

@@ -3,6 +3,8 @@ package pace
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
+	"github.com/llmrelay/caddy-llm-relay/internal/jsontest"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -100,10 +102,10 @@ func refClassify(ev *sse.Event) (kind Kind, exact bool) {
 	if !json.Valid(data) {
 		return KindOther, true
 	}
-	if depth, _ := jsonShape(data); depth > maxDepth {
+	if depth, _ := jsontest.Shape(data); depth > jsonscan.MaxDepth {
 		return KindOther, true
 	}
-	_, dups := jsonShape(data)
+	_, dups := jsontest.Shape(data)
 	v, err := decodeJSON(data)
 	if err != nil {
 		panic(err)
@@ -256,11 +258,11 @@ func checkRunes(t *testing.T, ev *sse.Event) {
 	}
 	a, r := 0, 0
 	if json.Valid(ev.Data) {
-		depth, dups := jsonShape(ev.Data)
+		depth, dups := jsontest.Shape(ev.Data)
 		if dups {
 			return
 		}
-		if depth <= maxDepth {
+		if depth <= jsonscan.MaxDepth {
 			v, _ := decodeJSON(ev.Data)
 			if _, isObj := v.(map[string]any); isObj {
 				a, r = refRunes(v)
@@ -305,13 +307,13 @@ func FuzzStripReasoning(f *testing.F) {
 		valid := json.Valid(data)
 		depth, dups := 0, false
 		if valid {
-			depth, dups = jsonShape(data)
+			depth, dups = jsontest.Shape(data)
 		}
 		if !ok {
 			if len(out) != 3 || removed != 0 {
 				t.Fatalf("failed StripReasoning changed dst: %q", out)
 			}
-			if valid && depth <= maxDepth && !dups {
+			if valid && depth <= jsonscan.MaxDepth && !dups {
 				v, _ := decodeJSON(data)
 				m, _ := v.(map[string]any)
 				if _, isArr := m["choices"].([]any); isArr {
@@ -329,45 +331,5 @@ func FuzzStripReasoning(f *testing.F) {
 		if !dups {
 			checkStrip(t, data, out[3:], removed)
 		}
-	})
-}
-
-func FuzzScan(f *testing.F) {
-	for _, s := range scanCases {
-		f.Add([]byte(s))
-	}
-	f.Add([]byte(`"\ud83d\ude00\ud800\u0041\"\\"`))
-	f.Add([]byte("\"\xed\xa0\x80\xff\""))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		got := validDocument(data)
-		want := json.Valid(data)
-		if want {
-			if depth, _ := jsonShape(data); depth > maxDepth {
-				want = false
-			}
-		}
-		if got != want {
-			t.Fatalf("validDocument(%q) = %v, encoding/json says %v", data, got, want)
-		}
-		lit := bytes.TrimSpace(data) // JSON whitespace is a subset of TrimSpace's
-		if !got || lit[0] != '"' {
-			return
-		}
-		var s string
-		if err := json.Unmarshal(lit, &s); err != nil {
-			t.Fatal(err)
-		}
-		dec, n, ok := appendUnquote(nil, lit, false)
-		if !ok || string(dec) != s || n != utf8.RuneCountInString(s) || countRunes(lit) != n {
-			t.Fatalf("lenient decode of %q = %q (%d runes, ok %v, count %d), want %q", lit, dec, n, ok, countRunes(lit), s)
-		}
-		dec, n, ok = appendUnquote(nil, lit, true)
-		if ok && (string(dec) != s || !utf8.Valid(dec) || n != utf8.RuneCount(dec)) {
-			t.Fatalf("strict decode of %q = %q, want %q", lit, dec, s)
-		}
-		if !ok && !strings.ContainsRune(s, utf8.RuneError) {
-			t.Fatalf("strict decode of %q failed without replacement characters", lit)
-		}
-		matchKey(lit, topKeys)
 	})
 }

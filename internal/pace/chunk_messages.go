@@ -2,6 +2,7 @@ package pace
 
 import (
 	"bytes"
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
@@ -206,17 +207,17 @@ type msgScan struct {
 
 func (s *msgScan) run(b []byte) {
 	s.index, s.textS, s.textE, s.thinkS, s.thinkE = -1, -1, -1, -1, -1
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return
 	}
-	it := newObjIter(b, i, 1)
+	it := jsonscan.NewObjIter(b, i, 1)
 	for {
-		ks, ke, vs, ok := it.next()
+		ks, ke, vs, ok := it.Next()
 		if !ok {
 			break
 		}
-		k := matchKey(b[ks:ke], msgTopKeys)
+		k := jsonscan.MatchKey(b[ks:ke], msgTopKeys)
 		if k >= 0 {
 			s.seen[k]++
 		}
@@ -224,39 +225,39 @@ func (s *msgScan) run(b []byte) {
 		case mtType:
 			if b[vs] != '"' {
 				s.typ = msgUnknown
-				it.skip()
+				it.Skip()
 				continue
 			}
-			end, _ := scanString(b, vs)
-			it.setEnd(end)
+			end, _ := jsonscan.ScanString(b, vs)
+			it.SetEnd(end)
 			if end >= 0 {
 				s.typ = msgTypeOf(b[vs:end])
 			}
 		case mtIndex:
-			it.skip()
-			if !it.err {
-				s.index, s.is, s.ie = plainIndex(b, vs, it.i), vs, it.i
+			it.Skip()
+			if !it.Err {
+				s.index, s.is, s.ie = plainIndex(b, vs, it.Pos), vs, it.Pos
 			}
 		case mtDelta:
 			if b[vs] != '{' {
-				it.skip()
+				it.Skip()
 				continue
 			}
-			it.setEnd(s.delta(b, vs))
+			it.SetEnd(s.delta(b, vs))
 		case mtBlock:
 			if b[vs] != '{' {
-				it.skip()
+				it.Skip()
 				continue
 			}
-			it.setEnd(s.block(b, vs))
-		case keyAmbiguous:
+			it.SetEnd(s.block(b, vs))
+		case jsonscan.KeyAmbiguous:
 			s.topAmbiguous = true
-			it.skip()
+			it.Skip()
 		default:
-			it.skip()
+			it.Skip()
 		}
 	}
-	if it.err || skipWS(b, it.i) != len(b) {
+	if it.Err || jsonscan.SkipWS(b, it.Pos) != len(b) {
 		return
 	}
 	s.valid = true
@@ -316,20 +317,20 @@ func smallString(dst, lit []byte) ([]byte, bool) {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return raw, len(raw) <= 32
 	}
-	dec, _, ok := appendUnquote(dst, lit, false)
+	dec, _, ok := jsonscan.AppendUnquote(dst, lit, false)
 	return dec, ok && len(dec) <= 32
 }
 
 // delta scans the delta object at b[i] and returns its end (or -1).
 func (s *msgScan) delta(b []byte, i int) int {
 	s.deltaOK = true
-	it := newObjIter(b, i, 2)
+	it := jsonscan.NewObjIter(b, i, 2)
 	for {
-		ks, ke, vs, ok := it.next()
+		ks, ke, vs, ok := it.Next()
 		if !ok {
 			break
 		}
-		k := matchKey(b[ks:ke], msgDeltaKeys)
+		k := jsonscan.MatchKey(b[ks:ke], msgDeltaKeys)
 		if k >= 0 {
 			s.dseen[k]++
 		}
@@ -337,11 +338,11 @@ func (s *msgScan) delta(b []byte, i int) int {
 		case mdType:
 			s.dtype = deltaOther
 			if b[vs] != '"' {
-				it.skip()
+				it.Skip()
 				continue
 			}
-			end, _ := scanString(b, vs)
-			it.setEnd(end)
+			end, _ := jsonscan.ScanString(b, vs)
+			it.SetEnd(end)
 			if end < 0 {
 				continue
 			}
@@ -356,53 +357,53 @@ func (s *msgScan) delta(b []byte, i int) int {
 			}
 		case mdText, mdThinking:
 			if b[vs] != '"' {
-				if !isNull(b, vs) {
+				if !jsonscan.IsNull(b, vs) {
 					s.deltaOK = false
 				}
-				it.skip()
+				it.Skip()
 				continue
 			}
-			end, _ := scanString(b, vs)
-			it.setEnd(end)
+			end, _ := jsonscan.ScanString(b, vs)
+			it.SetEnd(end)
 			if end < 0 {
 				continue
 			}
-			n := countRunes(b[vs:end])
+			n := jsonscan.CountRunes(b[vs:end])
 			if k == mdText {
 				s.textS, s.textE, s.textRunes = vs, end, n
 			} else {
 				s.thinkS, s.thinkE, s.thinkRunes = vs, end, n
 			}
-		case keyAmbiguous:
+		case jsonscan.KeyAmbiguous:
 			s.deltaOK = false
-			it.skip()
+			it.Skip()
 		default:
-			if !isNull(b, vs) {
+			if !jsonscan.IsNull(b, vs) {
 				s.deltaOK = false
 			}
-			it.skip()
+			it.Skip()
 		}
 	}
-	if it.err {
+	if it.Err {
 		return -1
 	}
-	return it.i
+	return it.Pos
 }
 
 // block scans a content_block object at b[i] for its type.
 func (s *msgScan) block(b []byte, i int) int {
-	it := newObjIter(b, i, 2)
+	it := jsonscan.NewObjIter(b, i, 2)
 	for {
-		ks, ke, vs, ok := it.next()
+		ks, ke, vs, ok := it.Next()
 		if !ok {
 			break
 		}
-		if matchKey(b[ks:ke], msgBlockKeys) != mtType || b[vs] != '"' {
-			it.skip()
+		if jsonscan.MatchKey(b[ks:ke], msgBlockKeys) != mtType || b[vs] != '"' {
+			it.Skip()
 			continue
 		}
-		end, _ := scanString(b, vs)
-		it.setEnd(end)
+		end, _ := jsonscan.ScanString(b, vs)
+		it.SetEnd(end)
 		if end < 0 {
 			continue
 		}
@@ -414,10 +415,10 @@ func (s *msgScan) block(b []byte, i int) int {
 			}
 		}
 	}
-	if it.err {
+	if it.Err {
 		return -1
 	}
-	return it.i
+	return it.Pos
 }
 
 // messagesTextShape checks the SSE side of a Messages text delta: exactly

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
@@ -151,17 +152,17 @@ type rspScan struct {
 
 func (s *rspScan) run(b []byte) {
 	s.seq, s.ds, s.de = -1, -1, -1
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return
 	}
-	it := newObjIter(b, i, 1)
+	it := jsonscan.NewObjIter(b, i, 1)
 	for {
-		ks, ke, vs, ok := it.next()
+		ks, ke, vs, ok := it.Next()
 		if !ok {
 			break
 		}
-		k := matchKey(b[ks:ke], rspTopKeys)
+		k := jsonscan.MatchKey(b[ks:ke], rspTopKeys)
 		if k >= 0 {
 			s.seen[k]++
 		}
@@ -169,38 +170,38 @@ func (s *rspScan) run(b []byte) {
 		case rtType:
 			s.typ = rspUnknown
 			if b[vs] != '"' {
-				it.skip()
+				it.Skip()
 				continue
 			}
-			end, _ := scanString(b, vs)
-			it.setEnd(end)
+			end, _ := jsonscan.ScanString(b, vs)
+			it.SetEnd(end)
 			if end >= 0 {
 				s.typ = rspTypeOf(b[vs:end])
 			}
 		case rtSeq:
-			it.skip()
-			if !it.err {
-				s.seq, s.ss, s.se = plainIndex(b, vs, it.i), vs, it.i
+			it.Skip()
+			if !it.Err {
+				s.seq, s.ss, s.se = plainIndex(b, vs, it.Pos), vs, it.Pos
 			}
 		case rtDelta:
 			s.ds, s.de = -1, -1
 			if b[vs] != '"' {
-				it.skip()
+				it.Skip()
 				continue
 			}
-			end, _ := scanString(b, vs)
-			it.setEnd(end)
+			end, _ := jsonscan.ScanString(b, vs)
+			it.SetEnd(end)
 			if end >= 0 {
-				s.ds, s.de, s.runes = vs, end, countRunes(b[vs:end])
+				s.ds, s.de, s.runes = vs, end, jsonscan.CountRunes(b[vs:end])
 			}
-		case keyAmbiguous:
+		case jsonscan.KeyAmbiguous:
 			s.ambiguous = true
-			it.skip()
+			it.Skip()
 		default:
-			it.skip()
+			it.Skip()
 		}
 	}
-	if it.err || skipWS(b, it.i) != len(b) {
+	if it.Err || jsonscan.SkipWS(b, it.Pos) != len(b) {
 		return
 	}
 	s.valid = true
@@ -215,7 +216,7 @@ func rspTypeOf(lit []byte) rspType {
 	if len(lit)-2 > len(buf) {
 		return rspUnknown
 	}
-	dec, _, ok := appendUnquote(buf[:0], lit, false)
+	dec, _, ok := jsonscan.AppendUnquote(buf[:0], lit, false)
 	if !ok {
 		return rspUnknown
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/llmrelay/caddy-llm-relay/internal/jsontest"
 	"io"
 	"reflect"
 	"strings"
@@ -532,7 +533,7 @@ func TestStripReasoning(t *testing.T) {
 		if string(out) != "pre"+tc.want {
 			t.Errorf("StripReasoning(%s)\n got %s\nwant %s", tc.in, out[3:], tc.want)
 		}
-		if _, dups := jsonShape([]byte(tc.in)); !dups {
+		if _, dups := jsontest.Shape([]byte(tc.in)); !dups {
 			checkStrip(t, []byte(tc.in), out[3:], removed)
 		}
 	}

@@ -1,9 +1,9 @@
-package pace
+package jsonscan
 
 import (
 	"bytes"
 	"encoding/json"
-	"io"
+	"github.com/llmrelay/caddy-llm-relay/internal/jsontest"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -26,8 +26,8 @@ var scanCases = []string{
 
 func TestScanMatchesEncodingJSON(t *testing.T) {
 	for _, s := range scanCases {
-		if got, want := validDocument([]byte(s)), json.Valid([]byte(s)); got != want {
-			t.Errorf("validDocument(%q) = %v, json.Valid = %v", s, got, want)
+		if got, want := Valid([]byte(s)), json.Valid([]byte(s)); got != want {
+			t.Errorf("Valid(%q) = %v, json.Valid = %v", s, got, want)
 		}
 	}
 }
@@ -40,21 +40,21 @@ func TestScanStringWide(t *testing.T) {
 		for pos := range 24 {
 			b := []byte(`"` + strings.Repeat("abcdefgh", 4) + `"`)
 			b[1+pos] = c
-			if got, want := validDocument(b), json.Valid(b); got != want {
-				t.Errorf("validDocument(%q) = %v, json.Valid = %v", b, got, want)
+			if got, want := Valid(b), json.Valid(b); got != want {
+				t.Errorf("Valid(%q) = %v, json.Valid = %v", b, got, want)
 			}
 		}
 	}
 }
 
 func TestScanDepth(t *testing.T) {
-	for _, d := range []int{1, maxDepth - 1, maxDepth, maxDepth + 1, 1000} {
+	for _, d := range []int{1, MaxDepth - 1, MaxDepth, MaxDepth + 1, 1000} {
 		doc := strings.Repeat("[", d) + strings.Repeat("]", d)
-		if got, want := validDocument([]byte(doc)), d <= maxDepth; got != want {
+		if got, want := Valid([]byte(doc)), d <= MaxDepth; got != want {
 			t.Errorf("depth %d: valid = %v, want %v", d, got, want)
 		}
 		doc = strings.Repeat(`{"a":`, d) + "1" + strings.Repeat("}", d)
-		if got, want := validDocument([]byte(doc)), d <= maxDepth; got != want {
+		if got, want := Valid([]byte(doc)), d <= MaxDepth; got != want {
 			t.Errorf("object depth %d: valid = %v, want %v", d, got, want)
 		}
 	}
@@ -73,9 +73,9 @@ func TestScanStringEscapeFlag(t *testing.T) {
 		{`"`, -1, false},
 		{`x`, -1, false},
 	} {
-		end, esc := scanString([]byte(tc.s), 0)
+		end, esc := ScanString([]byte(tc.s), 0)
 		if end != tc.end || (end >= 0 && esc != tc.esc) {
-			t.Errorf("scanString(%q) = %d, %v; want %d, %v", tc.s, end, esc, tc.end, tc.esc)
+			t.Errorf("ScanString(%q) = %d, %v; want %d, %v", tc.s, end, esc, tc.end, tc.esc)
 		}
 	}
 }
@@ -112,15 +112,15 @@ func TestAppendUnquote(t *testing.T) {
 			t.Fatalf("%s: %v", tc.lit, err)
 		}
 		// Lenient decoding matches encoding/json, including U+FFFD
-		// replacement, and countRunes agrees.
-		got, n, ok := appendUnquote([]byte("p"), lit, false)
+		// replacement, and CountRunes agrees.
+		got, n, ok := AppendUnquote([]byte("p"), lit, false)
 		if !ok || string(got) != "p"+want || n != utf8.RuneCountInString(want) {
 			t.Errorf("lenient %s = %q %d %v, want %q %d", tc.lit, got, n, ok, want, utf8.RuneCountInString(want))
 		}
-		if c := countRunes(lit); c != utf8.RuneCountInString(want) {
-			t.Errorf("countRunes(%s) = %d, want %d", tc.lit, c, utf8.RuneCountInString(want))
+		if c := CountRunes(lit); c != utf8.RuneCountInString(want) {
+			t.Errorf("CountRunes(%s) = %d, want %d", tc.lit, c, utf8.RuneCountInString(want))
 		}
-		got, n, ok = appendUnquote([]byte("p"), lit, true)
+		got, n, ok = AppendUnquote([]byte("p"), lit, true)
 		if ok != tc.strict {
 			t.Errorf("strict %s: ok = %v, want %v", tc.lit, ok, tc.strict)
 			continue
@@ -135,11 +135,11 @@ func TestAppendUnquote(t *testing.T) {
 			t.Errorf("strict %s = %q, want %q", tc.lit, got, want)
 		}
 	}
-	// Malformed literals (not validated by scanString) never panic.
+	// Malformed literals (not validated by ScanString) never panic.
 	for _, s := range []string{``, `"`, `x`, `"\"`, `"\u"`, `"\u12"`, `"\q"`, `"\ud800\u"`} {
-		appendUnquote(nil, []byte(s), true)
-		appendUnquote(nil, []byte(s), false)
-		countRunes([]byte(s))
+		AppendUnquote(nil, []byte(s), true)
+		AppendUnquote(nil, []byte(s), false)
+		CountRunes([]byte(s))
 	}
 }
 
@@ -152,27 +152,27 @@ func TestMatchKey(t *testing.T) {
 		{`"choices"`, 0},
 		{`"usage"`, 1},
 		{`"error"`, 2},
-		{`"errors"`, keyOther},
-		{`"id"`, keyOther},
-		{`""`, keyOther},
+		{`"errors"`, KeyOther},
+		{`"id"`, KeyOther},
+		{`""`, KeyOther},
 		{`"\u0063hoices"`, 0},
 		{`"us\u0061ge"`, 1},
-		{`"\u0063hoice"`, keyOther},
-		{`"Choices"`, keyAmbiguous},
-		{`"USAGE"`, keyAmbiguous},
-		{`"\u0055sage"`, keyAmbiguous},
-		{"\"choice\u017f\"", keyAmbiguous}, // long s
-		{"\"choice\u017f\u017f\"", keyOther},
-		{`"usag"`, keyOther},
-		{`"usagee"`, keyOther},
-		{`"` + strings.Repeat(`\u0061`, 100) + `"`, keyOther},
+		{`"\u0063hoice"`, KeyOther},
+		{`"Choices"`, KeyAmbiguous},
+		{`"USAGE"`, KeyAmbiguous},
+		{`"\u0055sage"`, KeyAmbiguous},
+		{"\"choice\u017f\"", KeyAmbiguous}, // long s
+		{"\"choice\u017f\u017f\"", KeyOther},
+		{`"usag"`, KeyOther},
+		{`"usagee"`, KeyOther},
+		{`"` + strings.Repeat(`\u0061`, 100) + `"`, KeyOther},
 	} {
-		if got := matchKey([]byte(tc.key), names); got != tc.want {
-			t.Errorf("matchKey(%s) = %d, want %d", tc.key, got, tc.want)
+		if got := MatchKey([]byte(tc.key), names); got != tc.want {
+			t.Errorf("MatchKey(%s) = %d, want %d", tc.key, got, tc.want)
 		}
 	}
-	if !keyIs([]byte(`"a\u0062c"`), "abc") || keyIs([]byte(`"ABC"`), "abc") || !keyIs([]byte(`"abc"`), "abc") {
-		t.Error("keyIs")
+	if !KeyIs([]byte(`"a\u0062c"`), "abc") || KeyIs([]byte(`"ABC"`), "abc") || !KeyIs([]byte(`"abc"`), "abc") {
+		t.Error("KeyIs")
 	}
 	// The Kelvin sign folds to k.
 	if !foldEq([]byte("\u212Aey"), "key") || foldEq([]byte("kex"), "key") || foldEq([]byte("ke"), "key") {
@@ -183,115 +183,89 @@ func TestMatchKey(t *testing.T) {
 func TestIterators(t *testing.T) {
 	doc := []byte(` { "a" : 1 , "b\n" : [ 1 , "x" , { } ] , "c":null } `)
 	var keys, vals []string
-	it := newObjIter(doc, 1, 1)
+	it := NewObjIter(doc, 1, 1)
 	for {
-		ks, ke, vs, ok := it.next()
+		ks, ke, vs, ok := it.Next()
 		if !ok {
 			break
 		}
-		it.skip()
+		it.Skip()
 		keys = append(keys, string(doc[ks:ke]))
-		vals = append(vals, string(doc[vs:it.i]))
+		vals = append(vals, string(doc[vs:it.Pos]))
 	}
-	if it.err || string(doc[it.i:]) != " " {
-		t.Fatalf("err %v at %d", it.err, it.i)
+	if it.Err || string(doc[it.Pos:]) != " " {
+		t.Fatalf("err %v at %d", it.Err, it.Pos)
 	}
 	if strings.Join(keys, "|") != `"a"|"b\n"|"c"` || strings.Join(vals, "|") != `1|[ 1 , "x" , { } ]|null` {
 		t.Errorf("keys %q vals %q", keys, vals)
 	}
 	arr := []byte(`[ 1 , "x" , { } ]`)
-	ai := newArrIter(arr, 0, 1)
+	ai := NewArrIter(arr, 0, 1)
 	var elems []string
 	for {
-		vs, ok := ai.next()
+		vs, ok := ai.Next()
 		if !ok {
 			break
 		}
-		ai.skip()
-		elems = append(elems, string(arr[vs:ai.i]))
+		ai.Skip()
+		elems = append(elems, string(arr[vs:ai.Pos]))
 	}
-	if ai.err || ai.i != len(arr) || strings.Join(elems, "|") != `1|"x"|{ }` {
-		t.Errorf("elements %q err %v", elems, ai.err)
+	if ai.Err || ai.Pos != len(arr) || strings.Join(elems, "|") != `1|"x"|{ }` {
+		t.Errorf("elements %q err %v", elems, ai.Err)
 	}
 	// Errors are sticky and reported.
 	bad := []byte(`{"a":1,}`)
-	it = newObjIter(bad, 0, 1)
+	it = NewObjIter(bad, 0, 1)
 	for {
-		if _, _, _, ok := it.next(); !ok {
+		if _, _, _, ok := it.Next(); !ok {
 			break
 		}
-		it.skip()
+		it.Skip()
 	}
-	if !it.err {
+	if !it.Err {
 		t.Error("trailing comma accepted")
 	}
-	if _, _, _, ok := it.next(); ok {
+	if _, _, _, ok := it.Next(); ok {
 		t.Error("next after error")
 	}
 }
 
-// jsonShape reports, for valid JSON, the maximum nesting depth and whether
-// any object has a duplicate (decoded) key.
-func jsonShape(data []byte) (depth int, dups bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		obj       bool
-		expectKey bool
-		keys      map[string]bool
+func FuzzScan(f *testing.F) {
+	for _, s := range scanCases {
+		f.Add([]byte(s))
 	}
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return depth, dups
-		}
-		if err != nil {
-			return depth, dups
-		}
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			if n := len(stack); n > 0 && stack[n-1].obj {
-				stack[n-1].expectKey = true
+	f.Add([]byte(`"\ud83d\ude00\ud800\u0041\"\\"`))
+	f.Add([]byte("\"\xed\xa0\x80\xff\""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := Valid(data)
+		want := json.Valid(data)
+		if want {
+			if depth, _ := jsontest.Shape(data); depth > MaxDepth {
+				want = false
 			}
-			continue
 		}
-		if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].expectKey {
-			k := tok.(string)
-			if stack[n-1].keys[k] {
-				dups = true
-			}
-			stack[n-1].keys[k] = true
-			stack[n-1].expectKey = false
-			continue
+		if got != want {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", data, got, want)
 		}
-		if d, ok := tok.(json.Delim); ok {
-			stack = append(stack, frame{obj: d == '{', expectKey: true, keys: map[string]bool{}})
-			depth = max(depth, len(stack))
-			continue
+		lit := bytes.TrimSpace(data) // JSON whitespace is a subset of TrimSpace's
+		if !got || lit[0] != '"' {
+			return
 		}
-		if n := len(stack); n > 0 && stack[n-1].obj {
-			stack[n-1].expectKey = true
+		var s string
+		if err := json.Unmarshal(lit, &s); err != nil {
+			t.Fatal(err)
 		}
-	}
-}
-
-func TestJSONShape(t *testing.T) {
-	for _, tc := range []struct {
-		doc   string
-		depth int
-		dups  bool
-	}{
-		{`1`, 0, false},
-		{`{"a":1,"b":[{"a":2}]}`, 3, false},
-		{`{"a":1,"b":{},"a":2}`, 2, true},
-		{`[{"a":{"x":1,"x":2}}]`, 3, true},
-		{`{"a":"x","\u0061":1}`, 1, true},
-		{`{"a":{},"b":[],"c":{"d":[]}}`, 3, false},
-	} {
-		d, dups := jsonShape([]byte(tc.doc))
-		if d != tc.depth || dups != tc.dups {
-			t.Errorf("jsonShape(%s) = %d %v, want %d %v", tc.doc, d, dups, tc.depth, tc.dups)
+		dec, n, ok := AppendUnquote(nil, lit, false)
+		if !ok || string(dec) != s || n != utf8.RuneCountInString(s) || CountRunes(lit) != n {
+			t.Fatalf("lenient decode of %q = %q (%d runes, ok %v, count %d), want %q", lit, dec, n, ok, CountRunes(lit), s)
 		}
-	}
+		dec, n, ok = AppendUnquote(nil, lit, true)
+		if ok && (string(dec) != s || !utf8.Valid(dec) || n != utf8.RuneCount(dec)) {
+			t.Fatalf("strict decode of %q = %q, want %q", lit, dec, s)
+		}
+		if !ok && !strings.ContainsRune(s, utf8.RuneError) {
+			t.Fatalf("strict decode of %q failed without replacement characters", lit)
+		}
+		MatchKey(lit, []string{"choices", "usage", "error", "object"}) // must not panic
+	})
 }
