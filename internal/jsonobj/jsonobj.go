@@ -73,33 +73,33 @@ func scan(b []byte) ([]Member, bool) {
 
 // split splits b, which is valid JSON, without validating it again.
 func split(b []byte) ([]Member, error) {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, ErrNotObject
 	}
 	var members []Member
-	i = skipWS(b, i+1)
+	i = jsonscan.SkipWS(b, i+1)
 	if b[i] == '}' {
 		return members, nil
 	}
 	for {
 		ks := i
-		i = endOfString(b, i)
+		i, _ = jsonscan.ScanString(b, i)
 		name := b[ks:i]
 		key, err := decodeKey(name)
 		if err != nil {
 			return nil, err
 		}
-		i = skipWS(b, i)
-		i = skipWS(b, i+1) // past ':'
+		i = jsonscan.SkipWS(b, i)
+		i = jsonscan.SkipWS(b, i+1) // past ':'
 		vs := i
 		i = endOfValue(b, i)
 		members = append(members, Member{Key: key, Name: name, Value: b[vs:i]})
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		if b[i] == '}' {
 			return members, nil
 		}
-		i = skipWS(b, i+1) // past ','
+		i = jsonscan.SkipWS(b, i+1) // past ','
 	}
 }
 
@@ -197,27 +197,6 @@ func decodeKey(name []byte) (string, error) {
 	return k, nil
 }
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// endOfString returns the position past the string literal at b[i] ==
-// '"'. b is valid JSON.
-func endOfString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
 // endOfValue returns the position past the value at b[i]. b is valid
 // JSON, so only strings and nesting need tracking.
 func endOfValue(b []byte, i int) int {
@@ -225,7 +204,8 @@ func endOfValue(b []byte, i int) int {
 	for ; i < len(b); i++ {
 		switch c := b[i]; c {
 		case '"':
-			i = endOfString(b, i) - 1
+			end, _ := jsonscan.ScanString(b, i)
+			i = end - 1
 			if depth == 0 {
 				return i + 1
 			}
