@@ -25,6 +25,9 @@ type target struct {
 	// body, when set, replaces the run's request body (the translated
 	// target asks for the same thinking budget as the Messages one).
 	body []byte
+	// mode, when set, is sent as X-Relay-Mode: the smoothing mode the
+	// relay applies to this target's streams.
+	mode string
 }
 
 // result is what the measured requests to one target produced.
@@ -174,6 +177,9 @@ func (b *bench) do(ctx context.Context, t *target, buf *bytes.Buffer) outcome {
 		return outcome{err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if t.mode != "" {
+		req.Header.Set("X-Relay-Mode", t.mode)
+	}
 	start := time.Now()
 	resp, err := b.client.Do(req)
 	if err != nil {

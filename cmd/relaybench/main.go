@@ -104,6 +104,7 @@ type options struct {
 	shadow          bool
 	translate       bool
 	translateResp   bool
+	split           bool
 	storm           int
 	stormRounds     int
 	logLevel        string
@@ -129,6 +130,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.shadow, "shadow", false, "compare the relay with every request shadowed to a slow simulator (relay+shadow) against the plain relay, instead of relay against reverse_proxy")
 	flag.BoolVar(&o.translateResp, "translate-responses", false, "compare a Responses stream translated for a Chat provider (`api chat`) against the same request answered natively (`api openai`), both from the simulator, instead of relay against reverse_proxy")
 	flag.BoolVar(&o.translate, "translate", false, "compare a translated stream (an OpenAI client, an `api anthropic` upstream: the simulator's Messages mode) against the same stream passed through (an Anthropic client, the same upstream), instead of relay against reverse_proxy")
+	flag.BoolVar(&o.split, "split", false, "compare the relay's streams in split-reasoning mode against the same streams in mode off (X-Relay-Mode), by process CPU per stream; implies -stream")
 	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
 	flag.IntVar(&o.stormRounds, "storm-rounds", 3, "with -storm: storms per target, alternating which target goes first")
 	flag.Usage = func() {
@@ -196,6 +198,14 @@ func main() {
 			{name: "native", url: sites.claude + "/v1/responses", body: responsesBody("sim-native", o.stream), responses: true},
 		}
 	}
+	if o.split {
+		o.stream = true
+		body = requestBody(true, o.promptBytes)
+		targets = []*target{
+			{name: "split-reasoning", url: sites.relay + "/v1/chat/completions", mode: "split-reasoning"},
+			{name: "off", url: sites.relay + "/v1/chat/completions", mode: "off"},
+		}
+	}
 	if o.shadow {
 		targets = []*target{
 			{name: "relay+shadow", url: sites.shadowed + "/v1/chat/completions"},
@@ -236,7 +246,13 @@ func main() {
 	if o.translate || o.translateResp {
 		goal = goalTranslateRatio
 	}
+	if o.split {
+		goal = 0
+	}
 	report(os.Stdout, b.results, o.requests, goal)
+	if o.split {
+		reportCPUGoal(os.Stdout, b.results, goalSplitCPU)
+	}
 
 	if o.memProfile != "" {
 		if err := writeMemProfile(o.memProfile); err != nil {
