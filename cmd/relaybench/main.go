@@ -105,6 +105,7 @@ type options struct {
 	translate       bool
 	translateResp   bool
 	split           bool
+	hold            int
 	storm           int
 	stormRounds     int
 	logLevel        string
@@ -131,6 +132,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.translateResp, "translate-responses", false, "compare a Responses stream translated for a Chat provider (`api chat`) against the same request answered natively (`api openai`), both from the simulator, instead of relay against reverse_proxy")
 	flag.BoolVar(&o.translate, "translate", false, "compare a translated stream (an OpenAI client, an `api anthropic` upstream: the simulator's Messages mode) against the same stream passed through (an Anthropic client, the same upstream), instead of relay against reverse_proxy")
 	flag.BoolVar(&o.split, "split", false, "compare the relay's streams in split-reasoning mode against the same streams in mode off (X-Relay-Mode), by process CPU per stream; implies -stream")
+	flag.IntVar(&o.hold, "hold", 0, "memory per open stream: hold this many streams open against the relay in each mode and against reverse_proxy, one target at a time (the simulator slowed to a token every 5s; the other measurements are skipped)")
 	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
 	flag.IntVar(&o.stormRounds, "storm-rounds", 3, "with -storm: storms per target, alternating which target goes first")
 	flag.Usage = func() {
@@ -173,6 +175,10 @@ func main() {
 	flag.VisitAll(func(f *flag.Flag) { used = append(used, "-"+f.Name+"="+f.Value.String()) })
 	fmt.Printf("flags: %s\n", strings.Join(used, " "))
 
+	if o.hold > 0 && o.tokensPerSec == 0 {
+		// Streams that stay open: a token every 5 s after the first.
+		o.tokensPerSec = 0.2
+	}
 	sites, err := startCaddy(o)
 	if err != nil {
 		fatalf("starting Caddy: %v", err)
@@ -221,6 +227,10 @@ func main() {
 
 	if o.storm > 0 {
 		runStorms(o, targets)
+		return
+	}
+	if o.hold > 0 {
+		runHolds(o, holdTargets(sites.relay+"/v1/chat/completions", sites.proxy+"/v1/chat/completions"))
 		return
 	}
 
