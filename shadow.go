@@ -13,6 +13,7 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
 // shadowRuntime is a route's compiled shadow.
@@ -338,6 +339,9 @@ func (cw *captureWriter) Write(b []byte) (int, error) {
 
 // usage returns the usage object of a captured non-stream answer.
 func (cw *captureWriter) usage() json.RawMessage {
+	if raw, ok := usage.Member(cw.buf.Bytes()); ok {
+		return raw
+	}
 	var b struct {
 		Usage json.RawMessage `json:"usage"`
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -28,6 +27,9 @@ type target struct {
 	// mode, when set, is sent as X-Relay-Mode: the smoothing mode the
 	// relay applies to this target's streams.
 	mode string
+	// proc is the process that serves the target: its CPU time during
+	// the target's rounds is the target's.
+	proc *proc
 }
 
 // result is what the measured requests to one target produced.
@@ -37,7 +39,8 @@ type result struct {
 	errors    int             // failed requests (see outcome.err)
 	cut       int             // requests cut off by the time bound
 	wall      time.Duration   // summed wall time of this target's rounds
-	cpu       time.Duration   // summed process CPU time of this target's rounds
+	cpu       time.Duration   // summed CPU time of the target's process during its rounds
+	syscalls  int64           // summed read and write system calls of the target's process during its rounds
 	bytes     int64           // response body bytes of successful requests
 	errKinds  map[string]int  // error message -> count, for the report
 }
@@ -136,7 +139,7 @@ func (b *bench) runRound(ctx context.Context, res *result, n int) {
 	parts := make([]result, workers)
 	var claimed atomic.Int64
 	var wg sync.WaitGroup
-	cpu0 := processCPU()
+	cpu0, sys0 := res.target.proc.cpu(), res.target.proc.syscalls()
 	start := time.Now()
 	for w := range workers {
 		wg.Go(func() {
@@ -149,7 +152,8 @@ func (b *bench) runRound(ctx context.Context, res *result, n int) {
 	}
 	wg.Wait()
 	res.wall += time.Since(start)
-	res.cpu += processCPU() - cpu0
+	res.cpu += res.target.proc.cpu() - cpu0
+	res.syscalls += res.target.proc.syscalls() - sys0
 	for i := range parts {
 		res.add(&parts[i])
 	}
@@ -236,18 +240,4 @@ func checkAnswer(resp *http.Response, body []byte, stream bool, t *target) error
 		return fmt.Errorf("not a chat.completion object: %.200s", body)
 	}
 	return nil
-}
-
-// processCPU is the CPU time (user and system) the whole process has used
-// so far. A round's share is the CPU of everything that ran while only
-// its target was being driven: the client, Caddy with the target's site,
-// and the simulator. The client's and the simulator's parts are the same
-// for every target, so the difference between two targets' CPU per
-// request is the cost of the proxy itself.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,25 +15,32 @@ import (
 // A hold (-hold N) measures the memory an open stream costs: N streaming
 // requests to one target, each on a fresh connection, held open after
 // their first event (the simulator then sends a token every few seconds),
-// and the process's heap and goroutine stacks measured against before the
-// streams were opened, per stream. The client's and the simulator's share
-// of each stream is the same for every target, so the difference between
-// two targets is what the proxy holds per stream. The targets are the
+// and the heap and goroutine stacks of the target's process measured
+// against before the streams were opened, per stream. The targets are the
 // relay in each smoothing mode (X-Relay-Mode) and reverse_proxy, one
 // after the other.
 
 // holdTargets are the targets of -hold.
-func holdTargets(relayURL, proxyURL string) []*target {
+func holdTargets(relayURL string, relay *proc, proxyURL string, proxy *proc) []*target {
 	return []*target{
-		{name: "relay off", url: relayURL, mode: "off"},
-		{name: "relay pace", url: relayURL, mode: "pace"},
-		{name: "relay split", url: relayURL, mode: "split-reasoning"},
-		{name: "reverse_proxy", url: proxyURL},
+		{name: "relay off", url: relayURL, mode: "off", proc: relay},
+		{name: "relay pace", url: relayURL, mode: "pace", proc: relay},
+		{name: "relay split", url: relayURL, mode: "split-reasoning", proc: relay},
+		{name: "reverse_proxy", url: proxyURL, proc: proxy},
 	}
 }
 
+// holdResult is one target's figures: its process's memory per open
+// stream, and how many streams were open.
+type holdResult struct {
+	name      string
+	mode      string
+	perStream float64
+	open      int
+}
+
 // runHolds runs one hold per target and prints the table.
-func runHolds(o options, targets []*target) {
+func runHolds(o options, targets []*target) []holdResult {
 	if err := checkFDs(o.hold); err != nil {
 		fatalf("%v", err)
 	}
@@ -51,16 +57,19 @@ func runHolds(o options, targets []*target) {
 		}
 		time.Sleep(2 * time.Second) // let the last hold's sockets close
 	}
+	res := make([]holdResult, len(targets))
 	for i, t := range targets {
 		fmt.Printf("%-14s %8d %14.0f %11.2fx\n", t.name, opened[i], per[i], per[i]/proxy)
+		res[i] = holdResult{name: t.name, mode: t.mode, perStream: per[i], open: opened[i]}
 	}
+	return res
 }
 
 // hold opens n streams to t, waits until each has its first event,
 // measures, and closes them. It returns the memory per open stream and
 // how many were open when it measured.
 func hold(t *target, body []byte, n int) (float64, int) {
-	before := inUse()
+	before := t.proc.mem()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var open, done atomic.Int64
@@ -107,7 +116,7 @@ func hold(t *target, body []byte, n int) (float64, int) {
 		}
 	}
 	time.Sleep(500 * time.Millisecond) // the proxies settle after the first event
-	after := inUse()
+	after := t.proc.mem()
 	got := int(open.Load())
 	cancel()
 	wg.Wait()
@@ -115,12 +124,4 @@ func hold(t *target, body []byte, n int) (float64, int) {
 		return 0, 0
 	}
 	return float64(after-before) / float64(got), got
-}
-
-// inUse is the heap and stack memory in use, after a collection.
-func inUse() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse + ms.StackInuse
 }

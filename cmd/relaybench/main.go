@@ -82,7 +82,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -110,6 +109,8 @@ type options struct {
 	stormRounds     int
 	logLevel        string
 	promptBytes     int
+	mode            string
+	report          bool
 }
 
 func parseFlags() options {
@@ -125,8 +126,8 @@ func parseFlags() options {
 	flag.IntVar(&o.reasoningTokens, "reasoning-tokens", 4, "simulator reasoning_tokens per answer")
 	flag.IntVar(&o.contentTokens, "content-tokens", 16, "simulator content_tokens per answer")
 	flag.Float64Var(&o.tokensPerSec, "tokens-per-sec", 0, "simulator pacing in tokens per second (pattern steady <n>); 0 = as fast as possible")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
-	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile (whole run) to this file at the end")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the relay's process during the measured phase to this file (and reverse_proxy's to this file plus .reverse_proxy)")
+	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile of the relay's process (whole run) to this file at the end")
 	flag.BoolVar(&o.printConfig, "print-config", false, "print the Caddyfile and its JSON, then exit")
 	flag.BoolVar(&o.shadow, "shadow", false, "compare the relay with every request shadowed to a slow simulator (relay+shadow) against the plain relay, instead of relay against reverse_proxy")
 	flag.BoolVar(&o.translateResp, "translate-responses", false, "compare a Responses stream translated for a Chat provider (`api chat`) against the same request answered natively (`api openai`), both from the simulator, instead of relay against reverse_proxy")
@@ -134,11 +135,13 @@ func parseFlags() options {
 	flag.BoolVar(&o.split, "split", false, "compare the relay's streams in split-reasoning mode against the same streams in mode off (X-Relay-Mode), by process CPU per stream; implies -stream")
 	flag.IntVar(&o.hold, "hold", 0, "memory per open stream: hold this many streams open against the relay in each mode and against reverse_proxy, one target at a time (the simulator slowed to a token every 5s; the other measurements are skipped)")
 	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
+	flag.StringVar(&o.mode, "mode", "", "send X-Relay-Mode with this smoothing mode to the relay (off, pace, split-reasoning); empty: the relay's default")
+	flag.BoolVar(&o.report, "report", false, "run every measurement issue 12 sets a target for, one after the other, and print each figure against its target (the other flags but -log-level, -max-time and -c are ignored)")
 	flag.IntVar(&o.stormRounds, "storm-rounds", 3, "with -storm: storms per target, alternating which target goes first")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./cmd/relaybench [flags]\n\n"+
 			"Benchmarks llm_relay against a plain reverse_proxy, both in front of\n"+
-			"llm_simulator, all in one in-process Caddy on 127.0.0.1.\n\nFlags:\n")
+			"llm_simulator, each a Caddy in its own process on 127.0.0.1.\n\nFlags:\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -167,6 +170,10 @@ func parseFlags() options {
 }
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "-child" {
+		runChild(os.Args[2])
+		return
+	}
 	o := parseFlags()
 
 	fmt.Printf("relaybench: %s, GOMAXPROCS=%d, NumCPU=%d, %s/%s\n",
@@ -174,48 +181,67 @@ func main() {
 	var used []string
 	flag.VisitAll(func(f *flag.Flag) { used = append(used, "-"+f.Name+"="+f.Value.String()) })
 	fmt.Printf("flags: %s\n", strings.Join(used, " "))
+	defer stopProcs()
 
+	if o.report {
+		runReport(o)
+		return
+	}
+	runScenario(o)
+}
+
+// runScenario starts the processes for o, runs what its flags ask for and
+// prints the figures; it returns them (nil for -storm and -hold, which
+// print their own tables) with the per-stream memory of -hold.
+func runScenario(o options) (sums []summary, holds []holdResult) {
 	if o.hold > 0 && o.tokensPerSec == 0 {
 		// Streams that stay open: a token every 5 s after the first.
 		o.tokensPerSec = 0.2
 	}
-	sites, err := startCaddy(o)
+	dir, err := os.MkdirTemp("", "relaybench-")
 	if err != nil {
-		fatalf("starting Caddy: %v", err)
+		fatalf("%v", err)
 	}
-	defer stopCaddy()
-	fmt.Printf("caddy: sim %s, relay %s, reverse_proxy %s\n", sites.sim, sites.relay, sites.proxy)
+	sites, err := startProcs(o, dir)
+	if err != nil {
+		fatalf("starting the processes: %v", err)
+	}
+	defer stopProcs()
+	fmt.Printf("processes: sim %s (pid %d), relay %s (pid %d), reverse_proxy %s (pid %d); logs in %s\n",
+		sites.sim, sites.simProc.cmd.Process.Pid, sites.relay, sites.relayProc.cmd.Process.Pid,
+		sites.proxy, sites.proxyProc.cmd.Process.Pid, dir)
 
 	client := newClient(o.concurrency)
 	body := requestBody(o.stream, o.promptBytes)
+	relay, proxy := sites.relayProc, sites.proxyProc
 	targets := []*target{
-		{name: "relay", url: sites.relay + "/v1/chat/completions"},
-		{name: "reverse_proxy", url: sites.proxy + "/v1/chat/completions"},
+		{name: "relay", url: sites.relay + "/v1/chat/completions", proc: relay, mode: o.mode},
+		{name: "reverse_proxy", url: sites.proxy + "/v1/chat/completions", proc: proxy},
 	}
 	if o.translate {
 		targets = []*target{
-			{name: "translated", url: sites.claude + "/v1/chat/completions", body: translatedBody(o.stream)},
-			{name: "passed_through", url: sites.claude + "/v1/messages", messages: true},
+			{name: "translated", url: sites.claude + "/v1/chat/completions", body: translatedBody(o.stream), proc: relay},
+			{name: "passed_through", url: sites.claude + "/v1/messages", messages: true, proc: relay},
 		}
 	}
 	if o.translateResp {
 		targets = []*target{
-			{name: "translated", url: sites.claude + "/v1/responses", body: responsesBody("sim-chat", o.stream), responses: true},
-			{name: "native", url: sites.claude + "/v1/responses", body: responsesBody("sim-native", o.stream), responses: true},
+			{name: "translated", url: sites.claude + "/v1/responses", body: responsesBody("sim-chat", o.stream), responses: true, proc: relay},
+			{name: "native", url: sites.claude + "/v1/responses", body: responsesBody("sim-native", o.stream), responses: true, proc: relay},
 		}
 	}
 	if o.split {
 		o.stream = true
 		body = requestBody(true, o.promptBytes)
 		targets = []*target{
-			{name: "split-reasoning", url: sites.relay + "/v1/chat/completions", mode: "split-reasoning"},
-			{name: "off", url: sites.relay + "/v1/chat/completions", mode: "off"},
+			{name: "split-reasoning", url: sites.relay + "/v1/chat/completions", mode: "split-reasoning", proc: relay},
+			{name: "off", url: sites.relay + "/v1/chat/completions", mode: "off", proc: relay},
 		}
 	}
 	if o.shadow {
 		targets = []*target{
-			{name: "relay+shadow", url: sites.shadowed + "/v1/chat/completions"},
-			{name: "relay", url: sites.relay + "/v1/chat/completions"},
+			{name: "relay+shadow", url: sites.shadowed + "/v1/chat/completions", proc: relay},
+			{name: "relay", url: sites.relay + "/v1/chat/completions", proc: relay},
 		}
 	}
 
@@ -227,11 +253,10 @@ func main() {
 
 	if o.storm > 0 {
 		runStorms(o, targets)
-		return
+		return nil, nil
 	}
 	if o.hold > 0 {
-		runHolds(o, holdTargets(sites.relay+"/v1/chat/completions", sites.proxy+"/v1/chat/completions"))
-		return
+		return nil, runHolds(o, holdTargets(sites.relay+"/v1/chat/completions", relay, sites.proxy+"/v1/chat/completions", proxy))
 	}
 
 	if o.warmup > 0 {
@@ -240,18 +265,18 @@ func main() {
 		fmt.Printf("warm-up: %d requests per target\n", o.warmup)
 	}
 
-	stopProfile := startCPUProfile(o.cpuProfile)
+	stopProfile := startCPUProfile(targets, o.cpuProfile)
 	runtime.GC()
 	b := newBench(client, targets, body, o.stream, o.concurrency, o.round)
 	elapsed := b.run(context.Background(), o.requests, o.maxTime)
 	stopProfile()
 	client.CloseIdleConnections()
 
-	mode := "non-streaming"
+	kind := "non-streaming"
 	if o.stream {
-		mode = "streaming"
+		kind = "streaming"
 	}
-	fmt.Printf("\nmeasured: %s requests, concurrency %d, %.1fs wall time\n", mode, o.concurrency, elapsed.Seconds())
+	fmt.Printf("\nmeasured: %s requests, concurrency %d, %.1fs wall time\n", kind, o.concurrency, elapsed.Seconds())
 	goal := goalP50Ratio
 	if o.translate || o.translateResp {
 		goal = goalTranslateRatio
@@ -259,54 +284,48 @@ func main() {
 	if o.split {
 		goal = 0
 	}
-	report(os.Stdout, b.results, o.requests, goal)
+	sums = report(os.Stdout, b.results, o.requests, goal)
 	if o.split {
 		reportCPUGoal(os.Stdout, b.results, goalSplitCPU)
 	}
-
 	if o.memProfile != "" {
-		if err := writeMemProfile(o.memProfile); err != nil {
-			fatalf("writing memory profile: %v", err)
+		if _, err := relay.ask("memprofile " + o.memProfile); err != nil {
+			fatalf("writing the relay's allocation profile: %v", err)
 		}
-		fmt.Printf("allocation profile written to %s (try: go tool pprof -sample_index=alloc_space -top -focus=llmrelay %s)\n", o.memProfile, o.memProfile)
+		fmt.Printf("allocation profile of the relay process written to %s (try: go tool pprof -sample_index=alloc_space -top -focus=llmrelay %s)\n", o.memProfile, o.memProfile)
 	}
+	return sums, nil
 }
 
-// startCPUProfile starts a CPU profile into path, if path is set, and
-// returns the function that stops it.
-func startCPUProfile(path string) (stop func()) {
+// startCPUProfile starts a CPU profile of each target's process into
+// path (the first target's, the relay's) and path.<name> (the others'),
+// if path is set, and returns the function that stops them.
+func startCPUProfile(targets []*target, path string) (stop func()) {
 	if path == "" {
 		return func() {}
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		fatalf("creating CPU profile: %v", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		fatalf("starting CPU profile: %v", err)
+	files := map[*proc]string{}
+	for i, t := range targets {
+		if _, ok := files[t.proc]; ok {
+			continue
+		}
+		f := path
+		if i > 0 {
+			f = path + "." + t.name
+		}
+		if _, err := t.proc.ask("cpuprofile " + f); err != nil {
+			fatalf("starting the %s process's CPU profile: %v", t.proc.name, err)
+		}
+		files[t.proc] = f
 	}
 	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			fatalf("writing CPU profile: %v", err)
+		for p, f := range files {
+			if _, err := p.ask("stopprofile"); err != nil {
+				fatalf("writing the %s process's CPU profile: %v", p.name, err)
+			}
+			fmt.Printf("CPU profile of the %s process written to %s (try: go tool pprof -top -cum %s)\n", p.name, f, f)
 		}
-		fmt.Printf("CPU profile written to %s (try: go tool pprof -top -cum -focus=llmrelay %s)\n", path, path)
 	}
-}
-
-// writeMemProfile writes the allocs profile (every allocation sampled
-// since the process started) to path.
-func writeMemProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	runtime.GC()
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // messagesBody is requestBody in Anthropic Messages, with thinking on so
@@ -392,6 +411,6 @@ func newClient(concurrency int) *http.Client {
 
 func fatalf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "relaybench: "+format+"\n", args...)
-	stopCaddy()
+	stopProcs()
 	os.Exit(1)
 }

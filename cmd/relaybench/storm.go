@@ -26,10 +26,11 @@ import (
 // "in-band <code>" (a 200 stream carrying an error event), "truncated", or
 // the client-side transport error.
 
-// fdsPerStream is what one stream of a storm holds open in this process:
-// the client's connection, the proxy's accepted one, the proxy's
-// connection to the simulator and the simulator's accepted one.
-const fdsPerStream = 4
+// fdsPerStream is what one stream holds open in the process that holds
+// the most: the proxy's accepted connection and its connection to the
+// simulator (the client's and the simulator's are one each, in their own
+// processes).
+const fdsPerStream = 2
 
 // stormResult counts one target's outcomes over every round.
 type stormResult struct {
@@ -76,7 +77,8 @@ func runStorms(o options, targets []*target) {
 	}
 }
 
-// checkFDs refuses a storm the process cannot hold open.
+// checkFDs refuses n streams a process cannot hold open (Go raises every
+// process's soft limit to the hard one, this one's and the children's).
 func checkFDs(n int) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
@@ -84,7 +86,7 @@ func checkFDs(n int) error {
 	}
 	need := uint64(n)*fdsPerStream + 256
 	if need > lim.Cur {
-		return fmt.Errorf("-storm %d needs about %d open files (%d per stream) but the limit is %d; lower -storm or raise ulimit -n",
+		return fmt.Errorf("%d streams need about %d open files in the proxy's process (%d per stream) but the limit is %d; open fewer or raise ulimit -n",
 			n, need, fdsPerStream, lim.Cur)
 	}
 	return nil

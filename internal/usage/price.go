@@ -193,9 +193,16 @@ type rawUsage struct {
 // prompt_tokens or completion_tokens (or their Responses API names), e.g.
 // null.
 func ParseUsage(raw []byte) (Usage, bool) {
-	var r rawUsage
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return Usage{}, false
+	r, ok := scanRawUsage(raw)
+	if !ok {
+		// What the scanner does not take on (keys that match only
+		// case-insensitively, numbers that are not plain integers,
+		// values of the wrong type, broken JSON) encoding/json decides.
+		var slow rawUsage // its own variable: only this branch moves it to the heap
+		if err := json.Unmarshal(raw, &slow); err != nil {
+			return Usage{}, false
+		}
+		r = slow
 	}
 	prompt, completion := r.PromptTokens, r.CompletionTokens
 	cached, reasoning := r.PromptTokensDetails.CachedTokens, r.CompletionTokensDetails.ReasoningTokens

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// -report runs every measurement issue 12 ("pass-through at
+// reverse_proxy's cost") sets a target for, one after the other, each
+// with its own fresh processes, and ends with one table: each figure, its
+// target and whether it holds. The log level (-log-level, INFO by
+// default), -c for the non-stream and stream measurements and -max-time
+// apply to all; everything else is fixed here, so two reports compare.
+
+// check is one target of the report: a ratio of the relay to its baseline
+// and the bound it must stay within.
+type check struct {
+	measurement string  // what ran, with its configuration
+	figure      string  // which ratio
+	got         float64 // the measured ratio
+	bound       float64
+	atLeast     bool // got must be >= bound (throughput); else <= bound
+}
+
+func (c check) holds() bool {
+	if c.atLeast {
+		return c.got >= c.bound
+	}
+	return c.got <= c.bound
+}
+
+// reportScenario is one measurement of the report.
+type reportScenario struct {
+	name   string
+	adjust func(o *options)
+	checks func(name string, sums []summary, holds []holdResult) []check
+}
+
+// reportScenarios are the report's measurements, in the order of the
+// issue's targets.
+func reportScenarios(c int) []reportScenario {
+	ratios := func(sums []summary) (p50, rps, cpu float64) {
+		r, p := sums[0], sums[1]
+		return ratio(r.p50, p.p50), r.rps / p.rps, ratio(r.cpu, p.cpu)
+	}
+	return []reportScenario{
+		{
+			name: fmt.Sprintf("non-stream, c=%d, 20,000 requests", c),
+			adjust: func(o *options) {
+				o.requests, o.warmup = 20000, 2000
+			},
+			checks: func(name string, sums []summary, _ []holdResult) []check {
+				p50, rps, cpu := ratios(sums)
+				return []check{
+					{name, "req/s", rps, 1.0, true},
+					{name, "p50", p50, 1.05, false},
+					{name, "CPU per request", cpu, 1.1, false},
+				}
+			},
+		},
+		{
+			name: fmt.Sprintf("stream, mode off, 50 events back to back, c=%d, 10,000 streams", c),
+			adjust: func(o *options) {
+				o.stream, o.mode = true, "off"
+				o.reasoningTokens, o.contentTokens = 24, 24 // + role and finish chunks: 50 events, then [DONE]
+				o.requests, o.warmup = 10000, 1000
+			},
+			checks: func(name string, sums []summary, _ []holdResult) []check {
+				p50, _, cpu := ratios(sums)
+				return []check{
+					{name, "p50 (time to last byte)", p50, 1.10, false},
+					{name, "CPU per stream", cpu, 1.25, false},
+				}
+			},
+		},
+		{
+			name: "prompt 100 KB, non-stream, c=4, 2,000 requests",
+			adjust: func(o *options) {
+				o.promptBytes, o.concurrency = 100_000, 4
+				o.requests, o.warmup, o.round = 2000, 200, 100
+			},
+			checks: func(name string, sums []summary, _ []holdResult) []check {
+				p50, _, _ := ratios(sums)
+				return []check{{name, "p50", p50, 1.2, false}}
+			},
+		},
+		{
+			name: "prompt 1 MB, non-stream, c=4, 400 requests",
+			adjust: func(o *options) {
+				o.promptBytes, o.concurrency = 1_000_000, 4
+				o.requests, o.warmup, o.round = 400, 40, 20
+			},
+			checks: func(name string, sums []summary, _ []holdResult) []check {
+				p50, _, cpu := ratios(sums)
+				return []check{
+					{name, "p50", p50, 1.5, false},
+					{name, "CPU per request", cpu, 2.0, false},
+				}
+			},
+		},
+		{
+			name: "split-reasoning against off, 100 tokens in one burst, c=16, 4,000 streams",
+			adjust: func(o *options) {
+				o.split, o.concurrency = true, 16
+				o.reasoningTokens, o.contentTokens = 50, 50
+				o.requests, o.warmup, o.round = 4000, 400, 200
+			},
+			checks: func(name string, sums []summary, _ []holdResult) []check {
+				return []check{{name, "CPU per stream, split / off", ratio(sums[0].cpu, sums[1].cpu), goalSplitCPU, false}}
+			},
+		},
+		{
+			name: "memory per open stream, 5,000 streams",
+			adjust: func(o *options) {
+				o.hold = 5000
+			},
+			checks: func(name string, _ []summary, holds []holdResult) []check {
+				var proxy float64
+				for _, h := range holds {
+					if h.mode == "" {
+						proxy = h.perStream
+					}
+				}
+				var cs []check
+				for _, h := range holds {
+					if h.mode != "" {
+						cs = append(cs, check{name, h.name + " / reverse_proxy", h.perStream / proxy, 1.0, false})
+					}
+				}
+				return cs
+			},
+		},
+	}
+}
+
+// runReport runs the report's measurements and prints the table.
+func runReport(base options) {
+	start := time.Now()
+	var all []check
+	for i, sc := range reportScenarios(base.concurrency) {
+		o := base
+		o.report = false
+		sc.adjust(&o)
+		fmt.Printf("\n=== %d. %s (log level %s)\n", i+1, sc.name, o.logLevel)
+		sums, holds := runScenario(o)
+		all = append(all, sc.checks(sc.name, sums, holds)...)
+	}
+
+	fmt.Printf("\n=== report: relay against reverse_proxy (split against off), log level %s, %s, %.0fs\n",
+		base.logLevel, machine(), time.Since(start).Seconds())
+	held := 0
+	for _, c := range all {
+		op, verdict := "<=", "holds"
+		if c.atLeast {
+			op = ">="
+		}
+		if c.holds() {
+			held++
+		} else {
+			verdict = "MISSED"
+		}
+		fmt.Printf("%-78s %-32s %6.3fx  target %s %.2fx  %s\n", c.measurement, c.figure, c.got, op, c.bound, verdict)
+	}
+	fmt.Printf("%d of %d targets hold\n", held, len(all))
+}
+
+// machine describes the host in a few words, for the report's heading.
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s)", runtime.NumCPU(), cpu)
+}
