@@ -2,7 +2,6 @@ package llmrelay
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -109,22 +108,24 @@ func (h *Relay) logAttempt(rl *requestLog, t *target, res *attemptResult) {
 // finishRequest writes the request's log line and sets its placeholders.
 func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set("http.llm_relay.upstream", rl.upstream)
-		repl.Set("http.llm_relay.model", rl.model)
-		repl.Set("http.llm_relay.attempts", strconv.Itoa(rl.attempts))
-		repl.Set("http.llm_relay.key", rl.key)
-		repl.Set("http.llm_relay.error", rl.errCode)
+		// One provider instead of five Sets: the values are formatted only
+		// if something (an access log, a later handler) asks for them.
+		repl.Map(rl.placeholder)
 	}
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
-		extra.Add(zap.String("llm_upstream", rl.upstream))
-		extra.Add(zap.Int("llm_attempts", rl.attempts))
+	if srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv.Logs != nil {
+		// Only a server with access logs reads the extra fields.
+		if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+			extra.Add(zap.String("llm_upstream", rl.upstream))
+			extra.Add(zap.Int("llm_attempts", rl.attempts))
+		}
 	}
 	observeRequest(rl)
 	c := h.logger.Check(zapcore.InfoLevel, "relayed")
 	if c == nil {
 		return
 	}
-	fields := []zap.Field{
+	fields := make([]zap.Field, 0, 32) // the most a line has: no growing
+	fields = append(fields,
 		zap.String("key", rl.key),
 		zap.String("alias", rl.alias),
 		zap.String("api", rl.dialect.String()),
@@ -136,7 +137,7 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 		zap.Duration("ttfb", rl.ttfb),
 		zap.Duration("duration", time.Since(rl.start)),
 		zap.Int64("bytes", rl.out.n),
-	}
+	)
 	if rl.errCode != "" {
 		fields = append(fields, zap.String("error", rl.errCode))
 	}
@@ -165,6 +166,27 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 		}
 	}
 	c.Write(fields...)
+}
+
+// placeholder resolves the request's placeholders, {http.llm_relay.*}.
+func (rl *requestLog) placeholder(key string) (any, bool) {
+	name, ok := strings.CutPrefix(key, "http.llm_relay.")
+	if !ok {
+		return nil, false
+	}
+	switch name {
+	case "upstream":
+		return rl.upstream, true
+	case "model":
+		return rl.model, true
+	case "attempts":
+		return rl.attempts, true
+	case "key":
+		return rl.key, true
+	case "error":
+		return rl.errCode, true
+	}
+	return nil, false
 }
 
 // countingWriter counts the body bytes written to the client.

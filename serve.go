@@ -188,14 +188,30 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, errTooLarge
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, err
+	size := int64(512) // io.ReadAll's start, for a body of unknown length
+	if r.ContentLength >= 0 {
+		size = r.ContentLength + 1 // +1: the read that sees EOF needs room
 	}
-	if int64(len(b)) > limit {
-		return nil, errTooLarge
+	b := make([]byte, 0, min(size, limit+1))
+	for {
+		if len(b) == cap(b) {
+			if int64(len(b)) > limit {
+				return nil, errTooLarge
+			}
+			b = append(b, 0)[:len(b)] // grow as io.ReadAll does
+		}
+		n, err := r.Body.Read(b[len(b):min(cap(b), int(limit+1))])
+		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
+			return nil, errTooLarge
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return b, nil
 }
 
 // serveModels answers GET /v1/models and GET /v1/models/<alias>.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -162,6 +163,9 @@ func TestRelayOwnErrors(t *testing.T) {
 		{"no model", "POST", "/v1/chat/completions", `{"messages":[]}`, 400, "missing_model"},
 		{"unknown model", "POST", "/v1/chat/completions", `{"model":"gpt-9"}`, 404, "model_not_found"},
 		{"too large", "POST", "/v1/chat/completions", `{"model":"chat","x":"` + strings.Repeat("a", 2048) + `"}`, 413, "request_too_large"},
+		// chunked: no Content-Length, the limit found while reading
+		{"too large chunked", "POST", "/v1/chat/completions", `{"model":"chat","x":"` + strings.Repeat("a", 2048) + `"}`, 413, "request_too_large"},
+		{"one byte too large chunked", "POST", "/v1/chat/completions", `{"model":"chat","x":"` + strings.Repeat("a", 1002) + `"}`, 413, "request_too_large"},
 		{"wrong method", "PUT", "/v1/chat/completions", `{}`, 405, "method_not_allowed"},
 		{"get on completions", "GET", "/v1/chat/completions", ``, 405, "method_not_allowed"},
 		{"post to models", "POST", "/v1/models", `{}`, 405, "method_not_allowed"},
@@ -170,7 +174,11 @@ func TestRelayOwnErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			req, _ := http.NewRequest(c.method, relayBase+c.path, strings.NewReader(c.body))
+			var rd io.Reader = strings.NewReader(c.body)
+			if strings.HasSuffix(c.name, "chunked") {
+				rd = io.MultiReader(rd) // a reader of unknown length: sent chunked
+			}
+			req, _ := http.NewRequest(c.method, relayBase+c.path, rd)
 			resp, err := httpClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -188,7 +196,21 @@ func TestRelayOwnErrors(t *testing.T) {
 		t.Errorf("%d rejected requests reached the upstream", n)
 	}
 
-	resp, err := httpClient.Get(relayBase + "/v1/models")
+	// Exactly max_body, chunked: read whole and relayed.
+	full := `{"model":"chat","x":"` + strings.Repeat("b", 1001) + `"}`
+	req, _ := http.NewRequest("POST", relayBase+"/v1/chat/completions", io.MultiReader(strings.NewReader(full)))
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("a chunked body of exactly max_body: status %d: %s", resp.StatusCode, body)
+	}
+	if seen := a.requests(); len(seen) != 1 || seen[0].body["x"] != strings.Repeat("b", 1001) {
+		t.Errorf("the chunked body did not reach the upstream whole")
+	}
+
+	resp, err = httpClient.Get(relayBase + "/v1/models")
 	if err != nil {
 		t.Fatal(err)
 	}
