@@ -86,3 +86,48 @@ func TestBodyForTargetSplices(t *testing.T) {
 		t.Fatalf("repeated key: %s", out)
 	}
 }
+
+// The fast path (no edits: only the model and the relay field change)
+// gives the bytes the general splice gives.
+func TestBodyForTargetFastPathMatchesSplice(t *testing.T) {
+	bodies := []string{
+		`{"model":"chat","messages":[{"role":"user","content":"hi"}],"stream":true}`,
+		`{"relay":{"mode":"off"},"model":"chat","n":1}`,
+		`{"n":1,"model":"chat","relay":{"mode":"pace"}}`,
+		` { "model" : "caf\u00e9" , "x" : [ 1 , 2 ] } `,
+		`{"model":"chat"}`,
+	}
+	for _, body := range bodies {
+		rb, err := parseRequestBody([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		for _, model := range []string{"", "gpt-x", `we"ird`} {
+			fast := newTarget(nil, model)
+			general := newTarget(nil, model)
+			general.edits = []bodyEdit{{path: []string{"zz_not_there"}}} // a no-op unset: the general path
+			a, errA := rb.forTarget(fast, exchange{})
+			b, errB := rb.forTarget(general, exchange{})
+			if errA != nil || errB != nil || string(a) != string(b) {
+				t.Errorf("%s, model %q: fast %s (%v), general %s (%v)", body, model, a, errA, b, errB)
+			}
+		}
+	}
+}
+
+// jsonString decodes a model name as encoding/json does.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{`"chat"`, `"caf\u00e9"`, `"\ud800"`, "\"\xff\"", `1`, `null`, `""`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return // parseRequestBody hands jsonString valid values only
+		}
+		var want string
+		_ = json.Unmarshal(raw, &want)
+		if got := jsonString(raw); got != want {
+			t.Fatalf("jsonString(%q) = %q, encoding/json %q", raw, got, want)
+		}
+	})
+}
