@@ -5,8 +5,9 @@
 //
 //	go run ./cmd/relaybench [flags]
 //
-// In one process it starts Caddy with three sites, each on a free
-// 127.0.0.1 port:
+// It starts three Caddy processes (this binary run as `relaybench -child
+// <config>`), each on a free 127.0.0.1 port, so that each one's CPU time
+// is its own:
 //
 //	sim            llm_simulator: a fake OpenAI-compatible provider that
 //	               answers at once (no TTFB, `pattern steady 0` unless
