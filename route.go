@@ -1,7 +1,6 @@
 package llmrelay
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
@@ -29,46 +27,14 @@ type route struct {
 
 // target is a compiled Target.
 type target struct {
-	up    *upstreamRuntime
-	model string // "" = forward the client's model unchanged
-	// quotedModel is model as a JSON string, made once (see newTarget).
-	quotedModel json.RawMessage
-	edits       []bodyEdit
-	rank        int
-	weight      int
-	health      *health.Target // shared across reloads; see health.go
-	entry       *healthEntry
-	slo         health.SLO
-}
-
-// modelJSON is the target's model as a JSON string.
-func (t *target) modelJSON() json.RawMessage {
-	if t.quotedModel == nil {
-		m, _ := json.Marshal(t.model)
-		return m // a target built without newTarget (tests)
-	}
-	return t.quotedModel
-}
-
-// newTarget is a target for model on up; the model's JSON is made once.
-func newTarget(up *upstreamRuntime, model string) *target {
-	t := &target{up: up, model: model, weight: 1}
-	if model != "" {
-		t.quotedModel, _ = json.Marshal(model)
-	}
-	return t
-}
-
-// jsonString is the value of the JSON string literal raw, or "" if raw is
-// not a string, as encoding/json decodes it. A plain literal (no escapes,
-// valid UTF-8) costs one copy.
-func jsonString(raw []byte) string {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		return string(raw[1 : len(raw)-1])
-	}
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	return s
+	up     *upstreamRuntime
+	model  string // "" = forward the client's model unchanged
+	edits  []bodyEdit
+	rank   int
+	weight int
+	health *health.Target // shared across reloads; see health.go
+	entry  *healthEntry
+	slo    health.SLO
 }
 
 // bodyEdit is one `set` or `unset` of a request body field, by path.
@@ -106,8 +72,7 @@ func (h *Relay) compileRoutes() error {
 			if !ok {
 				return errUnknownUpstream(m.Alias, fmt.Sprintf("target %d", j+1), t.Upstream)
 			}
-			ct := newTarget(up, t.Model)
-			ct.rank, ct.weight = t.Rank, max(1, t.Weight)
+			ct := &target{up: up, model: t.Model, rank: t.Rank, weight: max(1, t.Weight)}
 			if ct.rank == 0 {
 				ct.rank = j + 1
 			}
@@ -203,13 +168,13 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 	fields := jsonobj.Map(members)
 	rb := &requestBody{raw: b, members: members, unique: jsonobj.Unique(members), fields: fields}
 	if raw, ok := fields["model"]; ok {
-		rb.model = jsonString(raw)
+		_ = json.Unmarshal(raw, &rb.model)
 	}
 	if rb.model == "" {
 		return nil, errMissingModel
 	}
 	if raw, ok := fields["stream"]; ok {
-		rb.stream = string(raw) == "true"
+		_ = json.Unmarshal(raw, &rb.stream)
 	}
 	if raw, ok := fields["relay"]; ok {
 		opts, err := parseRelayOptions(raw)
@@ -228,22 +193,14 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 // on an Anthropic target means Anthropic's max_tokens, whatever the client
 // spoke.
 func (rb *requestBody) forTarget(t *target, x exchange) ([]byte, error) {
-	if !x.crosses() && rb.unique && len(t.edits) == 0 {
-		// The common case: at most the model changes and the relay's own
-		// field goes; no map (see the splice below).
-		var model []byte
-		if t.model != "" {
-			model = t.modelJSON()
-		}
-		return jsonobj.Rewrite(make([]byte, 0, len(rb.raw)+len(model)), rb.members, "model", model, "relay"), nil
-	}
 	fields := make(map[string]json.RawMessage, len(rb.fields)+len(t.edits))
 	for k, v := range rb.fields {
 		fields[k] = v
 	}
 	delete(fields, "relay")
 	if t.model != "" {
-		fields["model"] = t.modelJSON()
+		m, _ := json.Marshal(t.model)
+		fields["model"] = m
 	}
 	if x.crosses() {
 		b, err := json.Marshal(fields)

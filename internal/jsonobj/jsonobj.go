@@ -49,7 +49,7 @@ func Split(b []byte) ([]Member, error) {
 // scan splits b in one validating pass with jsonscan.
 func scan(b []byte) ([]Member, bool) {
 	it := jsonscan.NewObjIter(b, jsonscan.SkipWS(b, 0), 1)
-	members := make([]Member, 0, 16) // a request's members: no regrowing
+	var members []Member
 	for {
 		ks, ke, vs, ok := it.Next()
 		if !ok {
@@ -159,32 +159,6 @@ func Render(dst []byte, members []Member, values map[string]json.RawMessage) []b
 	return append(dst, '}')
 }
 
-// Rewrite appends to dst the object of members with the value of key
-// replaced by value (unless value is nil) and the member drop left out:
-// what Render gives for those two edits of Map(members), without the map.
-// members must not repeat a key (see Unique).
-func Rewrite(dst []byte, members []Member, key string, value []byte, drop string) []byte {
-	dst = append(dst, '{')
-	n := 0
-	for _, mb := range members {
-		if mb.Key == drop {
-			continue
-		}
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		n++
-		dst = append(dst, mb.Name...)
-		dst = append(dst, ':')
-		if mb.Key == key && value != nil {
-			dst = append(dst, value...)
-		} else {
-			dst = append(dst, mb.Value...)
-		}
-	}
-	return append(dst, '}')
-}
-
 // Unique reports whether no key occurs twice among members.
 func Unique(members []Member) bool {
 	for i := range members {
@@ -211,9 +185,6 @@ func same(v, orig []byte) bool {
 
 func decodeKey(name []byte) (string, error) {
 	inner := name[1 : len(name)-1]
-	if k, ok := commonKey(inner); ok {
-		return k, nil
-	}
 	if !slices.Contains(inner, '\\') && utf8.Valid(inner) {
 		return string(inner), nil
 	}
@@ -224,46 +195,6 @@ func decodeKey(name []byte) (string, error) {
 		return "", ErrNotObject
 	}
 	return k, nil
-}
-
-// commonKey returns the keys most request bodies have as constants, so
-// splitting a body does not allocate a string for each of them.
-func commonKey(k []byte) (string, bool) {
-	switch string(k) { // no allocation: the compiler compares the bytes
-	case "model":
-		return "model", true
-	case "messages":
-		return "messages", true
-	case "stream":
-		return "stream", true
-	case "temperature":
-		return "temperature", true
-	case "max_tokens":
-		return "max_tokens", true
-	case "input":
-		return "input", true
-	case "system":
-		return "system", true
-	case "tools":
-		return "tools", true
-	case "stream_options":
-		return "stream_options", true
-	case "reasoning_effort":
-		return "reasoning_effort", true
-	case "reasoning":
-		return "reasoning", true
-	case "thinking":
-		return "thinking", true
-	case "instructions":
-		return "instructions", true
-	case "max_completion_tokens":
-		return "max_completion_tokens", true
-	case "top_p":
-		return "top_p", true
-	case "metadata":
-		return "metadata", true
-	}
-	return "", false
 }
 
 // endOfValue returns the position past the value at b[i]. b is valid
