@@ -123,7 +123,7 @@ func (h *Relay) sideTarget(upName, model string, slo health.SLO) (*target, error
 	if !ok {
 		return nil, fmt.Errorf("unknown upstream %q (define it with `upstream %s <base_url>`)", upName, upName)
 	}
-	t := &target{up: up, model: model, weight: 1}
+	t := newTarget(up, model)
 	if err := h.attachHealth(t, slo); err != nil {
 		return nil, err
 	}

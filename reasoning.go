@@ -106,10 +106,10 @@ func applyEffort(body *requestBody, raw []byte, a *AdaptiveEffort, rest string) 
 	}
 	v, _ := json.Marshal(effort)
 	if flat {
-		body.fields["reasoning_effort"] = v
+		body.set("reasoning_effort", v)
 	}
 	if nested {
-		_ = applyEdit(body.fields, []string{"reasoning", "effort"}, v) // an object, checked above
+		_ = body.setPath([]string{"reasoning", "effort"}, v) // an object, checked above
 	}
 	return effort
 }
@@ -148,14 +148,14 @@ func applyThinkingEffort(body *requestBody, raw []byte, a *AdaptiveEffort) strin
 		return ""
 	}
 	if !ok {
-		delete(body.fields, "thinking")
+		body.del("thinking")
 		return effort
 	}
-	body.fields["thinking"] = json.RawMessage(`{"type":"enabled","budget_tokens":` + strconv.Itoa(budget) + `}`)
+	body.set("thinking", json.RawMessage(`{"type":"enabled","budget_tokens":`+strconv.Itoa(budget)+`}`))
 	var maxTokens int
 	_ = json.Unmarshal(body.fields["max_tokens"], &maxTokens)
 	if maxTokens <= budget {
-		body.fields["max_tokens"] = json.RawMessage(strconv.Itoa(budget + anthropic.DefaultMaxTokens))
+		body.set("max_tokens", json.RawMessage(strconv.Itoa(budget+anthropic.DefaultMaxTokens)))
 	}
 	return effort
 }
@@ -211,6 +211,6 @@ func askForUsage(body *requestBody) (drop bool) {
 	}
 	opts["include_usage"] = json.RawMessage("true")
 	b, _ := json.Marshal(opts)
-	body.fields["stream_options"] = b
+	body.set("stream_options", b)
 	return true
 }

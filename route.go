@@ -1,6 +1,7 @@
 package llmrelay
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
@@ -27,14 +29,46 @@ type route struct {
 
 // target is a compiled Target.
 type target struct {
-	up     *upstreamRuntime
-	model  string // "" = forward the client's model unchanged
-	edits  []bodyEdit
-	rank   int
-	weight int
-	health *health.Target // shared across reloads; see health.go
-	entry  *healthEntry
-	slo    health.SLO
+	up    *upstreamRuntime
+	model string // "" = forward the client's model unchanged
+	// quotedModel is model as a JSON string, made once (see newTarget).
+	quotedModel json.RawMessage
+	edits       []bodyEdit
+	rank        int
+	weight      int
+	health      *health.Target // shared across reloads; see health.go
+	entry       *healthEntry
+	slo         health.SLO
+}
+
+// modelJSON is the target's model as a JSON string.
+func (t *target) modelJSON() json.RawMessage {
+	if t.quotedModel == nil {
+		m, _ := json.Marshal(t.model)
+		return m // a target built without newTarget (tests)
+	}
+	return t.quotedModel
+}
+
+// newTarget is a target for model on up; the model's JSON is made once.
+func newTarget(up *upstreamRuntime, model string) *target {
+	t := &target{up: up, model: model, weight: 1}
+	if model != "" {
+		t.quotedModel, _ = json.Marshal(model)
+	}
+	return t
+}
+
+// jsonString is the value of the JSON string literal raw, or "" if raw is
+// not a string, as encoding/json decodes it. A plain literal (no escapes,
+// valid UTF-8) costs one copy.
+func jsonString(raw []byte) string {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
 }
 
 // bodyEdit is one `set` or `unset` of a request body field, by path.
@@ -72,7 +106,8 @@ func (h *Relay) compileRoutes() error {
 			if !ok {
 				return errUnknownUpstream(m.Alias, fmt.Sprintf("target %d", j+1), t.Upstream)
 			}
-			ct := &target{up: up, model: t.Model, rank: t.Rank, weight: max(1, t.Weight)}
+			ct := newTarget(up, t.Model)
+			ct.rank, ct.weight = t.Rank, max(1, t.Weight)
 			if ct.rank == 0 {
 				ct.rank = j + 1
 			}
@@ -148,10 +183,11 @@ func checkFieldPath(field string) error {
 // render it by splicing: the untouched fields go out as the client wrote
 // them (see internal/jsonobj).
 type requestBody struct {
-	raw       []byte           // as the client sent it
-	members   []jsonobj.Member // its top-level members, in order, pointing into raw
-	unique    bool             // no key repeats: the body can be spliced
-	fields    map[string]json.RawMessage
+	raw       []byte                     // as the client sent it
+	members   []jsonobj.Member           // its top-level members, in order, pointing into raw
+	unique    bool                       // no key repeats: the body can be spliced
+	fields    map[string]json.RawMessage // members by key, with the relay's own changes (set, del, setPath)
+	changes   []jsonobj.Edit             // the relay's changes to fields, in order, for splicing
 	model     string
 	stream    bool
 	relayMode string // relay.mode, the client's smoothing mode
@@ -168,13 +204,13 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 	fields := jsonobj.Map(members)
 	rb := &requestBody{raw: b, members: members, unique: jsonobj.Unique(members), fields: fields}
 	if raw, ok := fields["model"]; ok {
-		_ = json.Unmarshal(raw, &rb.model)
+		rb.model = jsonString(raw)
 	}
 	if rb.model == "" {
 		return nil, errMissingModel
 	}
 	if raw, ok := fields["stream"]; ok {
-		_ = json.Unmarshal(raw, &rb.stream)
+		rb.stream = string(raw) == "true"
 	}
 	if raw, ok := fields["relay"]; ok {
 		opts, err := parseRelayOptions(raw)
@@ -193,14 +229,55 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 // on an Anthropic target means Anthropic's max_tokens, whatever the client
 // spoke.
 func (rb *requestBody) forTarget(t *target, x exchange) ([]byte, error) {
+	if x.crosses() || !rb.unique {
+		return rb.forTargetByMap(t, x)
+	}
+	// The common case: the same dialect. Every change is a top-level edit
+	// spliced into the client's bytes; the rest of the body, a megabyte
+	// prompt included, is copied, never decoded or encoded again.
+	edits := make([]jsonobj.Edit, 0, len(rb.changes)+2+len(t.edits))
+	edits = append(edits, rb.changes...)
+	edits = append(edits, jsonobj.Edit{Key: "relay"})
+	if t.model != "" {
+		edits = append(edits, jsonobj.Edit{Key: "model", Value: t.modelJSON()})
+	}
+	for _, e := range t.edits {
+		value, ok := rb.editValue(e)
+		if !ok {
+			continue
+		}
+		if len(e.path) == 1 {
+			edits = append(edits, jsonobj.Edit{Key: e.path[0], Value: value})
+			continue
+		}
+		// A nested edit rewrites its top-level member as a whole.
+		top := map[string]json.RawMessage{}
+		v, edited := jsonobj.LastEdit(edits, e.path[0])
+		if !edited {
+			v = rb.fields[e.path[0]]
+		}
+		if v != nil {
+			top[e.path[0]] = v
+		}
+		if err := applyEdit(top, e.path, value); err != nil {
+			return nil, err
+		}
+		edits = append(edits, jsonobj.Edit{Key: e.path[0], Value: top[e.path[0]]})
+	}
+	return jsonobj.Rewrite(make([]byte, 0, len(rb.raw)+64), rb.members, edits), nil
+}
+
+// forTargetByMap is forTarget through a map of the members: for a body
+// translated into another dialect, or one that repeats a key (encoding/json
+// keeps the last; so does the map).
+func (rb *requestBody) forTargetByMap(t *target, x exchange) ([]byte, error) {
 	fields := make(map[string]json.RawMessage, len(rb.fields)+len(t.edits))
 	for k, v := range rb.fields {
 		fields[k] = v
 	}
 	delete(fields, "relay")
 	if t.model != "" {
-		m, _ := json.Marshal(t.model)
-		fields["model"] = m
+		fields["model"] = t.modelJSON()
 	}
 	if x.crosses() {
 		b, err := json.Marshal(fields)
@@ -216,24 +293,49 @@ func (rb *requestBody) forTarget(t *target, x exchange) ([]byte, error) {
 		}
 	}
 	for _, e := range t.edits {
-		value := e.value
-		if string(value) == budgetPlaceholder {
-			if rb.budget == 0 {
-				continue
-			}
-			value = json.RawMessage(strconv.Itoa(rb.budget))
+		value, ok := rb.editValue(e)
+		if !ok {
+			continue
 		}
 		if err := applyEdit(fields, e.path, value); err != nil {
 			return nil, err
 		}
 	}
-	if !x.crosses() && rb.unique {
-		// Only the few fields above changed: splice them into the
-		// client's bytes instead of encoding the whole body again (a
-		// megabyte prompt is copied, not re-validated and re-escaped).
-		return jsonobj.Render(make([]byte, 0, len(rb.raw)+64), rb.members, fields), nil
-	}
 	return json.Marshal(fields)
+}
+
+// editValue is the value a target's edit sets: the request's reasoning
+// budget for the budget placeholder (ok false: the request has none, the
+// edit does not apply).
+func (rb *requestBody) editValue(e bodyEdit) (json.RawMessage, bool) {
+	if string(e.value) != budgetPlaceholder {
+		return e.value, true
+	}
+	if rb.budget == 0 {
+		return nil, false
+	}
+	return json.RawMessage(strconv.Itoa(rb.budget)), true
+}
+
+// set, del and setPath change the client's body for every target: the
+// relay's own edits (effort, thinking, stream_options), kept in fields for
+// what reads them and in changes for the splice.
+func (rb *requestBody) set(key string, value json.RawMessage) {
+	rb.fields[key] = value
+	rb.changes = append(rb.changes, jsonobj.Edit{Key: key, Value: value})
+}
+
+func (rb *requestBody) del(key string) {
+	delete(rb.fields, key)
+	rb.changes = append(rb.changes, jsonobj.Edit{Key: key})
+}
+
+func (rb *requestBody) setPath(path []string, value json.RawMessage) error {
+	if err := applyEdit(rb.fields, path, value); err != nil {
+		return err
+	}
+	rb.changes = append(rb.changes, jsonobj.Edit{Key: path[0], Value: rb.fields[path[0]]}) // nil: gone
+	return nil
 }
 
 // applyEdit sets (value != nil) or removes the field at path, creating

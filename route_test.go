@@ -2,6 +2,7 @@ package llmrelay
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -85,4 +86,81 @@ func TestBodyForTargetSplices(t *testing.T) {
 	if out, _ := rb.forTarget(&target{}, exchange{}); string(out) != `{"model":"chat","n":2}` {
 		t.Fatalf("repeated key: %s", out)
 	}
+}
+
+// The splice (same dialect) gives the body the map gives, whatever the
+// relay changed before (effort, thinking, stream_options) and whatever
+// the target edits, nested ones included.
+func TestBodyForTargetSpliceMatchesMap(t *testing.T) {
+	bodies := []string{
+		`{"model":"chat","messages":[{"role":"user","content":"hi"}],"stream":true}`,
+		`{"relay":{"mode":"off"},"model":"chat","n":1}`,
+		`{"n":1,"model":"chat","relay":{"mode":"pace"},"reasoning":{"effort":"low"},"temperature":1}`,
+		` { "model" : "caf\u00e9" , "x" : [ 1 , 2 ] , "reasoning" : null } `,
+		`{"model":"chat","thinking":{"type":"enabled","budget_tokens":5000},"max_tokens":10}`,
+	}
+	changes := map[string]func(rb *requestBody){
+		"none":     func(*requestBody) {},
+		"effort":   func(rb *requestBody) { rb.set("reasoning_effort", json.RawMessage(`"high"`)) },
+		"nested":   func(rb *requestBody) { _ = rb.setPath([]string{"reasoning", "effort"}, json.RawMessage(`"minimal"`)) },
+		"thinking": func(rb *requestBody) { rb.del("thinking"); rb.set("max_tokens", json.RawMessage(`4096`)) },
+		"usage": func(rb *requestBody) {
+			rb.set("stream_options", json.RawMessage(`{"include_usage":true}`))
+			rb.set("stream_options", json.RawMessage(`{"include_usage":false}`))
+		},
+	}
+	targets := [][]bodyEdit{
+		nil,
+		{{path: []string{"temperature"}}},
+		{{path: []string{"temperature"}, value: json.RawMessage(`0.5`)}, {path: []string{"temperature"}}},
+		{{path: []string{"reasoning", "max_tokens"}, value: json.RawMessage(`2000`)}, {path: []string{"reasoning", "effort"}}},
+		{{path: []string{"a", "b", "c"}, value: json.RawMessage(`1`)}, {path: []string{"a", "b", "d"}, value: json.RawMessage(`2`)}},
+		{{path: []string{"relay"}, value: json.RawMessage(`{"x":1}`)}, {path: []string{"budget"}, value: json.RawMessage(budgetPlaceholder)}},
+		{{path: []string{"x", "y"}, value: json.RawMessage(`1`)}}, // an error where x is an array
+	}
+	for _, body := range bodies {
+		for name, change := range changes {
+			for i, edits := range targets {
+				for _, model := range []string{"", "gpt-x", `we"ird`} {
+					rb, err := parseRequestBody([]byte(body))
+					if err != nil {
+						t.Fatalf("%s: %v", body, err)
+					}
+					rb.budget = 700
+					change(rb)
+					tg := newTarget(nil, model)
+					tg.edits = edits
+					splice, errS := rb.forTarget(tg, exchange{})
+					byMap, errM := rb.forTargetByMap(tg, exchange{})
+					if (errS == nil) != (errM == nil) {
+						t.Fatalf("%s, %s, target %d: splice error %v, map error %v", body, name, i, errS, errM)
+					}
+					if errS != nil {
+						continue
+					}
+					var a, b any
+					if json.Unmarshal(splice, &a) != nil || json.Unmarshal(byMap, &b) != nil || !reflect.DeepEqual(a, b) {
+						t.Errorf("%s, %s, target %d, model %q:\nsplice %s\nmap    %s", body, name, i, model, splice, byMap)
+					}
+				}
+			}
+		}
+	}
+}
+
+// jsonString decodes a model name as encoding/json does.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{`"chat"`, `"caf\u00e9"`, `"\ud800"`, "\"\xff\"", `1`, `null`, `""`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return // parseRequestBody hands jsonString valid values only
+		}
+		var want string
+		_ = json.Unmarshal(raw, &want)
+		if got := jsonString(raw); got != want {
+			t.Fatalf("jsonString(%q) = %q, encoding/json %q", raw, got, want)
+		}
+	})
 }

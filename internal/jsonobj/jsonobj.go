@@ -49,7 +49,7 @@ func Split(b []byte) ([]Member, error) {
 // scan splits b in one validating pass with jsonscan.
 func scan(b []byte) ([]Member, bool) {
 	it := jsonscan.NewObjIter(b, jsonscan.SkipWS(b, 0), 1)
-	var members []Member
+	members := make([]Member, 0, 16) // a request's members: no regrowing
 	for {
 		ks, ke, vs, ok := it.Next()
 		if !ok {
@@ -159,6 +159,72 @@ func Render(dst []byte, members []Member, values map[string]json.RawMessage) []b
 	return append(dst, '}')
 }
 
+// An Edit replaces or adds (Value not nil) or removes (Value nil) one
+// top-level member.
+type Edit struct {
+	Key   string
+	Value []byte // valid JSON, or nil to remove the member
+}
+
+// Rewrite appends to dst what Render gives for Map(members) with edits
+// applied in order (a later edit of a key wins), without building the
+// map: one pass over members, the untouched ones copied as written.
+// members must not repeat a key (see Unique).
+func Rewrite(dst []byte, members []Member, edits []Edit) []byte {
+	dst = append(dst, '{')
+	n := 0
+	sep := func() {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+	}
+	for _, mb := range members {
+		v, edited := LastEdit(edits, mb.Key)
+		if edited && v == nil {
+			continue
+		}
+		if !edited {
+			v = mb.Value
+		}
+		sep()
+		dst = append(dst, mb.Name...)
+		dst = append(dst, ':')
+		dst = append(dst, v...)
+	}
+	var added []string
+	for i, e := range edits {
+		if e.Value == nil || slices.ContainsFunc(members, func(mb Member) bool { return mb.Key == e.Key }) {
+			continue
+		}
+		if slices.ContainsFunc(edits[i+1:], func(later Edit) bool { return later.Key == e.Key }) {
+			continue // the last edit of the key decides
+		}
+		added = append(added, e.Key)
+	}
+	slices.Sort(added)
+	for _, k := range added {
+		sep()
+		name, _ := json.Marshal(k)
+		dst = append(dst, name...)
+		dst = append(dst, ':')
+		v, _ := LastEdit(edits, k)
+		dst = append(dst, v...)
+	}
+	return append(dst, '}')
+}
+
+// LastEdit is the value the last of edits that names key sets (nil:
+// removed), and whether any does.
+func LastEdit(edits []Edit, key string) ([]byte, bool) {
+	for i := len(edits) - 1; i >= 0; i-- {
+		if edits[i].Key == key {
+			return edits[i].Value, true
+		}
+	}
+	return nil, false
+}
+
 // Unique reports whether no key occurs twice among members.
 func Unique(members []Member) bool {
 	for i := range members {
@@ -185,6 +251,9 @@ func same(v, orig []byte) bool {
 
 func decodeKey(name []byte) (string, error) {
 	inner := name[1 : len(name)-1]
+	if k, ok := commonKey(inner); ok {
+		return k, nil
+	}
 	if !slices.Contains(inner, '\\') && utf8.Valid(inner) {
 		return string(inner), nil
 	}
@@ -195,6 +264,46 @@ func decodeKey(name []byte) (string, error) {
 		return "", ErrNotObject
 	}
 	return k, nil
+}
+
+// commonKey returns the keys most request bodies have as constants, so
+// splitting a body does not allocate a string for each of them.
+func commonKey(k []byte) (string, bool) {
+	switch string(k) { // no allocation: the compiler compares the bytes
+	case "model":
+		return "model", true
+	case "messages":
+		return "messages", true
+	case "stream":
+		return "stream", true
+	case "temperature":
+		return "temperature", true
+	case "max_tokens":
+		return "max_tokens", true
+	case "input":
+		return "input", true
+	case "system":
+		return "system", true
+	case "tools":
+		return "tools", true
+	case "stream_options":
+		return "stream_options", true
+	case "reasoning_effort":
+		return "reasoning_effort", true
+	case "reasoning":
+		return "reasoning", true
+	case "thinking":
+		return "thinking", true
+	case "instructions":
+		return "instructions", true
+	case "max_completion_tokens":
+		return "max_completion_tokens", true
+	case "top_p":
+		return "top_p", true
+	case "metadata":
+		return "metadata", true
+	}
+	return "", false
 }
 
 // endOfValue returns the position past the value at b[i]. b is valid

@@ -54,7 +54,7 @@ func TestUnique(t *testing.T) {
 // same value; with a member replaced, one removed and one added, it
 // decodes to the edited map; Split accepts exactly the valid objects.
 func FuzzSplitRender(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":1}`, `{"a":"\"}","b":[{"c":"]"}],"d":null}`, ` {"x" : { "y" : [ 1 , 2 ] } } `, `[1]`, `{"a":1,"a":2}`} {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":"\"}","b":[{"c":"]"}],"d":null}`, ` {"x" : { "y" : [ 1 , 2 ] } } `, `[1]`, `{"a":1,"a":2}`, `{"model":"a","relay":{"mode":"off"},"x":1}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -87,6 +87,29 @@ func FuzzSplitRender(f *testing.F) {
 		got = nil
 		if err := json.Unmarshal(out, &got); err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("edited render of %q = %q (%v)", in, out, err)
+		}
+
+		// Rewrite is Render of the map with the same edits applied in
+		// order: replaced, removed, added, added then removed, set twice.
+		edits := []Edit{{Key: "model", Value: []byte(`"m2"`)}, {Key: "relay"}, {Key: "zz new", Value: []byte(`{}`)}, {Key: "aa gone", Value: []byte(`1`)}, {Key: "aa gone"}, {Key: "model", Value: []byte(`"m3"`)}}
+		if len(ms) > 0 {
+			edits = append(edits, Edit{Key: ms[0].Key, Value: []byte(`true`)})
+		}
+		if len(ms) > 1 {
+			edits = append(edits, Edit{Key: ms[len(ms)-1].Key})
+		}
+		for n := range len(edits) + 1 {
+			values = Map(ms)
+			for _, e := range edits[:n] {
+				if e.Value == nil {
+					delete(values, e.Key)
+				} else {
+					values[e.Key] = e.Value
+				}
+			}
+			if r, w := Rewrite(nil, ms, edits[:n]), Render(nil, ms, values); string(r) != string(w) {
+				t.Fatalf("Rewrite(%q, %d edits) = %q, Render %q", in, n, r, w)
+			}
 		}
 	})
 }
