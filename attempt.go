@@ -148,7 +148,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	if isEventStream(resp.Header) {
 		var inputTokens int
 		if x.crosses() && x.client == dialectMessages {
-			inputTokens = usage.EstimatePrompt(payload)
+			inputTokens = usage.EstimatePrompt(payload.Bytes())
 		}
 		res.events = x.translateStream(sse.NewReader(res.resp.Body, 0).NormalizeLineEndings(), "", true, inputTokens)
 		if err := awaitFirstEvent(res); err != nil {

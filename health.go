@@ -220,7 +220,7 @@ func (h *Relay) startProbes(ctx caddy.Context) {
 func (h *Relay) probe(ctx context.Context, up *upstreamRuntime, uri string, timeout time.Duration, targets []*target) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := up.newRequest(ctx, http.MethodGet, up.base+uri, nil, nil)
+	req, err := up.newRequest(ctx, http.MethodGet, up.base+uri, nil, payload{})
 	if err != nil {
 		return
 	}

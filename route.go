@@ -228,7 +228,7 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 // last because the operator writes them for the upstream: `set max_tokens`
 // on an Anthropic target means Anthropic's max_tokens, whatever the client
 // spoke.
-func (rb *requestBody) forTarget(t *target, x exchange) ([]byte, error) {
+func (rb *requestBody) forTarget(t *target, x exchange) (payload, error) {
 	if x.crosses() || !rb.unique {
 		return rb.forTargetByMap(t, x)
 	}
@@ -260,17 +260,17 @@ func (rb *requestBody) forTarget(t *target, x exchange) ([]byte, error) {
 			top[e.path[0]] = v
 		}
 		if err := applyEdit(top, e.path, value); err != nil {
-			return nil, err
+			return payload{}, err
 		}
 		edits = append(edits, jsonobj.Edit{Key: e.path[0], Value: top[e.path[0]]})
 	}
-	return jsonobj.Rewrite(make([]byte, 0, len(rb.raw)+64), rb.members, edits), nil
+	return piecesPayload(jsonobj.Pieces(make([][]byte, 0, 4+3*len(edits)), rb.raw, rb.members, edits)), nil
 }
 
 // forTargetByMap is forTarget through a map of the members: for a body
 // translated into another dialect, or one that repeats a key (encoding/json
 // keeps the last; so does the map).
-func (rb *requestBody) forTargetByMap(t *target, x exchange) ([]byte, error) {
+func (rb *requestBody) forTargetByMap(t *target, x exchange) (payload, error) {
 	fields := make(map[string]json.RawMessage, len(rb.fields)+len(t.edits))
 	for k, v := range rb.fields {
 		fields[k] = v
@@ -282,14 +282,14 @@ func (rb *requestBody) forTargetByMap(t *target, x exchange) ([]byte, error) {
 	if x.crosses() {
 		b, err := json.Marshal(fields)
 		if err != nil {
-			return nil, err
+			return payload{}, err
 		}
 		if b, err = x.translateRequest(b); err != nil {
-			return nil, err
+			return payload{}, err
 		}
 		fields = nil
 		if err := json.Unmarshal(b, &fields); err != nil {
-			return nil, fmt.Errorf("translated body: %w", err)
+			return payload{}, fmt.Errorf("translated body: %w", err)
 		}
 	}
 	for _, e := range t.edits {
@@ -298,10 +298,11 @@ func (rb *requestBody) forTargetByMap(t *target, x exchange) ([]byte, error) {
 			continue
 		}
 		if err := applyEdit(fields, e.path, value); err != nil {
-			return nil, err
+			return payload{}, err
 		}
 	}
-	return json.Marshal(fields)
+	b, err := json.Marshal(fields)
+	return bytesPayload(b), err
 }
 
 // editValue is the value a target's edit sets: the request's reasoning

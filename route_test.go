@@ -20,10 +20,11 @@ func TestBodyForTarget(t *testing.T) {
 		{path: []string{"temperature"}},
 		{path: []string{"absent", "deep"}},
 	}}
-	out, err := rb.forTarget(tg, exchange{})
+	body, err := rb.forTarget(tg, exchange{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := body.Bytes()
 	var got map[string]any
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatal(err)
@@ -69,10 +70,11 @@ func TestBodyForTargetSplices(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := &target{model: "gpt-x", edits: []bodyEdit{{path: []string{"max_tokens"}, value: json.RawMessage(`64`)}}}
-	out, err := rb.forTarget(tg, exchange{})
+	body, err := rb.forTarget(tg, exchange{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := body.Bytes()
 	want := `{"z":1.50,"model":"gpt-x","messages":[ {"role":"user","content":"caf\u00e9 \"x\""} ],"a":[1, 2],"max_tokens":64}`
 	if string(out) != want {
 		t.Fatalf("body\n%s\nwant\n%s", out, want)
@@ -83,8 +85,8 @@ func TestBodyForTargetSplices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := rb.forTarget(&target{}, exchange{}); string(out) != `{"model":"chat","n":2}` {
-		t.Fatalf("repeated key: %s", out)
+	if out, _ := rb.forTarget(&target{}, exchange{}); string(out.Bytes()) != `{"model":"chat","n":2}` {
+		t.Fatalf("repeated key: %s", out.Bytes())
 	}
 }
 
@@ -139,8 +141,8 @@ func TestBodyForTargetSpliceMatchesMap(t *testing.T) {
 						continue
 					}
 					var a, b any
-					if json.Unmarshal(splice, &a) != nil || json.Unmarshal(byMap, &b) != nil || !reflect.DeepEqual(a, b) {
-						t.Errorf("%s, %s, target %d, model %q:\nsplice %s\nmap    %s", body, name, i, model, splice, byMap)
+					if json.Unmarshal(splice.Bytes(), &a) != nil || json.Unmarshal(byMap.Bytes(), &b) != nil || !reflect.DeepEqual(a, b) {
+						t.Errorf("%s, %s, target %d, model %q:\nsplice %s\nmap    %s", body, name, i, model, splice.Bytes(), byMap.Bytes())
 					}
 				}
 			}

@@ -63,7 +63,7 @@ func (h *Relay) serveStored(w http.ResponseWriter, r *http.Request, rec *request
 func (h *Relay) askStored(w http.ResponseWriter, r *http.Request, rec *requestLog, up *upstreamRuntime, rest string, body []byte, last bool) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), storedTimeout)
 	defer cancel()
-	req, err := up.newRequest(ctx, r.Method, up.url(rest, r.URL.RawQuery), r.Header, body)
+	req, err := up.newRequest(ctx, r.Method, up.url(rest, r.URL.RawQuery), r.Header, bytesPayload(body))
 	if err != nil {
 		h.reject(w, rec, errStoredFailed(up.name, err))
 		return true

@@ -1,7 +1,6 @@
 package llmrelay
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -183,20 +182,17 @@ func (u *upstreamRuntime) url(rest, rawQuery string) string {
 // shadow copies, health probes): the URL, the client's headers made safe
 // for this upstream (see upstreamHeader), the upstream's credentials in
 // its dialect's header, and the body. client may be nil (probes).
-func (u *upstreamRuntime) newRequest(ctx context.Context, method, url string, client http.Header, body []byte) (*http.Request, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+func (u *upstreamRuntime) newRequest(ctx context.Context, method, url string, client http.Header, body payload) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("building the request to upstream %s: %w", u.name, err)
 	}
 	req.Header = u.upstreamHeader(client)
-	if body == nil {
+	if body.parts == nil {
 		req.Header.Del("Content-Type")
+		return req, nil
 	}
-	req.ContentLength = int64(len(body))
+	body.attach(req)
 	return req, nil
 }
 

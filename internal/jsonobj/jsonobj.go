@@ -24,6 +24,9 @@ type Member struct {
 	Key   string // decoded
 	Name  []byte // the key's literal as written, quotes included
 	Value []byte // the value as written
+	// Start and End delimit the member (Name to Value) in the object's
+	// bytes, so a run of members can be copied as one piece.
+	Start, End int
 }
 
 // ErrNotObject is returned for input that is not one valid JSON object.
@@ -63,7 +66,7 @@ func scan(b []byte) ([]Member, bool) {
 		if err != nil {
 			return nil, false
 		}
-		members = append(members, Member{Key: key, Name: b[ks:ke], Value: b[vs:it.Pos]})
+		members = append(members, Member{Key: key, Name: b[ks:ke], Value: b[vs:it.Pos], Start: ks, End: it.Pos})
 	}
 	if it.Err || jsonscan.SkipWS(b, it.Pos) != len(b) {
 		return nil, false
@@ -94,7 +97,7 @@ func split(b []byte) ([]Member, error) {
 		i = jsonscan.SkipWS(b, i+1) // past ':'
 		vs := i
 		i = endOfValue(b, i)
-		members = append(members, Member{Key: key, Name: name, Value: b[vs:i]})
+		members = append(members, Member{Key: key, Name: name, Value: b[vs:i], Start: ks, End: i})
 		i = jsonscan.SkipWS(b, i)
 		if b[i] == '}' {
 			return members, nil
@@ -166,31 +169,48 @@ type Edit struct {
 	Value []byte // valid JSON, or nil to remove the member
 }
 
-// Rewrite appends to dst what Render gives for Map(members) with edits
-// applied in order (a later edit of a key wins), without building the
-// map: one pass over members, the untouched ones copied as written.
-// members must not repeat a key (see Unique).
-func Rewrite(dst []byte, members []Member, edits []Edit) []byte {
-	dst = append(dst, '{')
-	n := 0
+// Pieces appends to parts the object of members with edits applied in
+// order (a later edit of a key wins), as pieces to be written one after
+// the other: the object Render gives for the edited Map(members), without
+// copying the members no edit names. A run of such members is one piece
+// of raw, as written (the whitespace between them included); the others
+// and the added ones (in sorted key order) follow Render's form. raw is
+// the object Split returned members from; members must not repeat a key
+// (see Unique). The pieces point into raw and edits.
+func Pieces(parts [][]byte, raw []byte, members []Member, edits []Edit) [][]byte {
+	parts = append(parts, openBrace)
+	n := 0 // members or runs written
 	sep := func() {
 		if n > 0 {
-			dst = append(dst, ',')
+			parts = append(parts, comma)
 		}
 		n++
 	}
+	run := -1 // where the current run of untouched members starts in raw
+	end := 0
 	for _, mb := range members {
 		v, edited := LastEdit(edits, mb.Key)
-		if edited && v == nil {
+		if !edited {
+			if run < 0 {
+				run = mb.Start
+			}
+			end = mb.End
 			continue
 		}
-		if !edited {
-			v = mb.Value
+		if run >= 0 {
+			sep()
+			parts = append(parts, raw[run:end])
+			run = -1
+		}
+		if v == nil {
+			continue
 		}
 		sep()
-		dst = append(dst, mb.Name...)
-		dst = append(dst, ':')
-		dst = append(dst, v...)
+		parts = append(parts, mb.Name, colon, v)
+	}
+	if run >= 0 {
+		sep()
+		parts = append(parts, raw[run:end])
 	}
 	var added []string
 	for i, e := range edits {
@@ -206,13 +226,19 @@ func Rewrite(dst []byte, members []Member, edits []Edit) []byte {
 	for _, k := range added {
 		sep()
 		name, _ := json.Marshal(k)
-		dst = append(dst, name...)
-		dst = append(dst, ':')
 		v, _ := LastEdit(edits, k)
-		dst = append(dst, v...)
+		parts = append(parts, name, colon, v)
 	}
-	return append(dst, '}')
+	return append(parts, closeBrace)
 }
+
+// The punctuation Pieces puts between pieces. Read only.
+var (
+	openBrace  = []byte("{")
+	closeBrace = []byte("}")
+	comma      = []byte(",")
+	colon      = []byte(":")
+)
 
 // LastEdit is the value the last of edits that names key sets (nil:
 // removed), and whether any does.

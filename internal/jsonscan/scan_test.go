@@ -269,3 +269,22 @@ func FuzzScan(f *testing.F) {
 		MatchKey(lit, []string{"choices", "usage", "error", "object"}) // must not panic
 	})
 }
+
+// A long prompt: words with an escape every twenty bytes or so, as a
+// pasted file or a long conversation has.
+func BenchmarkScanStringPrompt(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteByte('"')
+	words := []string{"the ", "relay ", "streams ", "tokens, ", "and ", `\n`, `\"quotes\" `, "caddy ", "50% ", "<tag> ", "naïve "}
+	for i := 0; sb.Len() < 1<<20; i++ {
+		sb.WriteString(words[i%len(words)])
+	}
+	sb.WriteByte('"')
+	lit := []byte(sb.String())
+	b.SetBytes(int64(len(lit)))
+	for b.Loop() {
+		if end, _ := ScanString(lit, 0); end != len(lit) {
+			b.Fatal(end)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package llmrelay
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+)
+
+// payload is the body of one upstream request as pieces written one after
+// the other: the client's own bytes where the relay changed nothing, the
+// relay's edits between them (see jsonobj.Pieces). A megabyte prompt goes
+// to the upstream straight from the buffer it was read into, never copied
+// into a second one.
+type payload struct {
+	parts [][]byte // nil: no body at all
+	size  int
+}
+
+func piecesPayload(parts [][]byte) payload {
+	p := payload{parts: parts}
+	for _, b := range parts {
+		p.size += len(b)
+	}
+	return p
+}
+
+// bytesPayload is the body b (nil: none).
+func bytesPayload(b []byte) payload {
+	if b == nil {
+		return payload{}
+	}
+	return payload{parts: [][]byte{b}, size: len(b)}
+}
+
+// Bytes is the body in one slice, for the few readers that need one (a
+// prompt estimate, tests). One piece is returned as it is.
+func (p payload) Bytes() []byte {
+	if len(p.parts) == 1 {
+		return p.parts[0]
+	}
+	return bytes.Join(p.parts, nil)
+}
+
+// attach makes p the body of req, with GetBody, so the transport can send
+// it again on a fresh connection when a reused one turns out closed.
+func (p payload) attach(req *http.Request) {
+	req.ContentLength = int64(p.size)
+	if p.size == 0 {
+		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
+		return
+	}
+	req.Body = io.NopCloser(&partsReader{parts: p.parts})
+	req.GetBody = func() (io.ReadCloser, error) {
+		return io.NopCloser(&partsReader{parts: p.parts}), nil
+	}
+}
+
+// partsReader reads pieces one after the other; the pieces are not
+// modified, so several readers may share them.
+type partsReader struct {
+	parts [][]byte
+	i     int // the piece being read
+	off   int // in parts[i]
+}
+
+func (r *partsReader) Read(b []byte) (int, error) {
+	n := 0
+	for n < len(b) && r.i < len(r.parts) {
+		c := copy(b[n:], r.parts[r.i][r.off:])
+		n += c
+		r.off += c
+		if r.off == len(r.parts[r.i]) {
+			r.i, r.off = r.i+1, 0
+		}
+	}
+	if n == 0 && len(b) > 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
