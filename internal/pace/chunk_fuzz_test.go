@@ -333,3 +333,66 @@ func FuzzStripReasoning(f *testing.F) {
 		}
 	})
 }
+
+// ClassifyCount agrees with Classify on every chunk Classify finds well
+// formed: the same kind for comments, done and errors, and for a text
+// chunk the same channel and counts.
+func FuzzClassifyCount(f *testing.F) {
+	for _, s := range []string{openAIText, openAIFirst, openAIStop, openAIUsage, openAITool, openAILogp, openAIN2, openAIRef,
+		deepSeekR, deepSeekA, deepSeekUse, orReasonD, orReason, orText,
+		`{"choices":[{"delta":{"content":"a\ud83d\ude00\u4f60\n\"<>"}}]}`,
+		`{"object":"error","message":"x"}`, `{"error":{"message":"x"}}`,
+		`{"choices":[{"delta":{"content":"a","content":"b"}}]}`,
+		`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}`,
+		`[DONE]`, `hello`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raw := "data: " + string(data) + "\n\n"
+		r := sse.NewReader(strings.NewReader(raw), 1<<16)
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				return
+			}
+			full, _ := Classify(&ev, nil)
+			light, _ := ClassifyCount(&ev, nil)
+			if light.Text != nil || light.Prefix != nil || light.Suffix != nil {
+				t.Fatalf("ClassifyCount(%q) kept text: %+v", data, light)
+			}
+			switch full.Kind {
+			case KindComment, KindDone, KindError:
+				if light.Kind != full.Kind {
+					t.Fatalf("ClassifyCount(%q) = %s, Classify %s", data, kindName(light.Kind), kindName(full.Kind))
+				}
+			case KindText:
+				if light.Kind != KindText || light.Channel != full.Channel || light.HasRole != full.HasRole ||
+					light.AnswerRunes != full.AnswerRunes || light.ReasoningRunes != full.ReasoningRunes {
+					t.Fatalf("ClassifyCount(%q) = %+v, Classify %+v", data, light, full)
+				}
+			}
+		}
+	})
+}
+
+// readUsage reads a chunk as encoding/json decodes it.
+func FuzzReadUsage(f *testing.F) {
+	for _, s := range []string{openAIUsage, deepSeekUse, openAIText, `{"choices":[],"usage":{"a":1}}`, `{"choices":null,"usage":null}`,
+		`{"Choices":[ ],"USAGE":{}}`, `{"choices":{},"usage":{}}`, `{"usage":1,"usage":null}`, `[1]`, `{"choices":[1],"usage":{}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c struct {
+			Choices []json.RawMessage `json:"choices"`
+			Usage   json.RawMessage   `json:"usage"`
+		}
+		ok := json.Unmarshal(data, &c) == nil && len(c.Usage) > 0 && string(c.Usage) != "null"
+		wantDrop := ok && len(c.Choices) == 0
+		p := NewPacer(Config{DropUsage: true})
+		drop := p.readUsage(data)
+		if drop != wantDrop || ok != (p.usage != nil) || ok && string(p.usage) != string(c.Usage) {
+			t.Fatalf("readUsage(%q) = %v, usage %q; encoding/json: drop %v, usage %q (%v)", data, drop, p.usage, wantDrop, c.Usage, ok)
+		}
+	})
+}

@@ -98,18 +98,19 @@ type direct struct {
 	heartbeat time.Duration
 	timer     *time.Timer
 	lastWrite time.Time
-	dirty     bool
+	pending   []byte // written since the last flush
 	err       error
 	stopped   bool
 }
 
-// write writes b (mu held).
+// write queues b for the next flush (mu held). The events of one upstream
+// read go out in one Write: each Write costs a deadline reset in Caddy's
+// writer, which a stream of small events would pay per event.
 func (d *direct) write(b []byte, now time.Time) {
 	if len(b) == 0 || d.err != nil {
 		return
 	}
-	_, d.err = d.out.Write(b)
-	d.dirty = true
+	d.pending = append(d.pending, b...)
 	d.lastWrite = now
 }
 
@@ -120,11 +121,21 @@ func (d *direct) flush() {
 }
 
 func (d *direct) flushLocked() {
-	if d.dirty && d.err == nil {
+	if len(d.pending) == 0 || d.err != nil {
+		return
+	}
+	if _, d.err = d.out.Write(d.pending); d.err == nil {
 		d.err = d.out.Flush()
-		d.dirty = false
+	}
+	if cap(d.pending) > maxPending {
+		d.pending = nil // a burst's buffer is not kept for the stream's life
+	} else {
+		d.pending = d.pending[:0]
 	}
 }
+
+// maxPending is the largest write buffer a stream keeps between reads.
+const maxPending = 16 << 10
 
 func (d *direct) failed() bool {
 	d.mu.Lock()

@@ -2,10 +2,12 @@ package pace
 
 import (
 	"bytes"
-	"encoding/json"
+	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 	"github.com/llmrelay/caddy-llm-relay/internal/smoothness"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
@@ -38,7 +40,8 @@ type Pacer struct {
 
 	rec          *smoothness.Recorder
 	hiding       bool // reasoning is being dropped: HideReasoning, or a truncating budget ran out
-	reasoningTok int  // estimated reasoning tokens so far
+	reasoningTok int  // estimated reasoning tokens so far, counted with a budget only
+	passThrough  bool // a Chat stream sent as it came: ClassifyCount suffices
 	answerSeen   bool // answer text has been queued
 	overBudget   bool // the reasoning budget ran out (failover or error)
 	usage        []byte
@@ -133,6 +136,9 @@ func NewPacer(cfg Config) *Pacer {
 		p.lanes[laneReasoning].hold = reasoningHold
 	}
 	p.msg.dropIdx, p.msg.thinkIdx = -1, -1
+	// A Chat stream sent as it came needs no chunk's text, only its
+	// kind and size (see ClassifyCount).
+	p.passThrough = cfg.Format == FormatChat && cfg.Mode == ModeOff && !cfg.HideReasoning && cfg.ReasoningBudget <= 0
 	p.rsp.renumber = cfg.Format == FormatResponses &&
 		(cfg.Mode != ModeOff || cfg.HideReasoning || cfg.ReasoningBudget > 0)
 	return p
@@ -154,7 +160,11 @@ func tickInterval(minInterval time.Duration) time.Duration {
 // Push queues one upstream block received at now and returns its kind.
 func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	var c Chunk
-	c, p.scratch = ClassifyFormat(p.cfg.Format, ev, p.scratch[:0])
+	if p.passThrough {
+		c, p.scratch = ClassifyCount(ev, p.scratch[:0])
+	} else {
+		c, p.scratch = ClassifyFormat(p.cfg.Format, ev, p.scratch[:0])
+	}
 	visible := c.AnswerRunes + c.ReasoningRunes
 	if c.Kind != KindComment {
 		// Judge the silence after this event by its own lane's bound.
@@ -165,7 +175,7 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 		}
 		p.rec.Input(now, visible)
 	}
-	if c.ReasoningRunes > 0 {
+	if c.ReasoningRunes > 0 && p.cfg.ReasoningBudget > 0 {
 		p.countReasoning(&c)
 	}
 	if c.AnswerRunes > 0 {
@@ -213,17 +223,43 @@ func hasUsageObject(data []byte) bool {
 }
 
 // readUsage keeps the usage object of a chunk, and reports whether the
-// chunk is a usage-only chunk to drop.
+// chunk is a usage-only chunk to drop. It reads the chunk as
+// encoding/json would decode it into {choices []json.RawMessage; usage
+// json.RawMessage} (keys matched without case, the last one winning),
+// from the top-level members alone.
 func (p *Pacer) readUsage(data []byte) (drop bool) {
-	var c struct {
-		Choices []json.RawMessage `json:"choices"`
-		Usage   json.RawMessage   `json:"usage"`
-	}
-	if json.Unmarshal(data, &c) != nil || len(c.Usage) == 0 || string(c.Usage) == "null" {
+	members, err := jsonobj.Split(data)
+	if err != nil {
 		return false
 	}
-	p.usage = append(p.usage[:0], c.Usage...)
-	return p.cfg.DropUsage && len(c.Choices) == 0
+	var usage, choices []byte
+	for _, m := range members {
+		switch {
+		case strings.EqualFold(m.Key, "usage"):
+			usage = m.Value
+		case strings.EqualFold(m.Key, "choices"):
+			choices = m.Value
+		}
+	}
+	none, ok := emptyArray(choices)
+	if !ok || len(usage) == 0 || string(usage) == "null" {
+		return false
+	}
+	p.usage = append(p.usage[:0], usage...)
+	return p.cfg.DropUsage && none
+}
+
+// emptyArray reports whether v (a JSON value, or nil for none) decodes to
+// an empty []json.RawMessage; ok is false when it does not decode into one
+// at all (not an array, not null).
+func emptyArray(v []byte) (empty, ok bool) {
+	if len(v) == 0 || string(v) == "null" {
+		return true, true
+	}
+	if v[0] != '[' {
+		return false, false
+	}
+	return jsonscan.SkipWS(v, 1) == len(v)-1, true
 }
 
 // countReasoning adds an event's reasoning to the budget count and
@@ -669,20 +705,18 @@ func (p *Pacer) Empty() bool { return p.head == len(p.items) }
 // Stats returns the stream's smoothness figures so far.
 func (p *Pacer) Stats() Stats {
 	return Stats{
-		Report:          p.rec.Report(),
-		HiddenRunes:     p.hiddenRunes,
-		DroppedComment:  p.dropComments,
-		ReasoningTokens: p.reasoningTok,
-		Usage:           p.usage,
+		Report:         p.rec.Report(),
+		HiddenRunes:    p.hiddenRunes,
+		DroppedComment: p.dropComments,
+		Usage:          p.usage,
 	}
 }
 
 // Stats are a stream's smoothness figures and counters.
 type Stats struct {
 	smoothness.Report
-	HiddenRunes     int // reasoning runes not sent (reasoning hide, or a truncating budget)
-	DroppedComment  int // upstream comments not forwarded
-	ReasoningTokens int // estimated reasoning tokens seen
+	HiddenRunes    int // reasoning runes not sent (reasoning hide, or a truncating budget)
+	DroppedComment int // upstream comments not forwarded
 	// Usage is the upstream's usage object, if it sent one. Messages: one
 	// object in Anthropic's member names, message_start's usage overlaid
 	// by message_delta's non-null members.

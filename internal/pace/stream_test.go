@@ -330,3 +330,31 @@ func TestRunEndings(t *testing.T) {
 		})
 	}
 }
+
+// Mode off: the events of one upstream read go out in one write (and one
+// flush), at once, none held back for the next read.
+func TestRunOffOneWritePerRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ev := func(s string) string {
+			return `data: {"choices":[{"index":0,"delta":{"content":"` + s + `"}}]}` + "\n\n"
+		}
+		reads := []string{ev("a"), ev("b") + ev("c") + ev("d"), ev("e") + ev("f") + "data: [DONE]\n\n"}
+		var steps []traces.Step
+		for i, r := range reads {
+			steps = append(steps, traces.Step{At: time.Duration(i) * 10 * time.Millisecond, Raw: []byte(r)})
+		}
+		out := &clientOut{}
+		res, _ := runTrace(t, Config{Mode: ModeOff, Heartbeat: time.Second}, steps, out)
+		if res.End != EndDone {
+			t.Fatalf("end %v", res.End)
+		}
+		if len(out.writes) != len(reads) {
+			t.Fatalf("%d writes for %d reads: %v", len(out.writes), len(reads), out.writes)
+		}
+		for i, w := range out.writes {
+			if string(w.raw) != reads[i] || w.at != steps[i].At {
+				t.Errorf("write %d at %v: %q, want %q at %v", i, w.at, w.raw, reads[i], steps[i].At)
+			}
+		}
+	})
+}
