@@ -609,6 +609,26 @@ func BenchmarkClassify(b *testing.B) {
 	}
 }
 
+// ClassifyCount, what a stream in mode off reads of each chunk.
+func BenchmarkClassifyCount(b *testing.B) {
+	for _, bc := range []struct{ name, data string }{
+		{"openai", openAIText},
+		{"deepseek", deepSeekR},
+		{"openrouter-other", orReasonD},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ev := oneEvent(b, "data: "+bc.data+"\n\n")
+			b.SetBytes(int64(len(ev.Data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if c, _ := ClassifyCount(&ev, nil); c.Kind == KindComment {
+					b.Fatal("unexpected kind")
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkAppendTextEvent(b *testing.B) {
 	ev := oneEvent(b, "data: "+openAIText+"\n\n")
 	c, _ := Classify(&ev, nil)

@@ -16,6 +16,7 @@ import (
 // upstream read (when src supports BeforeRead), not once per event.
 func runDirect(ctx context.Context, cfg Config, first []sse.Event, src Source, out Output, abort func()) Result {
 	d := &direct{p: NewPacer(cfg), out: out, heartbeat: cfg.Heartbeat, lastWrite: time.Now()}
+	defer d.release() // last: after the heartbeat timer is stopped
 	abort = sync.OnceFunc(abort)
 	// A client that goes away must also end a read that is waiting for
 	// the upstream.
@@ -92,15 +93,16 @@ func runDirect(ctx context.Context, cfg Config, first []sse.Event, src Source, o
 
 // direct is the state runDirect shares with its heartbeat timer.
 type direct struct {
-	mu        sync.Mutex
-	p         *Pacer
-	out       Output
-	heartbeat time.Duration
-	timer     *time.Timer
-	lastWrite time.Time
-	pending   []byte // written since the last flush
-	err       error
-	stopped   bool
+	mu         sync.Mutex
+	p          *Pacer
+	out        Output
+	heartbeat  time.Duration
+	timer      *time.Timer
+	lastWrite  time.Time
+	pending    []byte  // written since the last flush
+	pendingBuf *[]byte // pending's buffer, from pendingBuffers
+	err        error
+	stopped    bool
 }
 
 // write queues b for the next flush (mu held). The events of one upstream
@@ -110,8 +112,31 @@ func (d *direct) write(b []byte, now time.Time) {
 	if len(b) == 0 || d.err != nil {
 		return
 	}
+	if d.pendingBuf == nil {
+		d.pendingBuf = pendingBuffers.Get().(*[]byte)
+		d.pending = (*d.pendingBuf)[:0]
+	}
+	if len(d.pending) > 0 && len(d.pending)+len(b) > cap(d.pending) {
+		// A long read: write what is queued (Caddy's buffered writer
+		// sends a write this size straight on) and start again.
+		_, d.err = d.out.Write(d.pending)
+		d.pending = d.pending[:0]
+	}
 	d.pending = append(d.pending, b...)
 	d.lastWrite = now
+}
+
+// pendingBuffers are the write buffers of streams in mode off, taken at a
+// stream's first write after a flush and given back at the flush: the
+// size of Caddy's response buffer.
+var pendingBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// release hands the stream's buffers back (see runDirect).
+func (d *direct) release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.putPending()
+	d.p.Release()
 }
 
 func (d *direct) flush() {
@@ -127,15 +152,21 @@ func (d *direct) flushLocked() {
 	if _, d.err = d.out.Write(d.pending); d.err == nil {
 		d.err = d.out.Flush()
 	}
-	if cap(d.pending) > maxPending {
-		d.pending = nil // a burst's buffer is not kept for the stream's life
-	} else {
-		d.pending = d.pending[:0]
-	}
+	d.putPending() // a stream waiting for its upstream holds no buffer
 }
 
-// maxPending is the largest write buffer a stream keeps between reads.
-const maxPending = 16 << 10
+// putPending hands the write buffer back to the pool (mu held).
+func (d *direct) putPending() {
+	if d.pendingBuf != nil && cap(d.pending) <= maxPending {
+		*d.pendingBuf = d.pending[:0]
+		pendingBuffers.Put(d.pendingBuf)
+	}
+	d.pending, d.pendingBuf = nil, nil
+}
+
+// maxPending is the largest write buffer given back for reuse: one event
+// larger than a pending buffer grows it.
+const maxPending = 64 << 10
 
 func (d *direct) failed() bool {
 	d.mu.Lock()

@@ -3,6 +3,7 @@ package pace
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -125,6 +126,12 @@ type pendingEvent struct {
 func NewPacer(cfg Config) *Pacer {
 	cfg = cfg.withDefaults()
 	p := &Pacer{cfg: cfg, tickEvery: tickInterval(cfg.MinInterval), rec: smoothness.New(), hiding: cfg.HideReasoning}
+	if b, ok := pacerBuffers.Get().(*buffers); ok {
+		p.items, p.arena = b.items[:0], b.arena[:0]
+		p.scratch, p.strip, p.stripEv, p.out, p.text = b.scratch[:0], b.strip[:0], b.stripEv[:0], b.out[:0], b.text[:0]
+		b.reset()
+		buffersFree.Put(b)
+	}
 	answer := cfg.MaxDelay
 	reasoning := cfg.MaxDelay
 	if cfg.Mode == ModeSplit {
@@ -701,6 +708,47 @@ func (p *Pacer) Held() int {
 
 // Empty reports whether nothing is queued.
 func (p *Pacer) Empty() bool { return p.head == len(p.items) }
+
+// Release hands the Pacer's recorder back for reuse once its stream is
+// over and its Stats read. The Pacer must not be used after.
+func (p *Pacer) Release() {
+	p.rec.Release()
+	p.rec = nil
+	if cap(p.arena) > maxKeptArena || cap(p.items) > maxKeptItems {
+		return // a huge burst's buffers are not kept
+	}
+	b, _ := buffersFree.Get().(*buffers)
+	if b == nil {
+		b = new(buffers)
+	}
+	b.items, b.arena = p.items, p.arena
+	b.scratch, b.strip, b.stripEv, b.out, b.text = p.scratch, p.strip, p.stripEv, p.out, p.text
+	pacerBuffers.Put(b)
+	p.items, p.arena, p.scratch, p.strip, p.stripEv, p.out, p.text = nil, nil, nil, nil, nil, nil, nil
+}
+
+// buffers are a released Pacer's growable buffers, for the next NewPacer:
+// a paced stream fills its arena and item queue by doubling, which costs
+// an allocation and a copy per doubling and as much again in collection,
+// per stream.
+type buffers struct {
+	items                               []item
+	arena, scratch, strip, stripEv, out []byte
+	text                                []byte
+}
+
+func (b *buffers) reset() { *b = buffers{} }
+
+var (
+	pacerBuffers sync.Pool // *buffers holding buffers
+	buffersFree  sync.Pool // empty *buffers, so a Put allocates nothing
+)
+
+// The largest buffers a released Pacer gives back.
+const (
+	maxKeptArena = 256 << 10
+	maxKeptItems = 4096
+)
 
 // Stats returns the stream's smoothness figures so far.
 func (p *Pacer) Stats() Stats {

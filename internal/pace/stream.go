@@ -114,6 +114,7 @@ func Run(ctx context.Context, cfg Config, first []sse.Event, src Source, out Out
 	if res.End != EndClientGone {
 		res.End, res.Err = s.end, s.err
 	}
+	s.p.Release()
 	s.mu.Unlock()
 	return res
 }

@@ -59,6 +59,7 @@ package smoothness
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -145,8 +146,16 @@ type Recorder struct {
 // New returns a Recorder with 100 ms rate windows, a 250 ms stall
 // threshold and DefaultMaxDelay.
 func New() *Recorder {
-	return &Recorder{maxDelay: DefaultMaxDelay, lastRunDelay: DefaultMaxDelay}
+	r := recorders.Get().(*Recorder)
+	*r = Recorder{maxDelay: DefaultMaxDelay, lastRunDelay: DefaultMaxDelay}
+	return r
 }
+
+// Release hands r back for a later New to reuse: a Recorder is some 6 KB
+// of histograms, made once per stream. r must not be used after.
+func (r *Recorder) Release() { recorders.Put(r) }
+
+var recorders = sync.Pool{New: func() any { return new(Recorder) }}
 
 // SetMaxDelay sets the longest time the relay may hold text, which decides
 // whether a stall is bridgeable. It applies to input text from the next
