@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -12,8 +13,10 @@ import (
 // reverse_proxy's cost") sets a target for, one after the other, each
 // with its own fresh processes, and ends with one table: each figure, its
 // target and whether it holds. The log level (-log-level, INFO by
-// default), -c for the non-stream and stream measurements and -max-time
-// apply to all; everything else is fixed here, so two reports compare.
+// default), -c for the non-stream and stream measurements, -max-time and
+// -reps (runs of each measurement, each with fresh processes; a figure is
+// the median of its runs' ratios, as the issue measured them) apply to
+// all; everything else is fixed here, so two reports compare.
 
 // check is one target of the report: a ratio of the relay to its baseline
 // and the bound it must stay within.
@@ -22,7 +25,8 @@ type check struct {
 	figure      string  // which ratio
 	got         float64 // the measured ratio
 	bound       float64
-	atLeast     bool // got must be >= bound (throughput); else <= bound
+	atLeast     bool   // got must be >= bound (throughput); else <= bound
+	runs        string // each run's figure, when repeated
 }
 
 func (c check) holds() bool {
@@ -55,9 +59,9 @@ func reportScenarios(c int) []reportScenario {
 			checks: func(name string, sums []summary, _ []holdResult) []check {
 				p50, rps, cpu := ratios(sums)
 				return []check{
-					{name, "req/s", rps, 1.0, true},
-					{name, "p50", p50, 1.05, false},
-					{name, "CPU per request", cpu, 1.1, false},
+					{measurement: name, figure: "req/s", got: rps, bound: 1.0, atLeast: true},
+					{measurement: name, figure: "p50", got: p50, bound: 1.05, atLeast: false},
+					{measurement: name, figure: "CPU per request", got: cpu, bound: 1.1, atLeast: false},
 				}
 			},
 		},
@@ -71,8 +75,8 @@ func reportScenarios(c int) []reportScenario {
 			checks: func(name string, sums []summary, _ []holdResult) []check {
 				p50, _, cpu := ratios(sums)
 				return []check{
-					{name, "p50 (time to last byte)", p50, 1.10, false},
-					{name, "CPU per stream", cpu, 1.25, false},
+					{measurement: name, figure: "p50 (time to last byte)", got: p50, bound: 1.10, atLeast: false},
+					{measurement: name, figure: "CPU per stream", got: cpu, bound: 1.25, atLeast: false},
 				}
 			},
 		},
@@ -84,7 +88,7 @@ func reportScenarios(c int) []reportScenario {
 			},
 			checks: func(name string, sums []summary, _ []holdResult) []check {
 				p50, _, _ := ratios(sums)
-				return []check{{name, "p50", p50, 1.2, false}}
+				return []check{{measurement: name, figure: "p50", got: p50, bound: 1.2, atLeast: false}}
 			},
 		},
 		{
@@ -96,8 +100,8 @@ func reportScenarios(c int) []reportScenario {
 			checks: func(name string, sums []summary, _ []holdResult) []check {
 				p50, _, cpu := ratios(sums)
 				return []check{
-					{name, "p50", p50, 1.5, false},
-					{name, "CPU per request", cpu, 2.0, false},
+					{measurement: name, figure: "p50", got: p50, bound: 1.5, atLeast: false},
+					{measurement: name, figure: "CPU per request", got: cpu, bound: 2.0, atLeast: false},
 				}
 			},
 		},
@@ -109,7 +113,7 @@ func reportScenarios(c int) []reportScenario {
 				o.requests, o.warmup, o.round = 4000, 400, 200
 			},
 			checks: func(name string, sums []summary, _ []holdResult) []check {
-				return []check{{name, "CPU per stream, split / off", ratio(sums[0].cpu, sums[1].cpu), goalSplitCPU, false}}
+				return []check{{measurement: name, figure: "CPU per stream, split / off", got: ratio(sums[0].cpu, sums[1].cpu), bound: goalSplitCPU}}
 			},
 		},
 		{
@@ -127,7 +131,7 @@ func reportScenarios(c int) []reportScenario {
 				var cs []check
 				for _, h := range holds {
 					if h.mode != "" {
-						cs = append(cs, check{name, h.name + " / reverse_proxy", h.perStream / proxy, 1.0, false})
+						cs = append(cs, check{measurement: name, figure: h.name + " / reverse_proxy", got: h.perStream / proxy, bound: 1.0, atLeast: false})
 					}
 				}
 				return cs
@@ -140,13 +144,22 @@ func reportScenarios(c int) []reportScenario {
 func runReport(base options) {
 	start := time.Now()
 	var all []check
+	reps := max(1, base.reps)
 	for i, sc := range reportScenarios(base.concurrency) {
 		o := base
-		o.report = false
+		o.report, o.inReport = false, true
 		sc.adjust(&o)
-		fmt.Printf("\n=== %d. %s (log level %s)\n", i+1, sc.name, o.logLevel)
-		sums, holds := runScenario(o)
-		all = append(all, sc.checks(sc.name, sums, holds)...)
+		n := reps
+		if o.hold > 0 {
+			n = 1 // minutes per run, and steady from run to run
+		}
+		var runs [][]check
+		for rep := range n {
+			fmt.Printf("\n=== %d. %s (log level %s), run %d of %d\n", i+1, sc.name, o.logLevel, rep+1, n)
+			sums, holds := runScenario(o)
+			runs = append(runs, sc.checks(sc.name, sums, holds))
+		}
+		all = append(all, medianChecks(runs)...)
 	}
 
 	fmt.Printf("\n=== report: relay against reverse_proxy (split against off), log level %s, %s, %.0fs\n",
@@ -162,9 +175,30 @@ func runReport(base options) {
 		} else {
 			verdict = "MISSED"
 		}
-		fmt.Printf("%-78s %-32s %6.3fx  target %s %.2fx  %s\n", c.measurement, c.figure, c.got, op, c.bound, verdict)
+		fmt.Printf("%-78s %-32s %6.3fx  target %s %.2fx  %-6s  runs %s\n", c.measurement, c.figure, c.got, op, c.bound, verdict, c.runs)
 	}
 	fmt.Printf("%d of %d targets hold\n", held, len(all))
+}
+
+// medianChecks folds the checks of repeated runs of one measurement into
+// one each: the median ratio (the lower middle for an even count), with
+// every run's figure listed.
+func medianChecks(runs [][]check) []check {
+	out := slices.Clone(runs[0])
+	for i := range out {
+		var got []float64
+		for _, r := range runs {
+			got = append(got, r[i].got)
+		}
+		figures := make([]string, len(got))
+		for j, g := range got {
+			figures[j] = fmt.Sprintf("%.3f", g)
+		}
+		slices.Sort(got)
+		out[i].got = got[(len(got)-1)/2]
+		out[i].runs = strings.Join(figures, " ")
+	}
+	return out
 }
 
 // machine describes the host in a few words, for the report's heading.

@@ -112,6 +112,8 @@ type options struct {
 	promptBytes     int
 	mode            string
 	report          bool
+	reps            int
+	inReport        bool // a run of -report, which states the goals in its table
 }
 
 func parseFlags() options {
@@ -137,7 +139,8 @@ func parseFlags() options {
 	flag.IntVar(&o.hold, "hold", 0, "memory per open stream: hold this many streams open against the relay in each mode and against reverse_proxy, one target at a time (the simulator slowed to a token every 5s; the other measurements are skipped)")
 	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
 	flag.StringVar(&o.mode, "mode", "", "send X-Relay-Mode with this smoothing mode to the relay (off, pace, split-reasoning); empty: the relay's default")
-	flag.BoolVar(&o.report, "report", false, "run every measurement issue 12 sets a target for, one after the other, and print each figure against its target (the other flags but -log-level, -max-time and -c are ignored)")
+	flag.BoolVar(&o.report, "report", false, "run every measurement issue 12 sets a target for, one after the other, and print each figure against its target (the other flags but -log-level, -max-time, -reps and -c are ignored)")
+	flag.IntVar(&o.reps, "reps", 3, "with -report: runs of each measurement (fresh processes each; memory per stream runs once); each figure is the median of its runs' ratios")
 	flag.IntVar(&o.stormRounds, "storm-rounds", 3, "with -storm: storms per target, alternating which target goes first")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./cmd/relaybench [flags]\n\n"+
@@ -282,11 +285,11 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 	if o.translate || o.translateResp {
 		goal = goalTranslateRatio
 	}
-	if o.split {
-		goal = 0
+	if o.split || o.inReport {
+		goal = 0 // split: a CPU goal, below; -report: each its own, in the table
 	}
 	sums = report(os.Stdout, b.results, o.requests, goal)
-	if o.split {
+	if o.split && !o.inReport {
 		reportCPUGoal(os.Stdout, b.results, goalSplitCPU)
 	}
 	if o.memProfile != "" {
