@@ -447,6 +447,30 @@ func (p *Pacer) Next(now time.Time) (out []byte, wake time.Time) {
 	return p.out, wake
 }
 
+// Due is the earliest time at or after now at which Next would send
+// something, or the zero time when nothing is queued: at once for a
+// barrier at the head of the queue or an urgent tick, else the next tick
+// or the head's deadline, whichever comes first (Next's own conditions).
+// A writer that already waits for an earlier or equal time need not be
+// woken for what was just pushed.
+func (p *Pacer) Due(now time.Time) time.Time {
+	if p.head == len(p.items) {
+		return time.Time{}
+	}
+	h := &p.items[p.head]
+	if !h.text || p.urgent {
+		return now
+	}
+	due := p.nextTick
+	if h.deadline.Before(due) {
+		due = h.deadline
+	}
+	if due.Before(now) {
+		return now
+	}
+	return due
+}
+
 // tick sends one paced emission: each lane's text due before the next
 // tick in full, then one piece sized by the lane's drain rate; the lane of
 // the oldest text first. In split-reasoning mode the lanes are served

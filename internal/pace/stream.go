@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg Config, first []sse.Event, src Source, out Out
 		// Wake the writer once per upstream read, when every event of
 		// the read is queued, not once per event: one handoff and one
 		// flush per read.
-		br.BeforeRead(func() { signal(s.wake) })
+		br.BeforeRead(s.wakeIfDue)
 		s.batched = true
 	}
 	if !s.ended {
@@ -132,7 +132,9 @@ type stream struct {
 	err      error
 	sawError bool
 
-	wake    chan struct{} // reader → writer: something was queued or it ended
+	waitsFor time.Time // the pacer's next wake, as the writer last saw it (zero: none); mu
+
+	wake    chan struct{} // reader → writer: something due was queued, or it ended
 	batched bool          // src signals wake before each read (see Run)
 	space   chan struct{} // writer → reader: the backlog shrank
 	stop    chan struct{} // closed when the writer gives up
@@ -191,8 +193,10 @@ func (s *stream) read() {
 			full = s.p.Held() > s.cfg.QueueBytes
 		}
 		s.mu.Unlock()
-		if done || full || !s.batched {
+		if done || full {
 			signal(s.wake)
+		} else if !s.batched {
+			s.wakeIfDue()
 		}
 		if done {
 			return
@@ -223,6 +227,7 @@ func (s *stream) write(ctx context.Context, out Output) Result {
 		now := time.Now()
 		s.mu.Lock()
 		b, wake := s.p.Next(now)
+		s.waitsFor = wake
 		finished := s.ended && s.p.Empty()
 		roomy := s.p.Held() <= s.cfg.QueueBytes
 		s.mu.Unlock()
@@ -278,6 +283,20 @@ func writeFlush(out Output, b []byte) error {
 		return err
 	}
 	return out.Flush()
+}
+
+// wakeIfDue wakes the writer when what the reader queued is due before
+// the time the writer already waits for: most reads of a burst only add
+// to a backlog the next tick serves, and waking the writer for each costs
+// a goroutine switch and a timer reset for nothing.
+func (s *stream) wakeIfDue() {
+	s.mu.Lock()
+	due := s.p.Due(time.Now())
+	wake := !due.IsZero() && (s.waitsFor.IsZero() || due.Before(s.waitsFor))
+	s.mu.Unlock()
+	if wake {
+		signal(s.wake)
+	}
 }
 
 // signal wakes the other goroutine without blocking.

@@ -1,0 +1,66 @@
+package pace
+
+import (
+	"testing"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/traces"
+)
+
+// Due is never late: whatever was just pushed, Next called at any time
+// before Due sends nothing. (Run's writer is not woken for pushes that
+// are due no earlier than the wake-up it already waits for.) Each probe
+// is a real call, so the stream goes on from the probe's time.
+func TestDueNeverLate(t *testing.T) {
+	probes := 0
+	for _, tr := range traces.All() {
+		var at []time.Duration
+		var writes [][]byte
+		for _, s := range tr.Steps {
+			at, writes = append(at, s.At), append(writes, s.Raw)
+		}
+		arrs := ArrivalsOf(at, writes)
+		for _, mode := range []Mode{ModePace, ModeSplit} {
+			p := NewPacer(Config{Mode: mode})
+			var t0 time.Time
+			now := t0
+			for i := 0; i < len(arrs); {
+				if at := t0.Add(arrs[i].At); at.After(now) {
+					now = at
+				}
+				for i < len(arrs) && !t0.Add(arrs[i].At).After(now) {
+					p.Push(&arrs[i].Event, now)
+					i++
+				}
+				if i == len(arrs) {
+					p.End(now)
+				}
+				next := t0.Add(time.Hour)
+				if i < len(arrs) {
+					next = t0.Add(arrs[i].At)
+				}
+				if due := p.Due(now); due.After(now) {
+					probe := now.Add(due.Sub(now) / 2)
+					if probe.After(now) && probe.Before(next) {
+						if out, _ := p.Next(probe); len(out) > 0 {
+							t.Fatalf("%s, %s: Due %v after a push at %v, but Next at %v sent %q", tr.Name, mode, due.Sub(t0), now.Sub(t0), probe.Sub(t0), out)
+						}
+						probes++
+						now = probe
+					}
+				}
+				// Then as Run's writer: every wake-up before the next arrival.
+				for {
+					_, wake := p.Next(now)
+					if wake.IsZero() || !wake.Before(next) {
+						break
+					}
+					now = wake
+				}
+			}
+		}
+	}
+	if probes < 100 {
+		t.Fatalf("only %d probes: the traces no longer exercise Due", probes)
+	}
+}
