@@ -49,10 +49,27 @@ func (p payload) attach(req *http.Request) {
 		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
 		return
 	}
-	req.Body = io.NopCloser(&partsReader{parts: p.parts})
-	req.GetBody = func() (io.ReadCloser, error) {
-		return io.NopCloser(&partsReader{parts: p.parts}), nil
+	if p.size < joinBelow && len(p.parts) > 1 {
+		p.parts = [][]byte{p.Bytes()}
 	}
+	req.Body = io.NopCloser(p.reader())
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(p.reader()), nil }
+}
+
+// joinBelow is the body size under which the pieces are joined into one
+// slice. net/http writes a request's headers and a body it knows to be in
+// memory (a *bytes.Reader) in one write, but flushes the headers on their
+// own before any other body: a system call per request, more than joining
+// a small body costs. A large body is sent from its pieces (one extra
+// write, against a copy of the whole prompt).
+const joinBelow = 64 << 10
+
+// reader reads the body from its start: one piece as a *bytes.Reader.
+func (p payload) reader() io.Reader {
+	if len(p.parts) == 1 {
+		return bytes.NewReader(p.parts[0])
+	}
+	return &partsReader{parts: p.parts}
 }
 
 // partsReader reads pieces one after the other; the pieces are not

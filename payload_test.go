@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"reflect"
 	"testing"
 )
 
@@ -48,4 +49,40 @@ func TestPayloadReads(t *testing.T) {
 			req.Body, _ = req.GetBody()
 		}
 	}
+}
+
+// A body under joinBelow is sent as one *bytes.Reader, which net/http
+// writes together with the request's headers; a larger one from its
+// pieces.
+func TestPayloadSmallBodyInMemory(t *testing.T) {
+	small := piecesPayload([][]byte{[]byte(`{"model":`), []byte(`"m"`), []byte(`}`)})
+	large := piecesPayload([][]byte{[]byte(`{"x":"`), bytes.Repeat([]byte("a"), joinBelow), []byte(`"}`)})
+	for _, tc := range []struct {
+		p        payload
+		inMemory bool
+	}{{small, true}, {large, false}} {
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/", nil)
+		tc.p.attach(req)
+		for range 2 {
+			_, inMemory := unwrapNop(req.Body).(*bytes.Reader)
+			if inMemory != tc.inMemory {
+				t.Fatalf("body of %d bytes: %T, in memory %v, want %v", tc.p.size, unwrapNop(req.Body), inMemory, tc.inMemory)
+			}
+			if got, _ := io.ReadAll(req.Body); !bytes.Equal(got, tc.p.Bytes()) {
+				t.Fatalf("body of %d bytes reads %d bytes", tc.p.size, len(got))
+			}
+			req.Body, _ = req.GetBody()
+		}
+	}
+}
+
+// unwrapNop is the reader inside io.NopCloser, as net/http unwraps it.
+func unwrapNop(rc io.ReadCloser) io.Reader {
+	v := reflect.ValueOf(rc)
+	if v.Kind() == reflect.Struct && v.NumField() == 1 {
+		if r, ok := v.Field(0).Interface().(io.Reader); ok {
+			return r
+		}
+	}
+	return rc
 }
