@@ -50,12 +50,17 @@
 // pace (e.g. -tokens-per-sec 50) events arrive one by one and both flush
 // per event.
 //
-// -cpuprofile writes a CPU profile of the measured phase (all targets,
-// client and simulator included); -memprofile an allocation profile of
-// the whole run. Inspect the relay's share with, e.g.,
+// -cpuprofile F writes a CPU profile of the relay's process during the
+// measured phase to F and one of reverse_proxy's to F.reverse_proxy;
+// -memprofile an allocation profile of the relay's process over the whole
+// run. Compare them with, e.g.,
 //
-//	go tool pprof -top -cum -focus='llmrelay\.\(\*Relay\)' relaybench.pprof
-//	go tool pprof -peek 'llmrelay\.\(\*Relay\)\.(attempt|respond)$' relaybench.pprof
+//	go tool pprof -top -cum -hide 'Syscall6' F
+//	go tool pprof -peek 'sse.\(\*Reader\).fill$' F
+//
+// -report runs every measurement issue 12 sets a target for (goals.go),
+// each -reps times with fresh processes, and prints one table: each
+// figure the median of its runs' ratios, against its target.
 //
 // -storm N runs connect storms instead of the measurements above: N
 // streaming requests released at the same instant, each on a fresh client
