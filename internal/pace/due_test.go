@@ -64,3 +64,41 @@ func TestDueNeverLate(t *testing.T) {
 		t.Fatalf("only %d probes: the traces no longer exercise Due", probes)
 	}
 }
+
+// Mode off's shortcuts (ClassifyCount, pass) send the same bytes at the
+// same times and record the same figures as the queue they bypass.
+func TestPassThroughMatchesQueue(t *testing.T) {
+	for _, tr := range traces.All() {
+		var at []time.Duration
+		var writes [][]byte
+		for _, s := range tr.Steps {
+			at, writes = append(at, s.At), append(writes, s.Raw)
+		}
+		arrs := ArrivalsOf(at, writes)
+		fast, slow := NewPacer(Config{}), NewPacer(Config{})
+		if !fast.passThrough {
+			t.Fatal("mode off, Chat, no budget: not passThrough")
+		}
+		slow.passThrough = false
+		var t0 time.Time
+		for i := 0; i < len(arrs); {
+			now := t0.Add(arrs[i].At)
+			for i < len(arrs) && !t0.Add(arrs[i].At).After(now) {
+				kf, ks := fast.Push(&arrs[i].Event, now), slow.Push(&arrs[i].Event, now)
+				textOrOther := (kf == KindText || kf == KindOther) && (ks == KindText || ks == KindOther)
+				if kf != ks && !textOrOther { // text or other: the same in mode off
+					t.Fatalf("%s, event %d: kind %s, queued %s", tr.Name, i, kindName(kf), kindName(ks))
+				}
+				i++
+			}
+			of, _ := fast.Next(now)
+			os, _ := slow.Next(now)
+			if string(of) != string(os) {
+				t.Fatalf("%s at %v: sent %q, queued %q", tr.Name, now.Sub(t0), of, os)
+			}
+		}
+		if f, s := fast.Stats(), slow.Stats(); f.Report != s.Report || f.EventsOut != s.EventsOut {
+			t.Fatalf("%s: figures %+v, queued %+v", tr.Name, f.Report, s.Report)
+		}
+	}
+}

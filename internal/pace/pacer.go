@@ -42,7 +42,8 @@ type Pacer struct {
 	rec          *smoothness.Recorder
 	hiding       bool // reasoning is being dropped: HideReasoning, or a truncating budget ran out
 	reasoningTok int  // estimated reasoning tokens so far, counted with a budget only
-	passThrough  bool // a Chat stream sent as it came: ClassifyCount suffices
+	passThrough  bool // a Chat stream sent as it came: ClassifyCount suffices, and pass
+	passed       bool // out holds what pass sent since the last Next
 	answerSeen   bool // answer text has been queued
 	overBudget   bool // the reasoning budget ran out (failover or error)
 	usage        []byte
@@ -202,6 +203,10 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 		p.pushHidden(ev, &c, now)
 		return c.Kind
 	case p.cfg.Mode == ModeOff:
+		if p.passThrough && p.head == len(p.items) {
+			p.pass(c.Kind, ev.Raw, visible, now)
+			return c.Kind
+		}
 		p.pushBarrier(c.Kind, ev.Raw, visible, now)
 		return c.Kind
 	case c.Kind == KindComment:
@@ -392,6 +397,23 @@ func (p *Pacer) pushBarrier(kind Kind, raw []byte, visible int, now time.Time) {
 	p.items = append(p.items, item{kind: kind, arrival: now, raw: p.store(raw), runes: visible})
 }
 
+// pass sends raw as it came, with nothing queued before it: what
+// pushBarrier and a Next at the same time would send and record, without
+// the queue (the bytes go straight to the next Next's output).
+func (p *Pacer) pass(kind Kind, raw []byte, visible int, now time.Time) {
+	if !p.passed {
+		p.out, p.passed = p.out[:0], true
+	}
+	p.out = append(p.out, raw...)
+	if kind != KindComment {
+		p.rec.Output(now, visible)
+		p.eventsOut++
+		if visible > 0 {
+			p.rec.Lag(0, visible)
+		}
+	}
+}
+
 // End records that the upstream is finished (or broken) at now: the
 // backlog drains within Flush.
 func (p *Pacer) End(now time.Time) { p.tighten(now) }
@@ -428,7 +450,10 @@ func (p *Pacer) tighten(now time.Time) {
 // not until the next Push or End). The returned slice is valid until the
 // next call to Next.
 func (p *Pacer) Next(now time.Time) (out []byte, wake time.Time) {
-	p.out = p.out[:0]
+	if !p.passed {
+		p.out = p.out[:0]
+	}
+	p.passed = false
 	p.sendBarriers(now)
 	if p.head < len(p.items) {
 		h := &p.items[p.head]
