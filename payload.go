@@ -14,6 +14,7 @@ import (
 type payload struct {
 	parts [][]byte // nil: no body at all
 	size  int
+	buf   *bodyBuffer // the pooled buffer the parts point into, or nil
 }
 
 func piecesPayload(parts [][]byte) payload {
@@ -50,10 +51,31 @@ func (p payload) attach(req *http.Request) {
 		return
 	}
 	if p.size < joinBelow && len(p.parts) > 1 {
-		p.parts = [][]byte{p.Bytes()}
+		p.parts, p.buf = [][]byte{p.Bytes()}, nil // a copy: the buffer is not needed
 	}
-	req.Body = io.NopCloser(p.reader())
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(p.reader()), nil }
+	body := func() io.ReadCloser {
+		if p.buf == nil {
+			return io.NopCloser(p.reader())
+		}
+		// The transport may read the body after RoundTrip returns (an
+		// answer that came before the whole body went out); it closes
+		// the body when done, and only then may the buffer be reused.
+		return &heldBody{Reader: p.reader(), release: p.buf.hold()}
+	}
+	req.Body = body()
+	req.GetBody = func() (io.ReadCloser, error) { return body(), nil }
+}
+
+// heldBody is an upstream request body read from a pooled buffer, which it
+// holds until closed.
+type heldBody struct {
+	io.Reader
+	release func()
+}
+
+func (b *heldBody) Close() error {
+	b.release()
+	return nil
 }
 
 // joinBelow is the body size under which the pieces are joined into one

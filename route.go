@@ -188,6 +188,7 @@ type requestBody struct {
 	unique    bool                       // no key repeats: the body can be spliced
 	fields    map[string]json.RawMessage // members by key, with the relay's own changes (set, del, setPath)
 	changes   []jsonobj.Edit             // the relay's changes to fields, in order, for splicing
+	buf       *bodyBuffer                // raw's pooled buffer, or nil (see bodyBuffer)
 	model     string
 	stream    bool
 	relayMode string // relay.mode, the client's smoothing mode
@@ -264,7 +265,9 @@ func (rb *requestBody) forTarget(t *target, x exchange) (payload, error) {
 		}
 		edits = append(edits, jsonobj.Edit{Key: e.path[0], Value: top[e.path[0]]})
 	}
-	return piecesPayload(jsonobj.Pieces(make([][]byte, 0, 4+3*len(edits)), rb.raw, rb.members, edits)), nil
+	p := piecesPayload(jsonobj.Pieces(make([][]byte, 0, 4+3*len(edits)), rb.raw, rb.members, edits))
+	p.buf = rb.buf // its pieces point into raw
+	return p, nil
 }
 
 // forTargetByMap is forTarget through a map of the members: for a body

@@ -55,7 +55,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	raw, err := readBody(r, h.MaxBody)
+	raw, buf, err := readBody(r, h.MaxBody, true)
 	if err != nil {
 		if e, ok := asAPIError(err); ok {
 			h.reject(w, rec, e)
@@ -64,12 +64,14 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	defer buf.release() // the handler's hold; upstream requests and shadows hold their own
 	body, err := parseRequestBody(raw)
 	if err != nil {
 		e, _ := asAPIError(err)
 		h.reject(w, rec, e)
 		return
 	}
+	body.buf = buf
 	rec.requested = body.model
 	rt := h.lookup(body.model)
 	if rt == nil {
@@ -183,33 +185,47 @@ func containsFold(s, sub string) bool {
 	return false
 }
 
-// readBody reads at most limit bytes of the request body.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
+// readBody reads at most limit bytes of the request body. With pooled, a
+// body whose length is known and large goes into a pooled buffer, returned
+// held once (see bodyBuffer); buf is nil otherwise.
+func readBody(r *http.Request, limit int64, pooled bool) (b []byte, buf *bodyBuffer, err error) {
 	if r.ContentLength > limit {
-		return nil, errTooLarge
+		return nil, nil, errTooLarge
 	}
 	size := int64(512) // io.ReadAll's start, for a body of unknown length
 	if r.ContentLength >= 0 {
 		size = r.ContentLength + 1 // +1: the read that sees EOF needs room
 	}
-	b := make([]byte, 0, min(size, limit+1))
+	size = min(size, limit+1)
+	if pooled && r.ContentLength >= 0 {
+		buf = getBodyBuffer(size)
+	}
+	if buf != nil {
+		b = buf.b
+	} else {
+		b = make([]byte, 0, size)
+	}
+	fail := func(err error) ([]byte, *bodyBuffer, error) {
+		buf.release()
+		return nil, nil, err
+	}
 	for {
 		if len(b) == cap(b) {
 			if int64(len(b)) > limit {
-				return nil, errTooLarge
+				return fail(errTooLarge)
 			}
 			b = append(b, 0)[:len(b)] // grow as io.ReadAll does
 		}
 		n, err := r.Body.Read(b[len(b):min(cap(b), int(limit+1))])
 		b = b[:len(b)+n]
 		if int64(len(b)) > limit {
-			return nil, errTooLarge
+			return fail(errTooLarge)
 		}
 		if err == io.EOF {
-			return b, nil
+			return b, buf, nil
 		}
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 }

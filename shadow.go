@@ -48,11 +48,13 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 	hdr := r.Header.Clone()
 	query := r.URL.RawQuery
 	stream := body.stream
-	h.inflight.enter() // the copy uses the config's transport
+	h.inflight.enter()         // the copy uses the config's transport
+	release := body.buf.hold() // the copy reads the body after the handler is done
 	started := sr.runner.GoThen(func() func() {
 		ctx, cancel := context.WithTimeout(life, shadowTimeout)
 		res := shadowCall(ctx, sr.target, hdr, query, body, rest, client)
 		cancel()
+		release()
 		h.inflight.leave()
 		if life.Err() != nil {
 			return nil // unloaded mid-copy: abandoned, not failed
@@ -76,6 +78,7 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 		}
 	})
 	if !started {
+		release()
 		h.inflight.leave()
 		return nil
 	}

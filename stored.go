@@ -38,7 +38,7 @@ func (h *Relay) serveStored(w http.ResponseWriter, r *http.Request, rec *request
 		h.reject(w, rec, errNoStoredResponses(r.Method, r.URL.Path))
 		return
 	}
-	body, err := readBody(r, h.MaxBody)
+	body, _, err := readBody(r, h.MaxBody, false)
 	if err != nil {
 		if e, ok := asAPIError(err); ok {
 			h.reject(w, rec, e)
