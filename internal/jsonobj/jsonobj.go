@@ -52,7 +52,7 @@ func Split(b []byte) ([]Member, error) {
 // scan splits b in one validating pass with jsonscan.
 func scan(b []byte) ([]Member, bool) {
 	it := jsonscan.NewObjIter(b, jsonscan.SkipWS(b, 0), 1)
-	members := make([]Member, 0, 16) // a request's members: no regrowing
+	members := make([]Member, 0, 8) // most requests' and chunks' members: no regrowing
 	for {
 		ks, ke, vs, ok := it.Next()
 		if !ok {
