@@ -25,6 +25,15 @@ import (
 // content.
 const maxPrefix = 64 << 10
 
+// release hands the stream reader's buffer back, once the stream is over:
+// nothing reads the events after.
+func (res *attemptResult) release() {
+	if res.reader != nil {
+		res.reader.Release()
+		res.reader = nil
+	}
+}
+
 // attemptResult is what one attempt produced: either a response that can be
 // committed to the client (resp != nil), or a failure.
 type attemptResult struct {
@@ -33,6 +42,7 @@ type attemptResult struct {
 	// comments, then that event), each cloned.
 	resp   *http.Response
 	events pace.Source // in the client's dialect (translated when x crosses)
+	reader *sse.Reader // the upstream's, under events: released when the stream is done
 	first  []sse.Event
 	x      exchange      // the dialects met, and the upstream endpoint
 	body   *bufio.Reader // non-stream: the body, its first byte already read
@@ -84,6 +94,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	}
 	fail := func(class failureClass, err error) *attemptResult {
 		res.finish()
+		res.release()
 		res.resp, res.events = nil, nil
 		res.class, res.err = class, err
 		if ctx.Err() != nil {
@@ -150,7 +161,8 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		if x.crosses() && x.client == dialectMessages {
 			inputTokens = usage.EstimatePrompt(payload.Bytes())
 		}
-		res.events = x.translateStream(sse.NewReader(res.resp.Body, 0).NormalizeLineEndings(), "", true, inputTokens)
+		res.reader = sse.NewReader(res.resp.Body, 0).NormalizeLineEndings()
+		res.events = x.translateStream(res.reader, "", true, inputTokens)
 		if err := awaitFirstEvent(res); err != nil {
 			_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 			return fail(classStream, err)

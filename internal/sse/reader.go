@@ -2,7 +2,9 @@ package sse
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"sync"
 )
 
 const (
@@ -119,7 +121,33 @@ func newReaderSize(src io.Reader, maxEvent, bufSize int) *Reader {
 	if bufSize > maxEvent+1 {
 		bufSize = maxEvent + 1
 	}
-	return &Reader{src: src, max: maxEvent, buf: make([]byte, bufSize), lf: -1, retry: -1}
+	var buf []byte
+	if bufSize == defaultBufSize {
+		buf = *readBuffers.Get().(*[]byte)
+	} else {
+		buf = make([]byte, bufSize)
+	}
+	return &Reader{src: src, max: maxEvent, buf: buf, lf: -1, retry: -1}
+}
+
+// readBuffers are the initial buffers of readers, given back by Release.
+var readBuffers = sync.Pool{New: func() any { b := make([]byte, defaultBufSize); return &b }}
+
+// ErrReleased is what a Reader returns after Release.
+var ErrReleased = errors.New("sse: reader released")
+
+// Release hands the reader's buffer back for a later reader, when the
+// stream is over: the events it returned point into that buffer and must
+// not be used after. Next returns ErrReleased from then on.
+func (r *Reader) Release() {
+	if r.buf == nil {
+		return
+	}
+	if cap(r.buf) == defaultBufSize { // a grown buffer is left to the collector
+		b := r.buf[:defaultBufSize]
+		readBuffers.Put(&b)
+	}
+	r.buf, r.err = nil, ErrReleased
 }
 
 // Next returns the next block of the stream.
@@ -138,6 +166,9 @@ func newReaderSize(src io.Reader, maxEvent, bufSize int) *Reader {
 // The slices of the returned Event are valid only until the next call to
 // Next; use [Event.Clone] to keep them.
 func (r *Reader) Next() (Event, error) {
+	if r.buf == nil {
+		return Event{}, ErrReleased
+	}
 	for {
 		if r.err == ErrEventTooLarge {
 			return Event{}, r.err

@@ -442,3 +442,24 @@ func TestBeforeReadRunsBeforeEachRead(t *testing.T) {
 type readFunc func([]byte) (int, error)
 
 func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+
+// A released reader gives its buffer back and answers ErrReleased; a new
+// reader may get the buffer and reads its own stream correctly.
+func TestReaderRelease(t *testing.T) {
+	r := NewReader(strings.NewReader("data: a\n\ndata: b\n\n"), 0)
+	if ev, err := r.Next(); err != nil || string(ev.Data) != "a" {
+		t.Fatalf("first event %q, %v", ev.Data, err)
+	}
+	r.Release()
+	r.Release() // twice is harmless
+	if _, err := r.Next(); err != ErrReleased {
+		t.Fatalf("after Release: %v", err)
+	}
+	for range 3 {
+		r2 := NewReader(strings.NewReader("data: c\n\n"), 0)
+		if ev, err := r2.Next(); err != nil || string(ev.Data) != "c" {
+			t.Fatalf("a reader after a release: %q, %v", ev.Data, err)
+		}
+		r2.Release()
+	}
+}
