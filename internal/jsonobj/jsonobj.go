@@ -1,6 +1,6 @@
 // Package jsonobj splits a JSON object into its top-level members and
-// renders it back with some members replaced, removed or added, copying
-// every untouched member byte for byte.
+// renders it back, as pieces, with some members replaced, removed or
+// added, every untouched member the very bytes it was.
 //
 // A relay changes a few top-level fields of a request body (model, a
 // `set` edit, an injected option) and must leave the rest alone. Decoding
@@ -14,7 +14,6 @@ import (
 	"errors"
 	"slices"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 )
@@ -116,52 +115,6 @@ func Map(members []Member) map[string]json.RawMessage {
 	return m
 }
 
-// Render appends to dst the object whose members are those of values: a
-// key that was among members keeps its place and, when its value is
-// still the one Split returned, its bytes as written; a key missing from
-// values is left out; keys new in values follow, in sorted order. Values
-// are written as given and must be valid JSON. members must not repeat a
-// key (see Unique).
-func Render(dst []byte, members []Member, values map[string]json.RawMessage) []byte {
-	dst = append(dst, '{')
-	n := 0
-	sep := func() {
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		n++
-	}
-	for _, mb := range members {
-		v, ok := values[mb.Key]
-		if !ok {
-			continue
-		}
-		sep()
-		dst = append(dst, mb.Name...)
-		dst = append(dst, ':')
-		if same(v, mb.Value) {
-			dst = append(dst, mb.Value...)
-		} else {
-			dst = append(dst, v...)
-		}
-	}
-	var added []string
-	for k := range values {
-		if !slices.ContainsFunc(members, func(mb Member) bool { return mb.Key == k }) {
-			added = append(added, k)
-		}
-	}
-	slices.Sort(added)
-	for _, k := range added {
-		sep()
-		name, _ := json.Marshal(k)
-		dst = append(dst, name...)
-		dst = append(dst, ':')
-		dst = append(dst, values[k]...)
-	}
-	return append(dst, '}')
-}
-
 // An Edit replaces or adds (Value not nil) or removes (Value nil) one
 // top-level member.
 type Edit struct {
@@ -171,12 +124,13 @@ type Edit struct {
 
 // Pieces appends to parts the object of members with edits applied in
 // order (a later edit of a key wins), as pieces to be written one after
-// the other: the object Render gives for the edited Map(members), without
-// copying the members no edit names. A run of such members is one piece
-// of raw, as written (the whitespace between them included); the others
-// and the added ones (in sorted key order) follow Render's form. raw is
-// the object Split returned members from; members must not repeat a key
-// (see Unique). The pieces point into raw and edits.
+// the other, without copying the members no edit names. A run of such
+// members is one piece of raw, as written (the whitespace between them
+// included); an edited member keeps its place, a removed one goes, and
+// added ones follow in sorted key order. Decoded, it is the edited
+// Map(members) (FuzzSplitRender checks it against a reference render).
+// raw is the object Split returned members from; members must not repeat
+// a key (see Unique). The pieces point into raw and edits.
 func Pieces(parts [][]byte, raw []byte, members []Member, edits []Edit) [][]byte {
 	parts = append(parts, openBrace)
 	n := 0 // members or runs written
@@ -261,18 +215,6 @@ func Unique(members []Member) bool {
 		}
 	}
 	return true
-}
-
-// same reports whether v is the very slice Split returned (the common
-// case, checked without reading the bytes), or equal to it.
-func same(v, orig []byte) bool {
-	if len(v) != len(orig) {
-		return false
-	}
-	if len(v) == 0 || unsafe.SliceData(v) == unsafe.SliceData(orig) {
-		return true
-	}
-	return string(v) == string(orig)
 }
 
 func decodeKey(name []byte) (string, error) {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestSplitRender(t *testing.T) {
@@ -134,4 +136,62 @@ func TestSplitDeep(t *testing.T) {
 	if _, err := Split([]byte(deep[:len(deep)-1])); err == nil {
 		t.Fatal("a truncated deep object was accepted")
 	}
+}
+
+// Render, the reference Pieces is checked against, appends to dst the object whose members are those of values: a
+// key that was among members keeps its place and, when its value is
+// still the one Split returned, its bytes as written; a key missing from
+// values is left out; keys new in values follow, in sorted order. Values
+// are written as given and must be valid JSON. members must not repeat a
+// key (see Unique).
+func Render(dst []byte, members []Member, values map[string]json.RawMessage) []byte {
+	dst = append(dst, '{')
+	n := 0
+	sep := func() {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+	}
+	for _, mb := range members {
+		v, ok := values[mb.Key]
+		if !ok {
+			continue
+		}
+		sep()
+		dst = append(dst, mb.Name...)
+		dst = append(dst, ':')
+		if same(v, mb.Value) {
+			dst = append(dst, mb.Value...)
+		} else {
+			dst = append(dst, v...)
+		}
+	}
+	var added []string
+	for k := range values {
+		if !slices.ContainsFunc(members, func(mb Member) bool { return mb.Key == k }) {
+			added = append(added, k)
+		}
+	}
+	slices.Sort(added)
+	for _, k := range added {
+		sep()
+		name, _ := json.Marshal(k)
+		dst = append(dst, name...)
+		dst = append(dst, ':')
+		dst = append(dst, values[k]...)
+	}
+	return append(dst, '}')
+}
+
+// same reports whether v is the very slice Split returned (the common
+// case, checked without reading the bytes), or equal to it.
+func same(v, orig []byte) bool {
+	if len(v) != len(orig) {
+		return false
+	}
+	if len(v) == 0 || unsafe.SliceData(v) == unsafe.SliceData(orig) {
+		return true
+	}
+	return string(v) == string(orig)
 }

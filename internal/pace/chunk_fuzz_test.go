@@ -37,6 +37,18 @@ func FuzzClassifyStream(f *testing.F) {
 }
 
 func FuzzClassifyData(f *testing.F) {
+	addChunkSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, ev := range dataEvents(data) {
+			c, _ := Classify(&ev, nil)
+			checkClassify(t, &ev, &c)
+		}
+	})
+}
+
+// addChunkSeeds adds the chunk data the Classify fuzz targets start from:
+// every provider sample, and the edge cases of the rules.
+func addChunkSeeds(f *testing.F) {
 	for _, s := range []string{openAIText, openAIFirst, openAIStop, openAIUsage, openAITool, openAILogp, openAIN2, openAIRef,
 		deepSeekR, deepSeekA, deepSeekUse, orReasonD, orReason, orText,
 		`{"choices":[{"delta":{"content":"a\ud83d\ude00\u4f60\n\"<>"}}]}`,
@@ -47,18 +59,20 @@ func FuzzClassifyData(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		raw := "data: " + string(data) + "\n\n"
-		r := sse.NewReader(strings.NewReader(raw), 1<<16)
-		for {
-			ev, err := r.Next()
-			if err != nil {
-				return
-			}
-			c, _ := Classify(&ev, nil)
-			checkClassify(t, &ev, &c)
+}
+
+// dataEvents are the SSE blocks of one data field holding data (more
+// than one when data has line breaks).
+func dataEvents(data []byte) []sse.Event {
+	r := sse.NewReader(strings.NewReader("data: "+string(data)+"\n\n"), 1<<16)
+	var evs []sse.Event
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return evs
 		}
-	})
+		evs = append(evs, ev.Clone())
+	}
 }
 
 // checkClassify checks c = Classify(ev) against the reference rules.
@@ -338,24 +352,11 @@ func FuzzStripReasoning(f *testing.F) {
 // formed: the same kind for comments, done and errors, and for a text
 // chunk the same channel and counts.
 func FuzzClassifyCount(f *testing.F) {
-	for _, s := range []string{openAIText, openAIFirst, openAIStop, openAIUsage, openAITool, openAILogp, openAIN2, openAIRef,
-		deepSeekR, deepSeekA, deepSeekUse, orReasonD, orReason, orText,
-		`{"choices":[{"delta":{"content":"a\ud83d\ude00\u4f60\n\"<>"}}]}`,
-		`{"object":"error","message":"x"}`, `{"error":{"message":"x"}}`,
-		`{"choices":[{"delta":{"content":"a","content":"b"}}]}`,
-		`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}`,
-		`[DONE]`, `hello`, ``,
-	} {
-		f.Add([]byte(s))
-	}
+	addChunkSeeds(f)
+	f.Add([]byte(`{"error":{"message":"x"}}`))
+	f.Add([]byte(`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		raw := "data: " + string(data) + "\n\n"
-		r := sse.NewReader(strings.NewReader(raw), 1<<16)
-		for {
-			ev, err := r.Next()
-			if err != nil {
-				return
-			}
+		for _, ev := range dataEvents(data) {
 			full, _ := Classify(&ev, nil)
 			light, _ := ClassifyCount(&ev, nil)
 			if light.Text != nil || light.Prefix != nil || light.Suffix != nil {

@@ -587,12 +587,15 @@ func TestStripReasoningAllocs(t *testing.T) {
 	}
 }
 
+// benchChunks are the chunks the classifier benchmarks read.
+var benchChunks = []struct{ name, data string }{
+	{"openai", openAIText},
+	{"deepseek", deepSeekR},
+	{"openrouter-other", orReasonD},
+}
+
 func BenchmarkClassify(b *testing.B) {
-	for _, bc := range []struct{ name, data string }{
-		{"openai", openAIText},
-		{"deepseek", deepSeekR},
-		{"openrouter-other", orReasonD},
-	} {
+	for _, bc := range benchChunks {
 		b.Run(bc.name, func(b *testing.B) {
 			ev := oneEvent(b, "data: "+bc.data+"\n\n")
 			scratch := make([]byte, 0, 1024)
@@ -611,11 +614,7 @@ func BenchmarkClassify(b *testing.B) {
 
 // ClassifyCount, what a stream in mode off reads of each chunk.
 func BenchmarkClassifyCount(b *testing.B) {
-	for _, bc := range []struct{ name, data string }{
-		{"openai", openAIText},
-		{"deepseek", deepSeekR},
-		{"openrouter-other", orReasonD},
-	} {
+	for _, bc := range benchChunks {
 		b.Run(bc.name, func(b *testing.B) {
 			ev := oneEvent(b, "data: "+bc.data+"\n\n")
 			b.SetBytes(int64(len(ev.Data)))

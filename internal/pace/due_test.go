@@ -14,12 +14,7 @@ import (
 func TestDueNeverLate(t *testing.T) {
 	probes := 0
 	for _, tr := range traces.All() {
-		var at []time.Duration
-		var writes [][]byte
-		for _, s := range tr.Steps {
-			at, writes = append(at, s.At), append(writes, s.Raw)
-		}
-		arrs := ArrivalsOf(at, writes)
+		arrs := traceArrivals(tr)
 		for _, mode := range []Mode{ModePace, ModeSplit} {
 			p := NewPacer(Config{Mode: mode})
 			var t0 time.Time
@@ -69,12 +64,7 @@ func TestDueNeverLate(t *testing.T) {
 // same times and record the same figures as the queue they bypass.
 func TestPassThroughMatchesQueue(t *testing.T) {
 	for _, tr := range traces.All() {
-		var at []time.Duration
-		var writes [][]byte
-		for _, s := range tr.Steps {
-			at, writes = append(at, s.At), append(writes, s.Raw)
-		}
-		arrs := ArrivalsOf(at, writes)
+		arrs := traceArrivals(tr)
 		fast, slow := NewPacer(Config{}), NewPacer(Config{})
 		if !fast.passThrough {
 			t.Fatal("mode off, Chat, no budget: not passThrough")
@@ -99,6 +89,54 @@ func TestPassThroughMatchesQueue(t *testing.T) {
 		}
 		if f, s := fast.Stats(), slow.Stats(); f.Report != s.Report || f.EventsOut != s.EventsOut {
 			t.Fatalf("%s: figures %+v, queued %+v", tr.Name, f.Report, s.Report)
+		}
+	}
+}
+
+// traceArrivals are a trace's blocks stamped with their step's time.
+func traceArrivals(tr traces.Trace) []Arrival {
+	var at []time.Duration
+	var writes [][]byte
+	for _, s := range tr.Steps {
+		at, writes = append(at, s.At), append(writes, s.Raw)
+	}
+	return ArrivalsOf(at, writes)
+}
+
+// A Pacer made after another's Release (its buffers and recorder reused)
+// sends and measures exactly what a Pacer made fresh does.
+func TestReleasedPacerStartsClean(t *testing.T) {
+	all := traces.All()
+	for _, mode := range []Mode{ModeOff, ModePace, ModeSplit} {
+		cfg := Config{Mode: mode}
+		for i, tr := range all {
+			prev := all[(i+1)%len(all)]
+			fresh, pf, err := Simulate(cfg, traceArrivals(tr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, pp, err := Simulate(cfg, traceArrivals(prev))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pp.Release() // its buffers, full of prev, go to the next Pacer
+			again, pa, err := Simulate(cfg, traceArrivals(tr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fresh) != len(again) {
+				t.Fatalf("%s, %s after %s: %d emissions, fresh %d", mode, tr.Name, prev.Name, len(again), len(fresh))
+			}
+			for j := range fresh {
+				if fresh[j].At != again[j].At || string(fresh[j].Raw) != string(again[j].Raw) {
+					t.Fatalf("%s, %s after %s: emission %d differs", mode, tr.Name, prev.Name, j)
+				}
+			}
+			if pf.Stats().Report != pa.Stats().Report {
+				t.Fatalf("%s, %s after %s: figures differ", mode, tr.Name, prev.Name)
+			}
+			pf.Release()
+			pa.Release()
 		}
 	}
 }

@@ -40,12 +40,13 @@ type Pacer struct {
 	ev                      pendingEvent
 
 	rec          *smoothness.Recorder
-	hiding       bool // reasoning is being dropped: HideReasoning, or a truncating budget ran out
-	reasoningTok int  // estimated reasoning tokens so far, counted with a budget only
-	passThrough  bool // a Chat stream sent as it came: ClassifyCount suffices, and pass
-	passed       bool // out holds what pass sent since the last Next
-	answerSeen   bool // answer text has been queued
-	overBudget   bool // the reasoning budget ran out (failover or error)
+	bufs         *buffers // where the buffers above go back on Release
+	hiding       bool     // reasoning is being dropped: HideReasoning, or a truncating budget ran out
+	reasoningTok int      // estimated reasoning tokens so far, counted with a budget only
+	passThrough  bool     // a Chat stream sent as it came: ClassifyCount suffices, and pass
+	passed       bool     // out holds what pass sent since the last Next
+	answerSeen   bool     // answer text has been queued
+	overBudget   bool     // the reasoning budget ran out (failover or error)
 	usage        []byte
 	hiddenRunes  int // reasoning runes hidden by HideReasoning
 	dropComments int // upstream comments not forwarded
@@ -127,12 +128,11 @@ type pendingEvent struct {
 func NewPacer(cfg Config) *Pacer {
 	cfg = cfg.withDefaults()
 	p := &Pacer{cfg: cfg, tickEvery: tickInterval(cfg.MinInterval), rec: smoothness.New(), hiding: cfg.HideReasoning}
-	if b, ok := pacerBuffers.Get().(*buffers); ok {
-		p.items, p.arena = b.items[:0], b.arena[:0]
-		p.scratch, p.strip, p.stripEv, p.out, p.text = b.scratch[:0], b.strip[:0], b.stripEv[:0], b.out[:0], b.text[:0]
-		b.reset()
-		buffersFree.Put(b)
-	}
+	b := pacerBuffers.Get().(*buffers)
+	p.items, p.arena = b.items[:0], b.arena[:0]
+	p.scratch, p.strip, p.stripEv, p.out, p.text = b.scratch[:0], b.strip[:0], b.stripEv[:0], b.out[:0], b.text[:0]
+	*b = buffers{} // the Pacer has them now; b goes back with them on Release
+	p.bufs = b
 	answer := cfg.MaxDelay
 	reasoning := cfg.MaxDelay
 	if cfg.Mode == ModeSplit {
@@ -761,14 +761,14 @@ func (p *Pacer) Empty() bool { return p.head == len(p.items) }
 // Release hands the Pacer's recorder back for reuse once its stream is
 // over and its Stats read. The Pacer must not be used after.
 func (p *Pacer) Release() {
-	p.rec.Release()
-	p.rec = nil
-	if cap(p.arena) > maxKeptArena || cap(p.items) > maxKeptItems {
-		return // a huge burst's buffers are not kept
+	if p.rec != nil {
+		p.rec.Release()
+		p.rec = nil
 	}
-	b, _ := buffersFree.Get().(*buffers)
-	if b == nil {
-		b = new(buffers)
+	b := p.bufs
+	p.bufs = nil
+	if b == nil || cap(p.arena) > maxKeptArena || cap(p.items) > maxKeptItems {
+		return // released twice, or a huge burst's buffers: not kept
 	}
 	b.items, b.arena = p.items, p.arena
 	b.scratch, b.strip, b.stripEv, b.out, b.text = p.scratch, p.strip, p.stripEv, p.out, p.text
@@ -786,12 +786,7 @@ type buffers struct {
 	text                                []byte
 }
 
-func (b *buffers) reset() { *b = buffers{} }
-
-var (
-	pacerBuffers sync.Pool // *buffers holding buffers
-	buffersFree  sync.Pool // empty *buffers, so a Put allocates nothing
-)
+var pacerBuffers = sync.Pool{New: func() any { return new(buffers) }}
 
 // The largest buffers a released Pacer gives back.
 const (

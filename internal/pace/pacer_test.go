@@ -38,13 +38,8 @@ type arrival struct {
 // time.
 func arrivalsOf(t *testing.T, tr traces.Trace) []arrival {
 	t.Helper()
-	at := make([]time.Duration, len(tr.Steps))
-	writes := make([][]byte, len(tr.Steps))
-	for i, st := range tr.Steps {
-		at[i], writes[i] = st.At, st.Raw
-	}
 	var out []arrival
-	for _, a := range ArrivalsOf(at, writes) {
+	for _, a := range traceArrivals(tr) {
 		out = append(out, arrival{at: a.At, ev: a.Event})
 	}
 	return out
