@@ -14,7 +14,7 @@ import (
 // request's body, which may come after RoundTrip returns) and every shadow
 // copy. The last to let go puts it back.
 type bodyBuffer struct {
-	b     []byte // as taken from the pool: len 0, cap 1<<(class+minBodyShift)
+	b     []byte // len 0, cap 1<<(class+minBodyShift); readBody reads into a copy of the header
 	class int
 	refs  atomic.Int32
 }
@@ -60,7 +60,6 @@ func (b *bodyBuffer) release() {
 	}
 	switch n := b.refs.Add(-1); {
 	case n == 0:
-		b.b = b.b[:0]
 		bodyPools[b.class].Put(b)
 	case n < 0:
 		panic("llmrelay: body buffer released more often than held")

@@ -3,7 +3,9 @@ package llmrelay
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 )
 
 // payload is the body of one upstream request as pieces written one after
@@ -86,34 +88,13 @@ func (b *heldBody) Close() error {
 // write, against a copy of the whole prompt).
 const joinBelow = 64 << 10
 
-// reader reads the body from its start: one piece as a *bytes.Reader.
+// reader reads the body from its start: one piece as a *bytes.Reader,
+// several as net.Buffers (its own copy of the slice headers, which
+// reading consumes; the bytes are shared and never written).
 func (p payload) reader() io.Reader {
 	if len(p.parts) == 1 {
 		return bytes.NewReader(p.parts[0])
 	}
-	return &partsReader{parts: p.parts}
-}
-
-// partsReader reads pieces one after the other; the pieces are not
-// modified, so several readers may share them.
-type partsReader struct {
-	parts [][]byte
-	i     int // the piece being read
-	off   int // in parts[i]
-}
-
-func (r *partsReader) Read(b []byte) (int, error) {
-	n := 0
-	for n < len(b) && r.i < len(r.parts) {
-		c := copy(b[n:], r.parts[r.i][r.off:])
-		n += c
-		r.off += c
-		if r.off == len(r.parts[r.i]) {
-			r.i, r.off = r.i+1, 0
-		}
-	}
-	if n == 0 && len(b) > 0 {
-		return 0, io.EOF
-	}
-	return n, nil
+	bufs := net.Buffers(slices.Clone(p.parts))
+	return &bufs
 }

@@ -22,7 +22,7 @@ func TestPayloadReads(t *testing.T) {
 			t.Fatalf("size %d, Bytes %q, want %q", p.size, p.Bytes(), want)
 		}
 		for size := 1; size <= len(want)+2; size++ {
-			r := &partsReader{parts: parts}
+			r := p.reader()
 			var got []byte
 			buf := make([]byte, size)
 			for {

@@ -126,10 +126,6 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 		return
 	}
 	fp := logFields.Get().(*[]zap.Field)
-	defer func() {
-		clear(*fp) // no strings or objects kept alive by the pool
-		logFields.Put(fp)
-	}()
 	fields := append((*fp)[:0],
 		zap.String("key", rl.key),
 		zap.String("alias", rl.alias),
@@ -171,7 +167,9 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 		}
 	}
 	c.Write(fields...) // zap's cores encode (or copy) the fields before they return
-	*fp = fields
+	clear(fields)      // no strings or objects kept alive by the pool
+	*fp = fields[:0]
+	logFields.Put(fp)
 }
 
 // logFields are the field slices of request lines, reused: 32 fields of 64

@@ -758,8 +758,9 @@ func (p *Pacer) Held() int {
 // Empty reports whether nothing is queued.
 func (p *Pacer) Empty() bool { return p.head == len(p.items) }
 
-// Release hands the Pacer's recorder back for reuse once its stream is
-// over and its Stats read. The Pacer must not be used after.
+// Release hands the Pacer's recorder and buffers back for the next
+// NewPacer, once its stream is over and its Stats read. The Pacer must not
+// be used after; a second Release does nothing.
 func (p *Pacer) Release() {
 	if p.rec != nil {
 		p.rec.Release()
