@@ -221,6 +221,19 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.SLO = slo
 
+		case "state":
+			if h.State != nil {
+				return d.Err("state is already specified; use one state line")
+			}
+			st, err := parseState(d)
+			if err != nil {
+				return err
+			}
+			h.State = st
+			if err := st.check(); err != nil {
+				return d.Err(err.Error())
+			}
+
 		case "smoothing":
 			if h.Smoothing != nil {
 				return d.Err("smoothing is already specified; use one smoothing block")
@@ -232,7 +245,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Smoothing = s
 
 		default:
-			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort or price", d.Val())
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price or state", d.Val())
 		}
 	}
 
@@ -1072,4 +1085,85 @@ func (h *Relay) checkModelSmoothing() error {
 		}
 	}
 	return nil
+}
+
+// parseState parses `state off|local` and `state redis <address> { ... }`.
+func parseState(d *caddyfile.Dispenser) (*StateConfig, error) {
+	if !d.NextArg() {
+		return nil, d.Err("state: expected off, local or redis <address>")
+	}
+	st := &StateConfig{Backend: d.Val()}
+	switch st.Backend {
+	case "off", "local":
+		if d.NextArg() {
+			return nil, d.Errf("state %s takes no more arguments", st.Backend)
+		}
+		if d.NextBlock(d.Nesting()) {
+			return nil, d.Errf("state %s takes no block", st.Backend)
+		}
+		return st, nil
+	case "redis":
+	default:
+		return nil, d.Errf("state: unknown backend %q; expected off, local or redis <address>", st.Backend)
+	}
+	if !d.NextArg() {
+		return nil, d.Err("state redis: expected an address (host:port, or unix:/path/to/redis.sock)")
+	}
+	st.Address = d.Val()
+	if d.NextArg() {
+		return nil, d.Errf("state redis: unexpected argument %q; put settings in its block", d.Val())
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		switch name {
+		case "tls":
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			st.TLS = true
+			continue
+		case "password", "db", "prefix", "sync_interval", "share_health":
+		default:
+			return nil, d.Errf("unrecognized state redis subdirective %q; expected password, db, prefix, tls, sync_interval or share_health", name)
+		}
+		if !d.NextArg() {
+			return nil, d.Errf("state redis: %s needs a value", name)
+		}
+		v := d.Val()
+		if d.NextArg() {
+			return nil, d.Errf("state redis: %s takes one value", name)
+		}
+		switch name {
+		case "password":
+			st.Password = v
+		case "db":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, d.Errf("state redis: db %q is not a whole number", v)
+			}
+			st.DB = n
+		case "prefix":
+			st.Prefix = v
+		case "sync_interval":
+			dur, err := parseDurationArg(d, "sync_interval", v)
+			if err != nil {
+				return nil, err
+			}
+			st.SyncInterval = dur
+			if err := st.check(); err != nil {
+				return nil, d.Err(err.Error()) // on this line, not the block's end
+			}
+		case "share_health":
+			switch v {
+			case "on":
+				st.ShareHealth = new(bool)
+				*st.ShareHealth = true
+			case "off":
+				st.ShareHealth = new(bool)
+			default:
+				return nil, d.Errf("state redis: share_health %q: expected on or off", v)
+			}
+		}
+	}
+	return st, nil
 }

@@ -83,7 +83,12 @@ func (h *Relay) compileCanaryShadow(rt *route, m *ModelRoute) error {
 		key := fmt.Sprintf("%s|%s|%s|%v|%v|%v", rt.alias, healthKey(t.up, t.model), c.Key, steps, guard, c.PromoteEvery)
 		name := rt.alias + " → " + t.up.name + " (" + modelLabel(t.model) + ")"
 		v, _, err := canaryPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-			return pooled[*canary.Canary]{canary.New(name, steps, guard, time.Duration(c.PromoteEvery), time.Now())}, nil
+			cn := canary.New(name, steps, guard, time.Duration(c.PromoteEvery), time.Now())
+			if p, ok := durable.restoredCanary(key); ok {
+				// Its roll-out before the restart: a rollback stays.
+				cn.Adopt(p)
+			}
+			return pooled[*canary.Canary]{cn}, nil
 		})
 		if err != nil {
 			return err

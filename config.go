@@ -437,3 +437,53 @@ type Price struct {
 	// cache_creation_input_tokens, e.g. 1.25x input). Default: input.
 	CacheWrite float64 `json:"cache_write,omitempty"`
 }
+
+// StateConfig is where the relay keeps the state that outlives a process
+// (spend per key and the budget alerts raised, canary roll-outs and
+// rollbacks, ejected targets), and with whom it shares it.
+//
+//	state off|local
+//	state redis <address> {
+//	    password <secret>      # {env.REDIS_PASSWORD}
+//	    db <n>
+//	    prefix <string>
+//	    tls
+//	    sync_interval <duration>
+//	    share_health on|off
+//	}
+type StateConfig struct {
+	// Backend: "local" (the default, also without a state line: Caddy's
+	// storage, this instance only, kept across restarts), "redis" (shared
+	// by every instance that names the same Redis, and kept in Caddy's
+	// storage too) or "off" (nothing is kept across restarts; reloads
+	// still keep it).
+	Backend string `json:"backend,omitempty"`
+
+	// Address (redis): host:port, or a unix socket as unix:/path or an
+	// absolute path.
+	Address string `json:"address,omitempty"`
+
+	// Password (redis): AUTH password; use a placeholder such as
+	// {env.REDIS_PASSWORD}. Never logged.
+	Password string `json:"password,omitempty"`
+
+	// DB (redis): the database number. Default 0.
+	DB int `json:"db,omitempty"`
+
+	// Prefix (redis): put before every key the relay writes, so several
+	// fleets (or other applications) share one Redis. Default "llm_relay:".
+	Prefix string `json:"prefix,omitempty"`
+
+	// TLS (redis): connect with TLS (the system's roots).
+	TLS bool `json:"tls,omitempty"`
+
+	// SyncInterval (redis): how often spend is written and the fleet's
+	// read. A key's budget is checked against a view of the fleet's spend
+	// at most two intervals old. Default 500ms.
+	SyncInterval caddy.Duration `json:"sync_interval,omitempty"`
+
+	// ShareHealth (redis): share ejections, so a target ejected by one
+	// instance is skipped by every instance until its cooldown ends.
+	// Default true.
+	ShareHealth *bool `json:"share_health,omitempty"`
+}

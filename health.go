@@ -76,7 +76,13 @@ func (h *Relay) attachHealth(t *target, slo health.SLO) error {
 	v, _, err := targetPool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		// The ring holds more than any one window: a reload or another
 		// model may judge the same target over a longer window.
-		return pooled[*healthEntry]{&healthEntry{t: health.NewTarget(t.up.name+" ("+modelLabel(t.model)+")", max(slo.Window, minHealthRing))}}, nil
+		ht := health.NewTarget(t.up.name+" ("+modelLabel(t.model)+")", max(slo.Window, minHealthRing))
+		if e, ok := durable.restoredEjection(key); ok {
+			// Ejected before the restart: not tried again before its
+			// cooldown ends.
+			h.logChange(ht.Adopt(e, "before the restart", time.Now(), slo, defaultPolicy))
+		}
+		return pooled[*healthEntry]{&healthEntry{t: ht}}, nil
 	})
 	if err != nil {
 		return err

@@ -54,10 +54,15 @@ var (
 		Namespace: "llm_relay", Name: "cost_usd_total",
 		Help: "Cost in US dollars by key name (from the price table).",
 	}, []string{"key"})
+
+	metricStateErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "llm_relay", Name: "shared_state_errors_total",
+		Help: "Round trips to the shared state (state redis) that failed; the relay served from its local view meanwhile.",
+	})
 )
 
 var collectors = []prometheus.Collector{metricRequests, metricAttempts, metricFailovers, metricTTFT,
-	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, stateCollector{}}
+	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricStateErrors, stateCollector{}}
 
 // registerMetrics adds the relay's collectors to a config's registry; a
 // second relay handler in the same config finds them there already.
@@ -89,12 +94,16 @@ var (
 	descBudget = prometheus.NewDesc("llm_relay_budget_remaining_usd",
 		"What a key may still spend in its current budget period.",
 		[]string{"key"}, nil)
+	descSharedState = prometheus.NewDesc("llm_relay_shared_state_up",
+		"1 if the shared state (state redis) answered its last round trip, 0 if not; absent without one.",
+		[]string{"redis"}, nil)
 )
 
 func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descHealth
 	ch <- descCanary
 	ch <- descBudget
+	ch <- descSharedState
 }
 
 func (stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -120,6 +129,13 @@ func (stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		seen[[2]string{"canary " + c.alias, c.upstream}] = true
 		ch <- prometheus.MustNewConstMetric(descCanary, prometheus.GaugeValue, c.share, c.alias, c.upstream)
+	}
+	if s := st.State; s != nil && s.Up != nil {
+		v := 0.0
+		if *s.Up {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descSharedState, prometheus.GaugeValue, v, s.Redis)
 	}
 	for _, k := range st.Keys { // configured keys only
 		if k.hasBudget {

@@ -89,6 +89,11 @@ type Relay struct {
 	// key budgets. Keyed by model name (or prefix ending in `*`).
 	Prices map[string]Price `json:"prices,omitempty"`
 
+	// `state off|local|redis ...`: where spend, canary roll-outs and
+	// ejections are kept across restarts, and whether a fleet shares
+	// them. Default: local (Caddy's storage). See StateConfig.
+	State *StateConfig `json:"state,omitempty"`
+
 	logger      *zap.Logger
 	keys        keyring
 	upstreams   map[string]*upstreamRuntime
@@ -111,6 +116,9 @@ type Relay struct {
 	life        context.Context // the config's lifetime: cancelled at Cleanup (see lifetime.go)
 	endLife     context.CancelFunc
 	inflight    *inflight // requests and shadow copies of this config in flight
+	durable     bool      // attached to the durable store (durable.go)
+	fleet       *fleetState // the shared state (state redis), or nil
+	fleetKey    string      // its key in fleetPool
 }
 
 // CaddyModule returns the Caddy module information.
@@ -159,6 +167,10 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 		h.upstreams[u.Name] = rt
 	}
 
+	// The saved state first: the routes' canaries and targets adopt it
+	// as they are created.
+	durable.attach(ctx, h.logger, h.State != nil && h.State.Backend == "off")
+	h.durable = true
 	if err := h.compileRoutes(); err != nil {
 		return err
 	}
@@ -170,6 +182,12 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	}
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
+	}
+	if err := h.attachFleet(repl); err != nil {
+		return err
+	}
+	if h.fleet != nil {
+		h.fleet.register(h)
 	}
 	h.startProbes(ctx)
 	h.provisioned = time.Now()
@@ -232,6 +250,11 @@ func (h *Relay) Validate() error {
 // their connections are closed when the last of them ends.
 func (h *Relay) Cleanup() error {
 	unregisterRelay(h)
+	if h.durable {
+		// Saved before this config lets go of its canaries and targets:
+		// at shutdown it is the last to hold them.
+		durable.detach()
+	}
 	if h.endLife != nil {
 		h.endLife()
 	}
@@ -243,6 +266,9 @@ func (h *Relay) Cleanup() error {
 	}
 	for _, u := range h.upstreams {
 		u.cleanup()
+	}
+	if h.fleet != nil {
+		_, _ = fleetPool.Delete(h.fleetKey)
 	}
 	h.inflight.retire(func() {
 		for _, u := range h.upstreams {

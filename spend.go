@@ -93,10 +93,16 @@ func (h *Relay) account(rec *requestLog, raw json.RawMessage, estimate func() us
 	if key == "" {
 		key = "anonymous"
 	}
-	for _, a := range ledger.Add(key, rec.cost, u, time.Now()) {
-		h.logger.Warn("key budget alert", zap.String("key", a.Key), zap.Int("threshold_percent", a.Threshold),
-			zap.String("spent", usage.FormatUSD(a.Spent)), zap.String("budget", usage.FormatUSD(a.Limit)),
-			zap.String("period", a.Period), zap.String("alert", a.String()))
+	alerts := ledger.Add(key, rec.cost, u, time.Now())
+	if h.fleet != nil {
+		h.fleet.noteKey(key)
+	}
+	for _, a := range alerts {
+		if h.fleet != nil {
+			h.fleet.claimAlert(a) // logged by the instance that claims it first
+			continue
+		}
+		logBudgetAlert(h.logger, a, false)
 	}
 	alias := rec.alias
 	metricTokens.WithLabelValues(key, alias, "prompt").Add(float64(u.Prompt))
@@ -135,4 +141,12 @@ func (h *Relay) accountRequest(rec *requestLog, raw []byte) {
 		}
 	}
 	h.account(rec, usageRaw, estimate)
+}
+
+// logBudgetAlert logs a budget alert; fleet says it was claimed for the
+// fleet (state redis), where the figures are the fleet's.
+func logBudgetAlert(logger *zap.Logger, a usage.Alert, fleet bool) {
+	logger.Warn("key budget alert", zap.String("key", a.Key), zap.Int("threshold_percent", a.Threshold),
+		zap.String("spent", usage.FormatUSD(a.Spent)), zap.String("budget", usage.FormatUSD(a.Limit)),
+		zap.String("period", a.Period), zap.String("alert", a.String()), zap.Bool("fleet", fleet))
 }

@@ -54,6 +54,10 @@ type Status struct {
 
 	Keys []keyStatus `json:"keys"`
 
+	// State is where spend, canaries and ejections are kept (the most
+	// recently loaded relay's `state`), and, for redis, whether it answers.
+	State *fleetStatus `json:"state,omitempty"`
+
 	// For the metrics gauges.
 	canaryShares []canaryShare
 }
@@ -66,6 +70,7 @@ type keyStatus struct {
 	Remaining string  `json:"remaining,omitempty"`
 	Blocked   bool    `json:"blocked"`
 	SpentUSD  float64 `json:"spent_usd"`
+	OthersUSD float64 `json:"others_usd,omitempty"` // of spent_usd, what the fleet's other instances spent (state redis)
 	Requests  int64   `json:"requests"`
 	remaining float64 // for the budget gauge; only when hasBudget
 	hasBudget bool
@@ -139,8 +144,8 @@ func buildStatus(now time.Time) Status {
 		if !keys[k.Key] {
 			continue // a key no longer configured
 		}
-		ks := keyStatus{Key: k.Key, Spent: usage.FormatUSD(k.Spent), SpentUSD: k.Spent, Blocked: k.Blocked,
-			Requests: k.ThisPeriod.Requests}
+		ks := keyStatus{Key: k.Key, Spent: usage.FormatUSD(k.Spent), SpentUSD: k.Spent, OthersUSD: k.Others,
+			Blocked: k.Blocked, Requests: k.ThisPeriod.Requests}
 		if k.Budget.Limit > 0 {
 			ks.Budget = k.Budget.String()
 			ks.Remaining = usage.FormatUSD(k.Remaining)
@@ -152,6 +157,10 @@ func buildStatus(now time.Time) Status {
 	}
 	relays := slices.Collect(maps.Keys(liveRelays.m))
 	slices.SortFunc(relays, func(a, b *Relay) int { return a.provisioned.Compare(b.provisioned) })
+	if n := len(relays); n > 0 {
+		s := relays[n-1].stateStatus()
+		st.State = &s
+	}
 	for _, h := range relays {
 		for _, rt := range h.routesInOrder() {
 			for _, t := range rt.targets {

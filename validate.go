@@ -3,8 +3,10 @@ package llmrelay
 import (
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 
+	"cmp"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -51,6 +53,9 @@ func (h *Relay) checkConfig() error {
 	}
 	if err := h.SLO.check(); err != nil {
 		return fmt.Errorf("slo: %w", err)
+	}
+	if err := h.State.check(); err != nil {
+		return err
 	}
 	for model, p := range h.Prices {
 		if err := checkPrice(model, p); err != nil {
@@ -463,4 +468,38 @@ func checkReasoningField(f string) error {
 		return nil
 	}
 	return fmt.Errorf("reasoning_field %q is not known; use reasoning_content (DeepSeek's and vLLM's name) or reasoning (OpenRouter's and Ollama's)", f)
+}
+
+// check validates the state setting, for both config forms.
+func (s *StateConfig) check() error {
+	if s == nil {
+		return nil
+	}
+	switch s.Backend {
+	case "", "local", "off":
+		if s.Address != "" || s.Password != "" || s.DB != 0 || s.Prefix != "" || s.TLS || s.SyncInterval != 0 || s.ShareHealth != nil {
+			return fmt.Errorf("state %s: address, password, db, prefix, tls, sync_interval and share_health are settings of state redis", cmp.Or(s.Backend, "local"))
+		}
+		return nil
+	case "redis":
+	default:
+		return fmt.Errorf("state: unknown backend %q; expected off, local or redis (JSON: state.backend)", s.Backend)
+	}
+	switch {
+	case s.Address == "":
+		return fmt.Errorf("state redis: an address is required (host:port, or unix:/path/to/redis.sock)")
+	case s.DB < 0:
+		return fmt.Errorf("state redis: db %d is negative; Redis databases are numbered from 0", s.DB)
+	case s.SyncInterval < 0:
+		return fmt.Errorf("state redis: sync_interval %s is negative; leave it out for %s", time.Duration(s.SyncInterval), defaultSyncInterval)
+	case s.SyncInterval > 0 && time.Duration(s.SyncInterval) < fleetTick:
+		return fmt.Errorf("state redis: sync_interval %s is shorter than %s, the shared state's tick; give %s or more", time.Duration(s.SyncInterval), fleetTick, fleetTick)
+	}
+	if strings.HasPrefix(s.Address, "unix:") || strings.HasPrefix(s.Address, "/") {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(s.Address); err != nil || port == "" {
+		return fmt.Errorf("state redis: address %q: want host:port (e.g. 127.0.0.1:6379) or unix:/path/to/redis.sock", s.Address)
+	}
+	return nil
 }

@@ -124,8 +124,11 @@ type KeySpend struct {
 	// Start and End bound the key's current period (Budget.Period, Day for
 	// a key with no budget), in UTC: Start <= now < End.
 	Start, End time.Time
-	// Spent is this period's cost, ThisPeriod.Cost.
+	// Spent is this period's cost: ThisPeriod.Cost, plus Others.
 	Spent float64
+	// Others is what the other instances of a fleet spent in this period,
+	// as last read from the shared state (0 without one).
+	Others float64
 	// Remaining is Limit - Spent, at least 0; +Inf with no budget.
 	Remaining float64
 	// Blocked is set once Spent >= Limit (Allow is false).
@@ -160,6 +163,24 @@ type account struct {
 	alerted uint8 // bit i: Thresholds[i] alerted in the budget's current period
 	win     [numPeriods]window
 	total   counters
+	others  [numPeriods]remote // the rest of the fleet's spend (SetOthers)
+}
+
+// remote is what the other instances of a fleet spent in one period, as
+// last read from the shared state.
+type remote struct {
+	start time.Time
+	nano  int64
+}
+
+// spent is the period's spend: this instance's own and, when it is for
+// the same period, the rest of the fleet's.
+func (a *account) spent(p Period) int64 {
+	n := a.win[p].c.nano
+	if o := a.others[p]; !o.start.IsZero() && o.start.Equal(a.win[p].start) {
+		n += o.nano
+	}
+	return n
 }
 
 // window counts one calendar period (the current day, the current month).
@@ -276,7 +297,7 @@ func (l *Ledger) SetBudget(key string, b Budget) {
 		return
 	}
 	a.budget, a.limit = b, toNano(b.Limit)
-	spent := a.win[b.Period].c.nano
+	spent := a.spent(b.Period)
 	for i, th := range Thresholds {
 		if a.limit == 0 || !reached(spent, a.limit, th) {
 			a.alerted &^= 1 << i
@@ -299,7 +320,7 @@ func (l *Ledger) Allow(key string, now time.Time) (ok bool, remaining float64) {
 	if a.limit == 0 {
 		return true, math.Inf(1)
 	}
-	spent := a.win[a.budget.Period].c.nano
+	spent := a.spent(a.budget.Period)
 	return spent < a.limit, float64(max(a.limit-spent, 0)) / 1e9
 }
 
@@ -319,10 +340,16 @@ func (l *Ledger) Add(key string, cost float64, u Usage, now time.Time) []Alert {
 		a.win[p].c.add(nano, u)
 	}
 	a.total.add(nano, u)
+	return a.alerts(key, now)
+}
+
+// alerts raises the alerts the period's spend reached that had not
+// alerted yet (a.mu held).
+func (a *account) alerts(key string, now time.Time) []Alert {
 	if a.limit == 0 || a.alerted == 1<<len(Thresholds)-1 {
 		return nil
 	}
-	spent := a.win[a.budget.Period].c.nano
+	spent := a.spent(a.budget.Period)
 	var alerts []Alert
 	for i, th := range Thresholds {
 		if a.alerted&(1<<i) != 0 || !reached(spent, a.limit, th) {
@@ -373,12 +400,14 @@ func (a *account) snapshot(key string, now time.Time) KeySpend {
 	defer a.mu.Unlock()
 	a.roll(now)
 	w := a.win[a.budget.Period]
+	spent := a.spent(a.budget.Period)
 	ks := KeySpend{
 		Key:        key,
 		Budget:     a.budget,
 		Start:      w.start,
 		End:        a.budget.Period.Next(w.start),
-		Spent:      float64(w.c.nano) / 1e9,
+		Spent:      float64(spent) / 1e9,
+		Others:     float64(spent-w.c.nano) / 1e9,
 		Remaining:  math.Inf(1),
 		ThisPeriod: w.c.totals(),
 		AllTime:    a.total.totals(),
@@ -386,8 +415,8 @@ func (a *account) snapshot(key string, now time.Time) KeySpend {
 		ThisMonth:  a.win[Month].c.totals(),
 	}
 	if a.limit > 0 {
-		ks.Remaining = float64(max(a.limit-w.c.nano, 0)) / 1e9
-		ks.Blocked = w.c.nano >= a.limit
+		ks.Remaining = float64(max(a.limit-spent, 0)) / 1e9
+		ks.Blocked = spent >= a.limit
 	}
 	return ks
 }

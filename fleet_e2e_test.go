@@ -1,0 +1,421 @@
+package llmrelay_test
+
+// State across restarts and across a fleet (durable.go, fleet.go), with
+// real processes: each relay instance is this test binary started as a
+// Caddy (TestMain), with its own data directory (so its own instance ID)
+// and storage; the shared state is a real redis-server on a unix socket in
+// a temp dir. The upstreams are fake, in the test process, on 127.0.0.1.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// startRedis starts a redis-server on a unix socket in a temp dir, with no
+// persistence (a kill loses its data, as the outage test wants). It skips
+// where redis-server is absent, unless RELAY_REQUIRE_REDIS=1 (CI).
+func startRedis(t *testing.T, sock string) *exec.Cmd {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		msg := "redis-server not installed (Debian: apt-get install redis-server)"
+		if os.Getenv("RELAY_REQUIRE_REDIS") == "1" {
+			t.Fatal(msg + " (RELAY_REQUIRE_REDIS=1)")
+		}
+		t.Skip(msg)
+	}
+	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+		"--save", "", "--appendonly", "no", "--dir", filepath.Dir(sock), "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: sock})
+	defer c.Close()
+	waitFor(t, 10*time.Second, "redis-server answering", func() bool {
+		return c.Ping(context.Background()).Err() == nil
+	})
+	return cmd
+}
+
+// relayProc is a relay instance in a process of its own.
+type relayProc struct {
+	cmd  *exec.Cmd
+	dir  string
+	base string
+	log  string
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startRelayProc runs this binary as a Caddy serving block (an llm_relay
+// block) on a free port, with dir as its home: data directory (instance
+// ID), storage and log. The same dir again is the same instance restarted.
+func startRelayProc(t *testing.T, dir, block string) *relayProc {
+	t.Helper()
+	port := freePort(t)
+	p := &relayProc{dir: dir, base: fmt.Sprintf("http://127.0.0.1:%d", port), log: filepath.Join(dir, "caddy.log")}
+	cfg := fmt.Sprintf(`{
+	admin off
+	http_port %d
+	auto_https off
+	storage file_system %s
+	log {
+		output file %s
+		format json
+	}
+}
+:%d {
+	%s
+}
+`, port, filepath.Join(dir, "storage"), p.log, port, block)
+	cfgPath := filepath.Join(dir, "Caddyfile")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable() // os.Args[0] is "caddy" once Caddy's packages have run
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(self, "run", "--config", cfgPath, "--adapter", "caddyfile")
+	p.cmd.Env = append(os.Environ(), "LLM_RELAY_TEST_CADDY=1", "XDG_DATA_HOME="+filepath.Join(dir, "data"),
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "HOME="+dir)
+	p.cmd.Stdout, p.cmd.Stderr = nil, nil
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() { // the relay's own lines, after it stopped
+			b, _ := os.ReadFile(p.log)
+			var keep []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, `"logger":"http.handlers.llm_relay"`) && !strings.Contains(l, `"msg":"relayed"`) {
+					keep = append(keep, l)
+				}
+			}
+			t.Logf("%s:\n%s", p.log, strings.Join(keep, "\n"))
+		}
+	})
+	t.Cleanup(func() { p.stop(t) })
+	waitFor(t, 20*time.Second, "relay process listening", func() bool {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return p
+}
+
+// stop ends the process as an operator's `systemctl stop` does: SIGTERM,
+// which makes Caddy unload its config (and the relay save its state).
+func (p *relayProc) stop(t *testing.T) {
+	if p.cmd.ProcessState != nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+		t.Errorf("relay process did not stop within 15s of SIGTERM")
+	}
+}
+
+// chat sends one chat completion with the key and returns the status.
+func (p *relayProc) chat(t *testing.T, key, model string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", p.base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", p.base, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// fleetUpstreams are the fake providers of the fleet tests: ok answers
+// with 1,000 prompt tokens (at $1 per MTok, $0.001 a request), dead and
+// canary fail with 500; each counts what it got.
+type fleetUpstreams struct {
+	ok, dead, canary *fakeUpstream
+	deadHits         atomic.Int64
+	canaryHits       atomic.Int64
+}
+
+func newFleetUpstreams(t *testing.T) *fleetUpstreams {
+	u := &fleetUpstreams{}
+	u.ok = newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		answerJSON(w, 200, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":0,"total_tokens":1000}}`)
+	})
+	u.dead = newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		u.deadHits.Add(1)
+		answerJSON(w, 500, `{"error":{"message":"down","type":"server_error"}}`)
+	})
+	u.canary = newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		u.canaryHits.Add(1)
+		answerJSON(w, 500, `{"error":{"message":"bad canary","type":"server_error"}}`)
+	})
+	return u
+}
+
+// block is the relay config every instance of a test shares; state is its
+// state line.
+func (u *fleetUpstreams) block(state string) string {
+	return fmt.Sprintf(`llm_relay {
+		key sk-team team budget 0.005 per day
+		key sk-bulk bulk
+		upstream ok %s
+		upstream dead %s
+		upstream canup %s
+		model m {
+			to ok
+		}
+		model e {
+			to dead
+			to ok
+		}
+		model c {
+			to ok
+			canary canup 100 {
+				guard {
+					error_rate 0.1
+					min_samples 3
+					window 3
+				}
+			}
+		}
+		price m {
+			input 1
+			output 1
+		}
+		%s
+	}`, u.ok.v1(), u.dead.v1(), u.canary.v1(), state)
+}
+
+// countLines counts the log lines with msg in the given logs.
+func countLines(t *testing.T, msg string, logs ...string) int {
+	n := 0
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		n += strings.Count(string(b), `"msg":"`+msg+`"`)
+	}
+	return n
+}
+
+// syncWait is long enough for a change on one instance to reach another
+// (a write and a read at sync_interval 250ms, and a tick).
+const syncWait = 1200 * time.Millisecond
+
+func TestFleetSharesSpendCanaryAndEjections(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "redis.sock")
+	startRedis(t, sock)
+	u := newFleetUpstreams(t)
+	state := "state redis unix:" + sock + " {\n\t\t\tsync_interval 250ms\n\t\t}"
+	a := startRelayProc(t, filepath.Join(dir, "a"), u.block(state))
+	b := startRelayProc(t, filepath.Join(dir, "b"), u.block(state))
+
+	// Spend: $0.003 on A and $0.002 on B reach the key's $0.005 together.
+	for range 3 {
+		if st := a.chat(t, "sk-team", "m"); st != 200 {
+			t.Fatalf("A: status %d", st)
+		}
+	}
+	time.Sleep(syncWait)
+	for i := range 2 {
+		if st := b.chat(t, "sk-team", "m"); st != 200 {
+			t.Fatalf("B request %d: status %d (B must not count A's spend before the budget is reached)", i+1, st)
+		}
+	}
+	time.Sleep(syncWait)
+	for name, p := range map[string]*relayProc{"A": a, "B": b} {
+		if st := p.chat(t, "sk-team", "m"); st != 429 {
+			t.Errorf("%s after the fleet spent the budget: status %d, want 429", name, st)
+		}
+	}
+	// Each threshold (50, 80, 100 %) is logged once by the whole fleet.
+	waitFor(t, 3*time.Second, "three budget alerts", func() bool { return countLines(t, "key budget alert", a.log, b.log) >= 3 })
+	time.Sleep(syncWait)
+	if n := countLines(t, "key budget alert", a.log, b.log); n != 3 {
+		t.Errorf("%d budget alert lines across the fleet, want 3 (one per threshold)", n)
+	}
+
+	// Canary: rolled back on A, B sends it nothing within a second.
+	for range 3 {
+		if st := a.chat(t, "sk-bulk", "c"); st != 200 {
+			t.Fatalf("A canary request: status %d", st)
+		}
+	}
+	waitFor(t, 2*time.Second, "A's canary rollback", func() bool { return countLines(t, "canary rolled back", a.log) == 1 })
+	time.Sleep(syncWait)
+	u.canaryHits.Store(0)
+	for range 5 {
+		if st := b.chat(t, "sk-bulk", "c"); st != 200 {
+			t.Fatalf("B canary request: status %d", st)
+		}
+	}
+	if n := u.canaryHits.Load(); n != 0 {
+		t.Errorf("the canary rolled back on A got %d requests from B", n)
+	}
+
+	// Ejection: dead ejected on A (3 failures), skipped by B.
+	for range 3 {
+		if st := a.chat(t, "sk-bulk", "e"); st != 200 {
+			t.Fatalf("A request to e: status %d", st)
+		}
+	}
+	time.Sleep(syncWait)
+	u.deadHits.Store(0)
+	for range 3 {
+		if st := b.chat(t, "sk-bulk", "e"); st != 200 {
+			t.Fatalf("B request to e: status %d", st)
+		}
+	}
+	if n := u.deadHits.Load(); n != 0 {
+		t.Errorf("the target ejected on A got %d requests from B", n)
+	}
+}
+
+// restartScenario puts state into an instance (a key over budget, a
+// canary rolled back, a target ejected), restarts it (in fresh as another
+// instance with a new data directory) and checks all three survived.
+func restartScenario(t *testing.T, u *fleetUpstreams, dir, state string, fresh bool) {
+	a := startRelayProc(t, filepath.Join(dir, "a"), u.block(state))
+	for range 5 {
+		a.chat(t, "sk-team", "m")
+	}
+	if st := a.chat(t, "sk-team", "m"); st != 429 {
+		t.Fatalf("over budget before the restart: status %d", st)
+	}
+	for range 3 {
+		a.chat(t, "sk-bulk", "c")
+		a.chat(t, "sk-bulk", "e")
+	}
+	time.Sleep(syncWait) // the state reaches Redis
+	a.stop(t)
+
+	again := filepath.Join(dir, "a")
+	if fresh {
+		again = filepath.Join(dir, "a2")
+	}
+	a2 := startRelayProc(t, again, u.block(state))
+	if fresh {
+		time.Sleep(syncWait) // the first read from Redis
+	}
+	if st := a2.chat(t, "sk-team", "m"); st != 429 {
+		t.Errorf("after the restart the key over its budget got status %d, want 429", st)
+	}
+	u.canaryHits.Store(0)
+	u.deadHits.Store(0)
+	for range 3 {
+		a2.chat(t, "sk-bulk", "c")
+		a2.chat(t, "sk-bulk", "e")
+	}
+	if n := u.canaryHits.Load(); n != 0 {
+		t.Errorf("after the restart the rolled-back canary got %d requests", n)
+	}
+	if n := u.deadHits.Load(); n != 0 {
+		t.Errorf("after the restart the ejected target got %d requests within its cooldown", n)
+	}
+}
+
+func TestRestartKeepsStateInCaddyStorage(t *testing.T) {
+	restartScenario(t, newFleetUpstreams(t), t.TempDir(), "", false)
+}
+
+func TestRestartKeepsStateInRedis(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "redis.sock")
+	startRedis(t, sock)
+	// Another machine takes over: a new data directory and no saved
+	// file, only Redis.
+	restartScenario(t, newFleetUpstreams(t), dir, "state redis unix:"+sock+" {\n\t\t\tsync_interval 250ms\n\t\t}", true)
+}
+
+func TestRedisOutageLosesNothing(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "redis.sock")
+	rs := startRedis(t, sock)
+	u := newFleetUpstreams(t)
+	state := "state redis unix:" + sock + " {\n\t\t\tsync_interval 250ms\n\t\t}"
+	a := startRelayProc(t, filepath.Join(dir, "a"), u.block(state))
+	b := startRelayProc(t, filepath.Join(dir, "b"), u.block(state))
+
+	served := 0
+	send := func(n int) {
+		for i := range n {
+			p := a
+			if i%2 == 1 {
+				p = b
+			}
+			if st := p.chat(t, "sk-bulk", "m"); st != 200 {
+				t.Fatalf("request %d: status %d", served+1, st)
+			}
+			served++
+		}
+	}
+	send(10)
+	time.Sleep(syncWait)
+	_ = rs.Process.Kill() // Redis dies with everything it held
+	_ = rs.Wait()
+	send(20) // none of these fails for it
+	waitFor(t, 3*time.Second, "the outage logged", func() bool {
+		return countLines(t, "shared state unreachable; serving from this instance's view (spend is kept and written when it is back)", a.log, b.log) == 2
+	})
+	startRedis(t, sock)
+	send(10)
+	time.Sleep(2 * syncWait)
+
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: sock})
+	defer c.Close()
+	day := time.Now().UTC().Format("2006-01-02")
+	vals, err := c.HVals(context.Background(), "llm_relay:spend:bulk:day:"+day).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, v := range vals {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		total += n
+	}
+	if want := int64(served) * 1_000_000; total != want || len(vals) != 2 {
+		t.Errorf("fleet total after the outage: %d nano-USD from %d instances, want %d (%d requests at $0.001) from 2",
+			total, len(vals), want, served)
+	}
+	if n := countLines(t, "shared state reachable again; this instance's spend is written again", a.log, b.log); n != 2 {
+		t.Errorf("%d recovery lines, want one per instance", n)
+	}
+}
