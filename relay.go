@@ -115,8 +115,8 @@ type Relay struct {
 	probes      []*prober
 	life        context.Context // the config's lifetime: cancelled at Cleanup (see lifetime.go)
 	endLife     context.CancelFunc
-	inflight    *inflight // requests and shadow copies of this config in flight
-	durable     bool      // attached to the durable store (durable.go)
+	inflight    *inflight   // requests and shadow copies of this config in flight
+	durable     bool        // attached to the durable store (durable.go)
 	fleet       *fleetState // the shared state (state redis), or nil
 	fleetKey    string      // its key in fleetPool
 }

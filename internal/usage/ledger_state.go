@@ -41,13 +41,13 @@ type WindowState struct {
 // AlertedStart).
 // What other instances spent is not in it: that is the shared state's.
 type KeyState struct {
-	Key          string      `json:"key"`
-	Day          WindowState `json:"day"`
-	Month        WindowState `json:"month"`
-	Total        Counts      `json:"total"`
-	Alerted       []int     `json:"alerted,omitempty"`
-	AlertedPeriod string    `json:"alerted_period,omitempty"` // "day" or "month"
-	AlertedStart  time.Time `json:"alerted_start,omitzero"`
+	Key           string      `json:"key"`
+	Day           WindowState `json:"day"`
+	Month         WindowState `json:"month"`
+	Total         Counts      `json:"total"`
+	Alerted       []int       `json:"alerted,omitempty"`
+	AlertedPeriod string      `json:"alerted_period,omitempty"` // "day" or "month"
+	AlertedStart  time.Time   `json:"alerted_start,omitzero"`
 }
 
 // Export returns every key's own state at now, sorted by key.
