@@ -27,6 +27,8 @@ type target struct {
 	// mode, when set, is sent as X-Relay-Mode: the smoothing mode the
 	// relay applies to this target's streams.
 	mode string
+	// key, when set, is sent as the client key (Authorization: Bearer).
+	key string
 	// proc is the process that serves the target: its CPU time during
 	// the target's rounds is the target's.
 	proc *proc
@@ -183,6 +185,9 @@ func (b *bench) do(ctx context.Context, t *target, buf *bytes.Buffer) outcome {
 	req.Header.Set("Content-Type", "application/json")
 	if t.mode != "" {
 		req.Header.Set("X-Relay-Mode", t.mode)
+	}
+	if t.key != "" {
+		req.Header.Set("Authorization", "Bearer "+t.key)
 	}
 	start := time.Now()
 	resp, err := b.client.Do(req)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -10,7 +11,8 @@ import (
 )
 
 // -report runs every measurement issue 12 ("pass-through at
-// reverse_proxy's cost") sets a target for, one after the other, each
+// reverse_proxy's cost") sets a target for, and issue 13's (the shared
+// state on Redis, where redis-server is installed), one after the other, each
 // with its own fresh processes, and ends with one table: each figure, its
 // target and whether it holds. The log level (-log-level, INFO by
 // default), -c for the non-stream and stream measurements, -max-time and
@@ -138,6 +140,21 @@ func reportScenarios(c int) []reportScenario {
 			},
 		},
 		{
+			// Issue 13's target; skipped where redis-server is absent.
+			name: fmt.Sprintf("state redis against state local, non-stream, c=%d, 20,000 requests", c),
+			adjust: func(o *options) {
+				o.stateRedis = true
+				o.requests, o.warmup = 20000, 2000
+			},
+			checks: func(name string, sums []summary, _ []holdResult) []check {
+				p50, _, cpu := ratios(sums)
+				return []check{
+					{measurement: name, figure: "p50", got: p50, bound: goalStateRedisRatio},
+					{measurement: name, figure: "CPU per request", got: cpu, info: true},
+				}
+			},
+		},
+		{
 			name: "memory per open stream, 5,000 streams",
 			adjust: func(o *options) {
 				o.hold = 5000
@@ -170,6 +187,10 @@ func runReport(base options) {
 		o := base
 		o.report, o.inReport = false, true
 		sc.adjust(&o)
+		if _, err := exec.LookPath("redis-server"); o.stateRedis && err != nil {
+			fmt.Printf("\n=== %d. %s: skipped, redis-server is not installed\n", i+1, sc.name)
+			continue
+		}
 		n := reps
 		if o.hold > 0 {
 			n = 1 // minutes per run, and steady from run to run

@@ -85,6 +85,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/llmrelay/caddy-llm-relay/cmd/internal/inproc"
 	"net/http"
 	"os"
 	"runtime"
@@ -110,6 +111,7 @@ type options struct {
 	translate       bool
 	translateResp   bool
 	split           bool
+	stateRedis      bool
 	hold            int
 	storm           int
 	stormRounds     int
@@ -141,10 +143,11 @@ func parseFlags() options {
 	flag.BoolVar(&o.translateResp, "translate-responses", false, "compare a Responses stream translated for a Chat provider (`api chat`) against the same request answered natively (`api openai`), both from the simulator, instead of relay against reverse_proxy")
 	flag.BoolVar(&o.translate, "translate", false, "compare a translated stream (an OpenAI client, an `api anthropic` upstream: the simulator's Messages mode) against the same stream passed through (an Anthropic client, the same upstream), instead of relay against reverse_proxy")
 	flag.BoolVar(&o.split, "split", false, "compare the relay's streams in split-reasoning mode against the same streams in mode off (X-Relay-Mode), by process CPU per stream; implies -stream")
+	flag.BoolVar(&o.stateRedis, "state-redis", false, "compare the relay with `state redis` (a redis-server on a unix socket, which must be installed) against the same relay with `state local`, both with a client key that has a budget and a price, so every request is accounted and its spend shared")
 	flag.IntVar(&o.hold, "hold", 0, "memory per open stream: hold this many streams open against the relay in each mode and against reverse_proxy, one target at a time (the simulator slowed to a token every 5s; the other measurements are skipped)")
 	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
 	flag.StringVar(&o.mode, "mode", "", "send X-Relay-Mode with this smoothing mode to the relay (off, pace, split-reasoning); empty: the relay's default")
-	flag.BoolVar(&o.report, "report", false, "run every measurement issue 12 sets a target for, one after the other, and print each figure against its target (the other flags but -log-level, -max-time, -reps and -c are ignored)")
+	flag.BoolVar(&o.report, "report", false, "run every measurement issues 12 and 13 set a target for, one after the other, and print each figure against its target (the other flags but -log-level, -max-time, -reps and -c are ignored)")
 	flag.IntVar(&o.reps, "reps", 3, "with -report: runs of each measurement (fresh processes each; memory per stream runs once); each figure is the median of its runs' ratios")
 	flag.IntVar(&o.stormRounds, "storm-rounds", 3, "with -storm: storms per target, alternating which target goes first")
 	flag.Usage = func() {
@@ -185,6 +188,12 @@ func main() {
 	}
 	o := parseFlags()
 
+	cleanup, err := inproc.PrivateData() // no state from, or for, another run
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer cleanup()
 	fmt.Printf("relaybench: %s, GOMAXPROCS=%d, NumCPU=%d, %s/%s\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	var used []string
@@ -247,6 +256,12 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 			{name: "off", url: sites.relay + "/v1/chat/completions", mode: "off", proc: relay},
 		}
 	}
+	if o.stateRedis {
+		targets = []*target{
+			{name: "relay+redis", url: sites.redis + "/v1/chat/completions", key: "bench-key", proc: sites.redisProc},
+			{name: "relay+local", url: sites.local + "/v1/chat/completions", key: "bench-key", proc: sites.localProc},
+		}
+	}
 	if o.shadow {
 		targets = []*target{
 			{name: "relay+shadow", url: sites.shadowed + "/v1/chat/completions", proc: relay},
@@ -289,6 +304,9 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 	goal := goalP50Ratio
 	if o.translate || o.translateResp {
 		goal = goalTranslateRatio
+	}
+	if o.stateRedis {
+		goal = goalStateRedisRatio
 	}
 	if o.split || o.inReport {
 		goal = 0 // split: a CPU goal, below; -report: each its own, in the table

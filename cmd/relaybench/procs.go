@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,26 +132,61 @@ http://:%[1]d {
 }
 `
 
+// stateSite (-state-redis): the relay with a client key that has a budget
+// and a price for the simulator's model, so every request is accounted
+// and its spend shared; state is the relay's state line. The same site
+// with `state local` is the baseline. Ports: the site, sim.
+const stateSite = `
+http://:%[1]d {
+	bind 127.0.0.1
+	llm_relay {
+		key bench-key team budget 1000000 per day
+		upstream sim http://127.0.0.1:%[2]d/v1
+		model sim-reasoner {
+			to sim
+		}
+		price sim-reasoner {
+			input 1
+			output 2
+		}
+		%[3]s
+	}
+}
+`
+
 // siteURLs are the base URLs of the sites, and the processes serving them.
 type siteURLs struct {
 	sim, relay, proxy, shadowed, claude string
 	simProc, relayProc, proxyProc       *proc
+	// -state-redis: the keyed relay with state local and with state redis.
+	local, redis         string
+	localProc, redisProc *proc
 }
 
 // startProcs picks free ports, writes one Caddyfile per child process and
 // starts the simulator, the relay and reverse_proxy, each in its own
 // process, logging to a file in dir.
 func startProcs(o options, dir string) (siteURLs, error) {
-	ports, err := inproc.FreePorts(6)
+	ports, err := inproc.FreePorts(8)
 	if err != nil {
 		return siteURLs{}, err
 	}
 	pSim, pSlow, pRelay, pProxy, pShadowed, pClaude := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
+	pLocal, pRedis := ports[6], ports[7]
 	head := fmt.Sprintf(globalOptions, o.logLevel)
 	files := []struct{ name, src string }{
 		{"sim", head + fmt.Sprintf(simSites, pSim, pSlow, o.reasoningTokens, o.contentTokens, strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64))},
 		{"relay", head + fmt.Sprintf(relaySites, pRelay, pShadowed, pClaude, pSim, pSlow)},
 		{"reverse_proxy", head + fmt.Sprintf(proxySites, pProxy, pSim)},
+	}
+	if o.stateRedis {
+		sock, err := startRedis(dir)
+		if err != nil {
+			return siteURLs{}, err
+		}
+		files = append(files,
+			struct{ name, src string }{"relay-local", head + fmt.Sprintf(stateSite, pLocal, pSim, "state local")},
+			struct{ name, src string }{"relay-redis", head + fmt.Sprintf(stateSite, pRedis, pSim, "state redis unix:"+sock)})
 	}
 	if o.printConfig {
 		for _, f := range files {
@@ -171,10 +207,41 @@ func startProcs(o options, dir string) (siteURLs, error) {
 		}
 	}
 	base := func(p int) string { return fmt.Sprintf("http://127.0.0.1:%d", p) }
-	return siteURLs{
+	sites := siteURLs{
 		sim: base(pSim), relay: base(pRelay), proxy: base(pProxy), shadowed: base(pShadowed), claude: base(pClaude),
 		simProc: procs[0], relayProc: procs[1], proxyProc: procs[2],
-	}, nil
+	}
+	if o.stateRedis {
+		sites.local, sites.redis, sites.localProc, sites.redisProc = base(pLocal), base(pRedis), procs[3], procs[4]
+	}
+	return sites, nil
+}
+
+// startRedis starts a redis-server (Debian's redis-server package) on a
+// unix socket in dir, without persistence, for -state-redis; it is
+// stopped with the other processes. It returns the socket's path.
+func startRedis(dir string) (string, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", fmt.Errorf("-state-redis needs redis-server (Debian: apt-get install redis-server): %w", err)
+	}
+	sock := filepath.Join(dir, "redis.sock")
+	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("starting redis-server: %w", err)
+	}
+	procsMu.Lock()
+	others = append(others, cmd)
+	procsMu.Unlock()
+	for range 100 {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return sock, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "", fmt.Errorf("redis-server did not listen on %s within 5s", sock)
 }
 
 // proc is one child process: a Caddy running one config, which answers
@@ -191,6 +258,7 @@ type proc struct {
 var (
 	procsMu sync.Mutex
 	running []*proc
+	others  []*exec.Cmd // not Caddy (redis-server): killed at the end
 )
 
 // startProc starts this binary as a child that loads cfg, and waits until
@@ -289,5 +357,13 @@ func stopProcs() {
 			_ = p.cmd.Process.Kill()
 			<-done
 		}
+	}
+	procsMu.Lock()
+	cs := others
+	others = nil
+	procsMu.Unlock()
+	for _, c := range cs {
+		_ = c.Process.Kill()
+		_ = c.Wait()
 	}
 }

@@ -146,6 +146,12 @@ func selectCases(o options) []chaosCase {
 func main() {
 	o := parseFlags()
 	cs := selectCases(o)
+	cleanup, err := inproc.PrivateData() // no state from, or for, another run
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer cleanup()
 	if o.list {
 		for _, c := range cs {
 			fmt.Printf("%-12s %s\n", c.name, c.about)

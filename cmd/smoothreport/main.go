@@ -95,6 +95,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/llmrelay/caddy-llm-relay/cmd/internal/inproc"
 	"io"
 	"os"
 	"slices"
@@ -218,6 +219,12 @@ func main() {
 		fmt.Print(caddyfile(o, 8080, 8081))
 		return
 	}
+	cleanup, err := inproc.PrivateData() // no state from, or for, another run
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer cleanup()
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	var reps []*report

@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // registers the caddyfile adapter
+	"github.com/caddyserver/certmagic"
 )
 
 // FreePorts returns n distinct ports that were free on 127.0.0.1 a moment
@@ -45,4 +49,22 @@ func Adapt(src, filename string, warn io.Writer) ([]byte, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// PrivateData points Caddy's data and config directories, and its default
+// storage, at a fresh temporary directory, and returns a function that
+// removes it. The relay saves its state (spend, canaries, ejections) in
+// that storage and restores it at start: a measurement or a chaos run
+// must neither start from an earlier run's state nor leave its own in
+// the user's Caddy data directory. Call it first in main: child processes
+// inherit the environment.
+func PrivateData() (cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "relay-data-")
+	if err != nil {
+		return nil, fmt.Errorf("making a data directory: %w", err)
+	}
+	os.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	caddy.DefaultStorage = &certmagic.FileStorage{Path: caddy.AppDataDir()}
+	return func() { os.RemoveAll(dir) }, nil
 }
