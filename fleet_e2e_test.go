@@ -8,6 +8,7 @@ package llmrelay_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -222,7 +223,30 @@ func (u *fleetUpstreams) block(state string) string {
 			output 1
 		}
 		%s
+	}
+	handle /status {
+		llm_relay_status
 	}`, u.ok.v1(), u.dead.v1(), u.canary.v1(), state)
+}
+
+// stateUp reads the status view's state.up (nil without one).
+func (p *relayProc) stateUp(t *testing.T) *bool {
+	t.Helper()
+	resp, err := http.Get(p.base + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		State struct {
+			Backend string `json:"backend"`
+			Up      *bool  `json:"up"`
+		} `json:"state"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st.State.Up
 }
 
 // countLines counts the log lines with msg in the given logs.
@@ -395,9 +419,15 @@ func TestRedisOutageLosesNothing(t *testing.T) {
 	waitFor(t, 3*time.Second, "the outage logged", func() bool {
 		return countLines(t, "shared state unreachable; serving from this instance's view (spend is kept and written when it is back)", a.log, b.log) == 2
 	})
+	if up := a.stateUp(t); up == nil || *up {
+		t.Errorf("status view during the outage: state.up = %v, want false", up)
+	}
 	startRedis(t, sock)
 	send(10)
 	time.Sleep(2 * syncWait)
+	if up := a.stateUp(t); up == nil || !*up {
+		t.Errorf("status view after the outage: state.up = %v, want true", up)
+	}
 
 	c := redis.NewClient(&redis.Options{Network: "unix", Addr: sock})
 	defer c.Close()
@@ -418,4 +448,54 @@ func TestRedisOutageLosesNothing(t *testing.T) {
 	if n := countLines(t, "shared state reachable again; this instance's spend is written again", a.log, b.log); n != 2 {
 		t.Errorf("%d recovery lines, want one per instance", n)
 	}
+}
+
+func TestShareHealthOff(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "redis.sock")
+	startRedis(t, sock)
+	u := newFleetUpstreams(t)
+	state := "state redis unix:" + sock + " {\n\t\t\tsync_interval 250ms\n\t\t\tshare_health off\n\t\t}"
+	a := startRelayProc(t, filepath.Join(dir, "a"), u.block(state))
+	b := startRelayProc(t, filepath.Join(dir, "b"), u.block(state))
+	for range 3 {
+		a.chat(t, "sk-bulk", "e")
+	}
+	time.Sleep(syncWait)
+	u.deadHits.Store(0)
+	b.chat(t, "sk-bulk", "e")
+	if n := u.deadHits.Load(); n != 1 {
+		t.Errorf("with share_health off, B sent %d requests to the target A ejected, want 1 (its own judgement)", n)
+	}
+}
+
+// TestCorruptStateFileIsAWarning: a saved state that cannot be read is
+// logged and ignored; the relay starts and serves.
+func TestCorruptStateFileIsAWarning(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a")
+	const id = "0b7c2c1e-5e8a-4a52-9a3e-3f1f2d6c7b10"
+	for path, body := range map[string]string{
+		filepath.Join(dir, "data", "caddy", "instance.uuid"):            id,
+		filepath.Join(dir, "storage", "llm_relay", "state", id+".json"): `{"version":1,"spend":[{"key":`,
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := newFleetUpstreams(t)
+	a := startRelayProc(t, dir, u.block(""))
+	if st := a.chat(t, "sk-team", "m"); st != 200 {
+		t.Fatalf("status %d with a corrupt state file", st)
+	}
+	if n := countLines(t, "saved relay state unreadable; starting without it (it is overwritten at the next save)", a.log); n != 1 {
+		t.Errorf("%d warnings about the corrupt state file, want 1", n)
+	}
+	// The next save replaces it with a good one.
+	waitFor(t, 3*time.Second, "a readable state file", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "storage", "llm_relay", "state", id+".json"))
+		return json.Valid(b)
+	})
 }

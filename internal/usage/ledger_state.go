@@ -23,8 +23,12 @@ func (c counters) counts() Counts {
 		Completion: c.completion, Reasoning: c.reasoning, Cached: c.cached}
 }
 
+// maxRestoredNano caps a restored spend (a billion dollars), far from
+// where later additions could overflow.
+const maxRestoredNano = 1e18
+
 func (c Counts) counters() counters {
-	return counters{nano: max(c.NanoUSD, 0), requests: c.Requests, estimated: c.Estimated, prompt: c.Prompt,
+	return counters{nano: min(max(c.NanoUSD, 0), maxRestoredNano), requests: c.Requests, estimated: c.Estimated, prompt: c.Prompt,
 		completion: c.Completion, reasoning: c.Reasoning, cached: c.Cached}
 }
 

@@ -84,3 +84,40 @@ func TestLedgerOthersCountTowardsBudget(t *testing.T) {
 		t.Fatalf("own after RaiseOwn = %d", own.Day.NanoUSD)
 	}
 }
+
+// FuzzRestore: a saved state comes from storage, where anything may have
+// happened to it. Whatever decodes is restored without a panic, and the
+// ledger's figures stay sane: no negative spend, a budget check that
+// answers, an export that encodes.
+func FuzzRestore(f *testing.F) {
+	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	l := NewLedger()
+	l.SetBudget("team", Budget{Limit: 1, Period: Month})
+	l.Add("team", 0.6, Usage{Prompt: 10}, now)
+	good, _ := json.Marshal(l.Export(now))
+	f.Add(good)
+	f.Add([]byte(`[{"key":"k","day":{"start":"2026-12-04T00:00:00Z","nano_usd":-5},"alerted":[50,80,7],"alerted_period":"week"}]`))
+	f.Add([]byte(`[{"key":"","total":{"nano_usd":9223372036854775807}}]`))
+	f.Add([]byte(`[{"key":"big","day":{"start":"2026-12-04T00:00:00Z","nano_usd":9223372036854775807}}]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var states []KeyState
+		if json.Unmarshal(raw, &states) != nil {
+			return
+		}
+		l := NewLedger()
+		l.Restore(states, now)
+		for _, ks := range states {
+			l.SetBudget(ks.Key, Budget{Limit: 0.5, Period: Day})
+			l.Allow(ks.Key, now)
+			l.Add(ks.Key, 0.1, Usage{}, now)
+		}
+		for _, ks := range l.Snapshot(now) {
+			if ks.Spent < 0 || ks.Remaining < 0 {
+				t.Fatalf("restored %s: spent %v, remaining %v", ks.Key, ks.Spent, ks.Remaining)
+			}
+		}
+		if _, err := json.Marshal(l.Export(now)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
