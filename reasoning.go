@@ -196,11 +196,15 @@ func askForUsage(body *requestBody) (drop bool) {
 	if !body.stream {
 		return false
 	}
+	raw, ok := body.fields["stream_options"]
+	if !ok || string(raw) == "null" {
+		// The common case, without a map and an encode per stream.
+		body.set("stream_options", json.RawMessage(`{"include_usage":true}`))
+		return true
+	}
 	opts := map[string]json.RawMessage{}
-	if raw, ok := body.fields["stream_options"]; ok && string(raw) != "null" {
-		if json.Unmarshal(raw, &opts) != nil {
-			return false // not an object: leave it to the upstream to judge
-		}
+	if json.Unmarshal(raw, &opts) != nil {
+		return false // not an object: leave it to the upstream to judge
 	}
 	var asked bool
 	if raw, ok := opts["include_usage"]; ok {
