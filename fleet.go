@@ -239,145 +239,208 @@ type sharedEjection struct {
 	health.Ejection
 }
 
-// sync makes one round trip: it pushes what changed here, reads what the
-// fleet holds and adopts it. It reports whether Redis answered.
-func (f *fleetState) sync(now time.Time, spend bool) bool {
-	f.mu.Lock()
-	keys := make([]string, 0, len(f.keys))
-	for k := range f.keys {
-		keys = append(keys, k)
-	}
-	canaries := make(map[string]*canary.Canary, len(f.canaries))
-	for k, c := range f.canaries {
-		canaries[field(k)] = c
-	}
-	targets := make(map[string]*health.Target, len(f.targets))
-	for k, t := range f.targets {
-		targets[field(k)] = t
-	}
-	alerts := f.alerts
-	f.mu.Unlock()
+// round is one round trip's work: what was queued in the pipeline, and
+// what to do with the answers.
+type round struct {
+	now       time.Time
+	canaries  map[string]*canary.Canary // by field
+	targets   map[string]*health.Target // by field
+	alerts    []usage.Alert             // being claimed
+	claims    []*redis.BoolCmd
+	pushes    map[string]string // hash+field → value written
+	canaryGet *redis.MapStringStringCmd
+	ejectGet  *redis.MapStringStringCmd // nil with share_health off
+	spend     []spendRead
+}
 
+// spendRead is one key's period as this instance wrote it, and the
+// fleet's figures read back.
+type spendRead struct {
+	key    string
+	period usage.Period
+	start  time.Time
+	own    int64
+	get    *redis.MapStringStringCmd
+}
+
+// sync makes one round trip: it pushes what changed here, reads what the
+// fleet holds and adopts it (spend too when spend is set). It reports
+// whether Redis answered.
+func (f *fleetState) sync(now time.Time, spend bool) bool {
+	r := f.newRound(now)
 	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout)
 	defer cancel()
-	canaryHash, ejectHash := f.prefix+"canary", f.prefix+"eject"
-	pushes := map[string]string{}
 	pipe := f.client.Pipeline()
-	for fld, c := range canaries {
-		p := c.Persist()
-		if p.Step == 0 && p.State != canary.StateRolledBack {
-			continue
-		}
-		b, _ := json.Marshal(sharedCanary{Name: c.Name(), Persisted: p})
-		if f.pushedValue(canaryHash+fld) != string(b) {
-			pipe.HSet(ctx, canaryHash, fld, b)
-			pushes[canaryHash+fld] = string(b)
-		}
-	}
-	if f.shareHealth {
-		for fld, t := range targets {
-			e, ok := t.Ejection(now)
-			if !ok {
-				continue
-			}
-			b, _ := json.Marshal(sharedEjection{Name: t.Name(), By: f.instance, Ejection: e})
-			if !strings.HasPrefix(e.Reason, fleetReasonPrefix) && f.pushedValue(ejectHash+fld) != string(b) {
-				pipe.HSet(ctx, ejectHash, fld, b)
-				pushes[ejectHash+fld] = string(b)
-			}
-		}
-	}
-	canaryRead := pipe.HGetAll(ctx, canaryHash)
-	var ejectRead *redis.MapStringStringCmd
-	if f.shareHealth {
-		ejectRead = pipe.HGetAll(ctx, ejectHash)
-	}
-	type spendRead struct {
-		key    string
-		period usage.Period
-		start  time.Time
-		own    int64
-		cmd    *redis.MapStringStringCmd
-	}
-	var reads []spendRead
+	f.queueRollouts(ctx, pipe, r)
 	if spend {
-		for _, k := range keys {
-			own, _ := ledger.Own(k, now)
-			if own.Day.Start.IsZero() { // a key with no request here yet: read the fleet's
-				own.Day.Start, own.Month.Start = usage.Day.Start(now), usage.Month.Start(now)
-			}
-			for p, w := range map[usage.Period]usage.WindowState{usage.Day: own.Day, usage.Month: own.Month} {
-				hk := f.spendKey(k, p, w.Start)
-				if w.NanoUSD > 0 {
-					pipe.HSet(ctx, hk, f.instance, w.NanoUSD)
-					pipe.ExpireAt(ctx, hk, p.Next(w.Start).Add(time.Hour))
-				}
-				reads = append(reads, spendRead{key: k, period: p, start: w.Start, own: w.NanoUSD, cmd: pipe.HGetAll(ctx, hk)})
-			}
-		}
+		f.queueSpend(ctx, pipe, r)
 	}
-	claims := make([]*redis.BoolCmd, len(alerts))
-	for i, a := range alerts {
-		p, _ := usage.ParsePeriod(a.Period)
-		start := p.Start(a.At)
-		ak := fmt.Sprintf("%salert:%s:%s:%s:%d", f.prefix, a.Key, a.Period, start.Format("2006-01-02"), a.Threshold)
-		claims[i] = pipe.SetNX(ctx, ak, f.instance, p.Next(start).Add(time.Hour).Sub(now))
-	}
-	_, err := pipe.Exec(ctx)
-	if err != nil && !errors.Is(err, redis.Nil) {
+	f.queueClaims(ctx, pipe, r)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		f.failed(err)
 		return false
 	}
 	f.recovered(now, spend)
-
 	f.mu.Lock()
-	for k, v := range pushes {
+	for k, v := range r.pushes {
 		f.pushed[k] = v
 	}
-	f.alerts = f.alerts[len(alerts):]
+	f.alerts = f.alerts[len(r.alerts):] // claimed; newer ones wait for the next round
 	f.mu.Unlock()
+	f.applyClaims(r)
+	f.applyRollouts(ctx, r)
+	f.applySpend(r)
+	return true
+}
 
-	for i, a := range alerts {
-		if won, _ := claims[i].Result(); won {
+// newRound takes what the handlers registered, under the lock.
+func (f *fleetState) newRound(now time.Time) *round {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := &round{now: now, canaries: make(map[string]*canary.Canary, len(f.canaries)),
+		targets: make(map[string]*health.Target, len(f.targets)), alerts: f.alerts, pushes: map[string]string{}}
+	for k, c := range f.canaries {
+		r.canaries[field(k)] = c
+	}
+	for k, t := range f.targets {
+		r.targets[field(k)] = t
+	}
+	for k := range f.keys {
+		r.spend = append(r.spend, spendRead{key: k})
+	}
+	return r
+}
+
+// queueRollouts pushes the canary steps and rollbacks and the ejections
+// decided here that Redis does not have yet, and reads the fleet's.
+func (f *fleetState) queueRollouts(ctx context.Context, pipe redis.Pipeliner, r *round) {
+	canaryHash, ejectHash := f.prefix+"canary", f.prefix+"eject"
+	for fld, c := range r.canaries {
+		p := c.Persist()
+		if p.Step == 0 && p.State != canary.StateRolledBack {
+			continue // where every instance starts
+		}
+		b, _ := json.Marshal(sharedCanary{Name: c.Name(), Persisted: p})
+		if f.pushedValue(canaryHash+fld) != string(b) {
+			pipe.HSet(ctx, canaryHash, fld, b)
+			r.pushes[canaryHash+fld] = string(b)
+		}
+	}
+	r.canaryGet = pipe.HGetAll(ctx, canaryHash)
+	if !f.shareHealth {
+		return
+	}
+	for fld, t := range r.targets {
+		e, ok := t.Ejection(r.now)
+		if !ok || strings.HasPrefix(e.Reason, fleetReasonPrefix) {
+			continue // not ejected, or ejected by another instance
+		}
+		b, _ := json.Marshal(sharedEjection{Name: t.Name(), By: f.instance, Ejection: e})
+		if f.pushedValue(ejectHash+fld) != string(b) {
+			pipe.HSet(ctx, ejectHash, fld, b)
+			r.pushes[ejectHash+fld] = string(b)
+		}
+	}
+	r.ejectGet = pipe.HGetAll(ctx, ejectHash)
+}
+
+// queueSpend writes this instance's own spend per key and period (an
+// absolute figure: idempotent) and reads every instance's.
+func (f *fleetState) queueSpend(ctx context.Context, pipe redis.Pipeliner, r *round) {
+	keys := r.spend
+	r.spend = nil
+	for _, k := range keys {
+		own, _ := ledger.Own(k.key, r.now)
+		if own.Day.Start.IsZero() { // no request here yet: read the fleet's
+			own.Day.Start, own.Month.Start = usage.Day.Start(r.now), usage.Month.Start(r.now)
+		}
+		for _, w := range []struct {
+			p usage.Period
+			usage.WindowState
+		}{{usage.Day, own.Day}, {usage.Month, own.Month}} {
+			hk := f.spendKey(k.key, w.p, w.Start)
+			if w.NanoUSD > 0 {
+				pipe.HSet(ctx, hk, f.instance, w.NanoUSD)
+				pipe.ExpireAt(ctx, hk, w.p.Next(w.Start).Add(time.Hour))
+			}
+			r.spend = append(r.spend, spendRead{key: k.key, period: w.p, start: w.Start, own: w.NanoUSD, get: pipe.HGetAll(ctx, hk)})
+		}
+	}
+}
+
+// queueClaims claims the budget alerts raised here for the fleet.
+func (f *fleetState) queueClaims(ctx context.Context, pipe redis.Pipeliner, r *round) {
+	r.claims = make([]*redis.BoolCmd, len(r.alerts))
+	for i, a := range r.alerts {
+		p, _ := usage.ParsePeriod(a.Period)
+		start := p.Start(a.At)
+		ak := fmt.Sprintf("%salert:%s:%s:%s:%d", f.prefix, a.Key, a.Period, start.Format("2006-01-02"), a.Threshold)
+		r.claims[i] = pipe.SetNX(ctx, ak, f.instance, p.Next(start).Add(time.Hour).Sub(r.now))
+	}
+}
+
+// applyClaims logs the alerts this instance claimed first.
+func (f *fleetState) applyClaims(r *round) {
+	for i, a := range r.alerts {
+		if won, _ := r.claims[i].Result(); won {
 			logBudgetAlert(f.logger, a, true)
 		}
 	}
-	for fld, raw := range canaryRead.Val() {
-		c := canaries[fld]
+}
+
+// applyRollouts adopts the fleet's canary steps, rollbacks and ejections,
+// and drops ejections long over from Redis.
+func (f *fleetState) applyRollouts(ctx context.Context, r *round) {
+	for fld, raw := range r.canaryGet.Val() {
+		c := r.canaries[fld]
 		var sc sharedCanary
 		if c == nil || json.Unmarshal([]byte(raw), &sc) != nil {
 			continue
 		}
-		if ev := c.Adopt(sc.Persisted); ev != nil {
-			f.logger.Warn("canary "+map[string]string{canary.EventRollback: "rolled back", canary.EventPromote: "promoted"}[ev.Kind]+" by the fleet",
-				zap.String("canary", c.Name()), zap.Float64("from_percent", ev.From), zap.Float64("to_percent", ev.To), zap.String("reason", ev.Reason))
+		ev := c.Adopt(sc.Persisted)
+		if ev == nil {
+			continue
+		}
+		fields := []zap.Field{zap.String("canary", c.Name()), zap.Float64("from_percent", ev.From),
+			zap.Float64("to_percent", ev.To), zap.String("reason", ev.Reason)}
+		if ev.Kind == canary.EventRollback {
+			f.logger.Warn("canary rolled back by the fleet", fields...)
+		} else {
+			f.logger.Info("canary promoted by the fleet", fields...)
 		}
 	}
-	if ejectRead != nil {
-		var stale []string
-		for fld, raw := range ejectRead.Val() {
-			var se sharedEjection
-			if json.Unmarshal([]byte(raw), &se) != nil || now.Sub(se.Until) > time.Minute {
-				stale = append(stale, fld)
-				continue
-			}
-			t := targets[fld]
-			if t == nil || se.By == f.instance {
-				continue
-			}
-			se.Reason = strings.TrimPrefix(se.Reason, fleetReasonPrefix)
-			if c := t.Adopt(se.Ejection, strings.TrimSuffix(fleetReasonPrefix, ": "), now, health.SLO{}, defaultPolicy); c != nil {
-				f.logger.Warn("target ejected by the fleet", zap.String("target", c.Target), zap.String("reason", se.Reason),
-					zap.Time("until", se.Until))
-			}
+	if r.ejectGet == nil {
+		return
+	}
+	var stale []string
+	for fld, raw := range r.ejectGet.Val() {
+		var se sharedEjection
+		if json.Unmarshal([]byte(raw), &se) != nil || r.now.Sub(se.Until) > time.Minute {
+			stale = append(stale, fld)
+			continue
 		}
-		if len(stale) > 0 {
-			f.client.HDel(ctx, ejectHash, stale...)
+		t := r.targets[fld]
+		if t == nil || se.By == f.instance {
+			continue
+		}
+		if c := t.Adopt(se.Ejection, strings.TrimSuffix(fleetReasonPrefix, ": "), r.now, health.SLO{}, defaultPolicy); c != nil {
+			f.logger.Warn("target ejected by the fleet", zap.String("target", c.Target), zap.String("reason", se.Reason),
+				zap.Time("until", se.Until))
 		}
 	}
-	for _, r := range reads {
+	if len(stale) > 0 {
+		f.client.HDel(ctx, f.prefix+"eject", stale...)
+	}
+}
+
+// applySpend gives the ledger the other instances' spend, and takes back
+// this instance's own where Redis holds more of it than the ledger does
+// (a restart that lost the local state and kept the instance's ID). Alerts
+// the fleet's spend reached are claimed at the next round.
+func (f *fleetState) applySpend(r *round) {
+	for _, s := range r.spend {
 		var others, ownThere int64
-		for inst, v := range r.cmd.Val() {
+		for inst, v := range s.get.Val() {
 			n, _ := strconv.ParseInt(v, 10, 64)
 			if inst == f.instance {
 				ownThere = n
@@ -385,18 +448,15 @@ func (f *fleetState) sync(now time.Time, spend bool) bool {
 				others += n
 			}
 		}
-		if ownThere > r.own {
-			// Our own figure from before a restart that lost the local
-			// state: count from it, or the next write would lower it.
-			ledger.RaiseOwn(r.key, r.period, r.start, ownThere, now)
+		if ownThere > s.own {
+			ledger.RaiseOwn(s.key, s.period, s.start, ownThere, r.now)
 		}
-		if al := ledger.SetOthers(r.key, r.period, r.start, others, now); len(al) > 0 {
+		if al := ledger.SetOthers(s.key, s.period, s.start, others, r.now); len(al) > 0 {
 			f.mu.Lock()
-			f.alerts = append(f.alerts, al...) // claimed at the next round trip
+			f.alerts = append(f.alerts, al...)
 			f.mu.Unlock()
 		}
 	}
-	return true
 }
 
 // fleetReasonPrefix marks an ejection adopted from the fleet, which is not

@@ -106,7 +106,12 @@ func startRelayProc(t *testing.T, dir, block string) *relayProc {
 	p.cmd = exec.Command(self, "run", "--config", cfgPath, "--adapter", "caddyfile")
 	p.cmd.Env = append(os.Environ(), "LLM_RELAY_TEST_CADDY=1", "XDG_DATA_HOME="+filepath.Join(dir, "data"),
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "HOME="+dir)
-	p.cmd.Stdout, p.cmd.Stderr = nil, nil
+	stderr, err := os.Create(filepath.Join(dir, "stderr.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close() // the child has its own copy
+	p.cmd.Stdout, p.cmd.Stderr = nil, stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +153,10 @@ func (p *relayProc) stop(t *testing.T) {
 		_ = p.cmd.Process.Kill()
 		<-done
 		t.Errorf("relay process did not stop within 15s of SIGTERM")
+	}
+	// Under -race the child is race-built too: its reports go to stderr.
+	if b, _ := os.ReadFile(filepath.Join(p.dir, "stderr.log")); strings.Contains(string(b), "DATA RACE") {
+		t.Errorf("the relay process %s reported a data race:\n%s", p.dir, b)
 	}
 }
 
