@@ -173,6 +173,10 @@ type Config struct {
 	// QueueBytes is the backlog size at which the stream stops reading the
 	// upstream until the client has taken some (back-pressure).
 	QueueBytes int
+
+	// Timeline, when set, records every event's arrival and emission
+	// (and each heartbeat) for the status page; nil records nothing.
+	Timeline *Timeline
 }
 
 func (c Config) withDefaults() Config {

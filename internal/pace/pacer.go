@@ -51,6 +51,8 @@ type Pacer struct {
 	hiddenRunes  int // reasoning runes hidden by HideReasoning
 	dropComments int // upstream comments not forwarded
 	eventsOut    int
+	tl           *Timeline // Config.Timeline: marks of arrivals and emissions, or nil
+	lastLane     MarkLane  // the lane of the last event pushed (pass sends that event)
 	msg          msgState // FormatMessages only
 	rsp          rspState // FormatResponses only
 }
@@ -127,7 +129,7 @@ type pendingEvent struct {
 // NewPacer returns a Pacer for one stream.
 func NewPacer(cfg Config) *Pacer {
 	cfg = cfg.withDefaults()
-	p := &Pacer{cfg: cfg, tickEvery: tickInterval(cfg.MinInterval), rec: smoothness.New(), hiding: cfg.HideReasoning}
+	p := &Pacer{cfg: cfg, tickEvery: tickInterval(cfg.MinInterval), rec: smoothness.New(), hiding: cfg.HideReasoning, tl: cfg.Timeline}
 	b := pacerBuffers.Get().(*buffers)
 	p.items, p.arena = b.items[:0], b.arena[:0]
 	p.scratch, p.strip, p.stripEv, p.out, p.text = b.scratch[:0], b.strip[:0], b.stripEv[:0], b.out[:0], b.text[:0]
@@ -182,6 +184,8 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 			p.rec.SetMaxDelay(p.lanes[laneAnswer].maxDelay)
 		}
 		p.rec.Input(now, visible)
+		p.lastLane = chunkLane(&c)
+		p.tl.add(now, false, p.lastLane)
 	}
 	if c.ReasoningRunes > 0 && p.cfg.ReasoningBudget > 0 {
 		p.countReasoning(&c)
@@ -408,6 +412,7 @@ func (p *Pacer) pass(kind Kind, raw []byte, visible int, now time.Time) {
 	if kind != KindComment {
 		p.rec.Output(now, visible)
 		p.eventsOut++
+		p.tl.add(now, true, p.lastLane)
 		if visible > 0 {
 			p.rec.Lag(0, visible)
 		}
@@ -686,6 +691,11 @@ func (p *Pacer) closeEvent(now time.Time) {
 	}
 	p.rec.Output(now, ev.runes)
 	p.eventsOut++
+	lane := LaneAnswer
+	if ev.lane == laneReasoning {
+		lane = LaneReasoning
+	}
+	p.tl.add(now, true, lane)
 	if ev.runes > 0 {
 		p.lastText = now
 	}
@@ -700,6 +710,7 @@ func (p *Pacer) sendBarriers(now time.Time) {
 		if it.kind != KindComment {
 			p.rec.Output(now, it.runes)
 			p.eventsOut++
+			p.tl.add(now, true, LaneOther)
 			if it.runes > 0 {
 				p.rec.Lag(now.Sub(it.arrival), it.runes)
 			}

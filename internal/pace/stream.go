@@ -268,6 +268,9 @@ func (s *stream) write(ctx context.Context, out Output) Result {
 					return Result{End: EndClientGone, Err: err}
 				}
 				lastWrite = time.Now()
+				s.mu.Lock()
+				s.p.tl.add(lastWrite, true, LaneHeartbeat)
+				s.mu.Unlock()
 			}
 		case <-ctx.Done():
 			return Result{End: EndClientGone, Err: ctx.Err()}

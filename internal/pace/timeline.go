@@ -1,0 +1,84 @@
+package pace
+
+import "time"
+
+// Timeline records when a stream's events arrived from the upstream and
+// when the client was sent its own, per lane: the picture of what the
+// re-pacer did, for the status page. It is bounded: past MaxMarks marks
+// the rest are counted in Dropped, not kept. A Timeline belongs to one
+// stream; Run writes it under the stream's lock and the caller reads it
+// after Run returns.
+type Timeline struct {
+	Start   time.Time // the first mark's time
+	Marks   []Mark
+	Dropped int
+}
+
+// MaxMarks bounds a Timeline (16 bytes a mark: 64 KiB at most).
+const MaxMarks = 4096
+
+// Mark is one event on one side of the relay.
+type Mark struct {
+	At   time.Duration // since Start
+	Out  bool          // sent to the client; false: arrived from the upstream
+	Lane MarkLane
+}
+
+// MarkLane is what an event carried.
+type MarkLane uint8
+
+const (
+	LaneOther     MarkLane = iota // no text: a role, a tool call, usage, the end
+	LaneReasoning                 // reasoning text
+	LaneAnswer                    // answer text
+	LaneHeartbeat                 // a keep-alive comment the relay sent (Out only)
+)
+
+func (l MarkLane) String() string {
+	switch l {
+	case LaneReasoning:
+		return "reasoning"
+	case LaneAnswer:
+		return "answer"
+	case LaneHeartbeat:
+		return "heartbeat"
+	}
+	return "other"
+}
+
+// add records a mark at now; a nil Timeline records nothing.
+func (t *Timeline) add(now time.Time, out bool, lane MarkLane) {
+	if t == nil {
+		return
+	}
+	if t.Start.IsZero() {
+		t.Start = now
+	}
+	if len(t.Marks) >= MaxMarks {
+		t.Dropped++
+		return
+	}
+	t.Marks = append(t.Marks, Mark{At: max(now.Sub(t.Start), 0), Out: out, Lane: lane})
+}
+
+// Count returns the marks on one side (out: sent to the client).
+func (t *Timeline) Count(out bool) int {
+	n := 0
+	for _, m := range t.Marks {
+		if m.Out == out && m.Lane != LaneHeartbeat {
+			n++
+		}
+	}
+	return n
+}
+
+// chunkLane is the lane of a classified chunk.
+func chunkLane(c *Chunk) MarkLane {
+	switch {
+	case c.ReasoningRunes > 0:
+		return LaneReasoning
+	case c.AnswerRunes > 0:
+		return LaneAnswer
+	}
+	return LaneOther
+}
