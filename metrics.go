@@ -107,7 +107,7 @@ func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (stateCollector) Collect(ch chan<- prometheus.Metric) {
-	st := buildStatus(time.Now())
+	st := buildStatus(time.Now(), false)
 	seen := map[[2]string]bool{} // a reload in progress may show a name twice
 	for _, t := range st.Targets {
 		if seen[[2]string{t.Upstream, t.Model}] {

@@ -31,7 +31,8 @@ type requestLog struct {
 	errCode     string
 	streamError string
 	ttfb        time.Duration
-	outcomes    []string // one per attempt or skip: "upstream/model: outcome"
+	outcomes    []string        // one per attempt or skip: "upstream (model): outcome"
+	outcomeAt   []time.Duration // when each outcome was noted, since start
 	out         *countingWriter
 	mode        string      // the stream's smoothing mode
 	smooth      *pace.Stats // a stream's smoothness figures
@@ -59,6 +60,7 @@ func newRequestLog() *requestLog {
 // note records the outcome of an attempt or skip.
 func (rl *requestLog) note(t *target, outcome string) {
 	rl.outcomes = append(rl.outcomes, t.up.name+" ("+rl.modelFor(t)+"): "+outcome)
+	rl.outcomeAt = append(rl.outcomeAt, time.Since(rl.start))
 }
 
 // modelFor is the model name a target is sent.
@@ -121,6 +123,7 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 		}
 	}
 	observeRequest(rl)
+	recordFailover(rl)
 	c := h.logger.Check(zapcore.InfoLevel, "relayed")
 	if c == nil {
 		return

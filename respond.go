@@ -65,8 +65,11 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 // complete one.
 func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
 	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
+	tl := newTimeline()
+	pol.cfg.Timeline = tl
 	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
 	res.release() // Run has read its last event
+	recordStream(rec, tl, &result.Stats)
 	if rec.smooth != nil {
 		// An earlier stream of this request, given up for a reasoning
 		// budget failover: its usage still counts.

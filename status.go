@@ -58,6 +58,15 @@ type Status struct {
 	// recently loaded relay's `state`), and, for redis, whether it answers.
 	State *fleetStatus `json:"state,omitempty"`
 
+	// Chains: per model alias, its targets in chain order.
+	Chains []chainView `json:"chains"`
+	// Streams: the last streams (at most 50), the newest first, with their
+	// timelines.
+	Streams []streamView `json:"streams"`
+	// Failovers: the last requests (at most 50) that needed more than one
+	// attempt or skipped a target, the newest first.
+	Failovers []failoverView `json:"failovers"`
+
 	// For the metrics gauges.
 	canaryShares []canaryShare
 }
@@ -71,6 +80,12 @@ type keyStatus struct {
 	Blocked   bool    `json:"blocked"`
 	SpentUSD  float64 `json:"spent_usd"`
 	OthersUSD float64 `json:"others_usd,omitempty"` // of spent_usd, what the fleet's other instances spent (state redis)
+	BudgetUSD float64 `json:"budget_usd,omitempty"` // the budget's limit
+	Period    string  `json:"period"`               // "day" or "month": the budget's (day without one)
+	// USDPerHour is the rate of spend over the period so far.
+	USDPerHour float64 `json:"usd_per_hour"`
+	// Alerts are the budget thresholds (percent) already alerted this period.
+	Alerts    []int   `json:"alerts,omitempty"`
 	Requests  int64   `json:"requests"`
 	remaining float64 // for the budget gauge; only when hasBudget
 	hasBudget bool
@@ -106,8 +121,11 @@ type shadowStatusView struct {
 // buildStatus collects the state of every live relay. Entries shared by
 // several handlers (a reload in progress, two sites using the same
 // upstream) appear once.
-func buildStatus(now time.Time) Status {
-	st := Status{Time: now.UTC(), Targets: []targetStatus{}, Canaries: []canary.Snapshot{}, Shadows: []shadowStatusView{}, Keys: []keyStatus{}}
+// buildStatus gathers the status at now; history adds the chains, the
+// recent streams and the failovers, which the metrics do not need.
+func buildStatus(now time.Time, history bool) Status {
+	st := Status{Time: now.UTC(), Targets: []targetStatus{}, Canaries: []canary.Snapshot{}, Shadows: []shadowStatusView{},
+		Keys: []keyStatus{}, Chains: []chainView{}}
 	// One entry per target and SLO: a target shared by models with
 	// different SLOs can be healthy for one and degraded for another.
 	type targetKey struct {
@@ -146,7 +164,15 @@ func buildStatus(now time.Time) Status {
 		}
 		ks := keyStatus{Key: k.Key, Spent: usage.FormatUSD(k.Spent), SpentUSD: k.Spent, OthersUSD: k.Others,
 			Blocked: k.Blocked, Requests: k.ThisPeriod.Requests}
+		ks.Period = k.Budget.Period.String()
+		if h := now.Sub(k.Start).Hours(); h > 0 {
+			ks.USDPerHour = k.Spent / h
+		}
+		if own, ok := ledger.Own(k.Key, now); ok {
+			ks.Alerts = own.Alerted
+		}
 		if k.Budget.Limit > 0 {
+			ks.BudgetUSD = k.Budget.Limit
 			ks.Budget = k.Budget.String()
 			ks.Remaining = usage.FormatUSD(k.Remaining)
 			ks.remaining, ks.hasBudget = k.Remaining, true
@@ -181,6 +207,20 @@ func buildStatus(now time.Time) Status {
 			}
 		}
 	}
+	if !history {
+		return st
+	}
+	seenAlias := map[string]bool{}
+	for i := len(relays) - 1; i >= 0; i-- { // the newest config's chains first
+		for _, rt := range relays[i].routesInOrder() {
+			if seenAlias[rt.alias] {
+				continue
+			}
+			seenAlias[rt.alias] = true
+			st.Chains = append(st.Chains, chainOf(rt, now))
+		}
+	}
+	st.Streams, st.Failovers = recentStreamViews(), recentFailoverViews()
 	return st
 }
 
@@ -189,7 +229,7 @@ func writeStatus(w http.ResponseWriter) error {
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(buildStatus(time.Now()))
+	return enc.Encode(buildStatus(time.Now(), true))
 }
 
 // AdminStatus serves the status on Caddy's admin API at
@@ -208,6 +248,9 @@ func (AdminStatus) Routes() []caddy.AdminRoute {
 		Handler: caddy.AdminHandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			if r.Method != http.MethodGet {
 				return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errMethodNotAllowed(r.Method, r.URL.Path)}
+			}
+			if wantsHTML(r) {
+				return writeStatusPage(w)
 			}
 			return writeStatus(w)
 		}),
@@ -231,6 +274,9 @@ func (StatusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyht
 		w.Header().Set("Allow", http.MethodGet)
 		writeAPIError(w, errMethodNotAllowed(r.Method, r.URL.Path), dialectChat)
 		return nil
+	}
+	if wantsHTML(r) {
+		return writeStatusPage(w)
 	}
 	return writeStatus(w)
 }
@@ -271,4 +317,48 @@ func (h *Relay) routesInOrder() []*route {
 		}
 	}
 	return out
+}
+
+// chainView is a model alias's chain, for the status page.
+type chainView struct {
+	Alias   string      `json:"alias"`
+	Targets []chainLink `json:"targets"`
+}
+
+// chainLink is one target of a chain, in chain order.
+type chainLink struct {
+	Upstream string `json:"upstream"`
+	Model    string `json:"model"`
+	Status   string `json:"status"` // healthy, degraded, ejected or half-open
+	Reason   string `json:"reason,omitempty"`
+	// CooldownLeftMS is what is left of an ejection's cooldown.
+	CooldownLeftMS float64 `json:"cooldown_left_ms,omitempty"`
+	Samples        int     `json:"samples"`
+	SuccessRatio   float64 `json:"success_ratio"`
+	TTFTP50MS      float64 `json:"ttft_p50_ms"`
+	TTFTP90MS      float64 `json:"ttft_p90_ms"`
+	// The SLO the target is held to (0: not judged).
+	SLOTTFTMS  float64 `json:"slo_ttft_ms"`
+	SLOSuccess float64 `json:"slo_success"`
+	// RecentTTFTMS are the last (up to 30) successful TTFTs, oldest first.
+	RecentTTFTMS []float64 `json:"recent_ttft_ms"`
+}
+
+func chainOf(rt *route, now time.Time) chainView {
+	c := chainView{Alias: rt.alias, Targets: make([]chainLink, 0, len(rt.targets))}
+	for _, t := range rt.targets {
+		snap := t.health.Snapshot(now, t.slo)
+		l := chainLink{Upstream: t.up.name, Model: modelLabel(t.model), Status: snap.Status, Reason: snap.Reason,
+			Samples: snap.Samples, SuccessRatio: snap.SuccessRatio,
+			TTFTP50MS: ms(time.Duration(snap.TTFTP50)), TTFTP90MS: ms(time.Duration(snap.TTFTP90)),
+			SLOTTFTMS: ms(t.slo.TTFT), SLOSuccess: t.slo.Success, RecentTTFTMS: []float64{}}
+		if left := snap.CooldownUntil.Sub(now); left > 0 {
+			l.CooldownLeftMS = ms(left)
+		}
+		for _, d := range t.health.RecentTTFT(30) {
+			l.RecentTTFTMS = append(l.RecentTTFTMS, ms(d))
+		}
+		c.Targets = append(c.Targets, l)
+	}
+	return c
 }

@@ -48,3 +48,21 @@ func (t *Target) Adopt(e Ejection, from string, now time.Time, slo SLO, pol Poli
 	t.until = e.Until
 	return t.transition(before, now, slo, reason)
 }
+
+// RecentTTFT returns the TTFTs of the last n successful samples that had
+// one, oldest first: the points of a latency sparkline.
+func (t *Target) RecentTTFT(n int) []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]time.Duration, 0, min(n, t.count))
+	for i := 1; i <= t.count && len(out) < n; i++ {
+		r := t.ring[(t.next-i+len(t.ring))%len(t.ring)]
+		if r.ok && r.ttft > 0 {
+			out = append(out, time.Duration(r.ttft))
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}

@@ -45,3 +45,24 @@ func TestEjectionAdoptedUntilItsEnd(t *testing.T) {
 		t.Fatalf("after a failed trial: %+v, %v", e2, ok)
 	}
 }
+
+func TestRecentTTFT(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	a := NewTarget("a", 4)
+	for i := range 6 {
+		a.Record(Sample{At: t0, OK: i != 3, TTFT: time.Duration(i+1) * time.Millisecond}, SLO{}, Policy{})
+	}
+	got := a.RecentTTFT(10)
+	want := []time.Duration{3 * time.Millisecond, 5 * time.Millisecond, 6 * time.Millisecond} // the ring holds 4: 3, 4 (failed), 5, 6
+	if len(got) != len(want) {
+		t.Fatalf("RecentTTFT = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("RecentTTFT = %v, want %v", got, want)
+		}
+	}
+	if got := a.RecentTTFT(2); len(got) != 2 || got[1] != 6*time.Millisecond {
+		t.Fatalf("RecentTTFT(2) = %v", got)
+	}
+}

@@ -53,8 +53,8 @@ type Pacer struct {
 	eventsOut    int
 	tl           *Timeline // Config.Timeline: marks of arrivals and emissions, or nil
 	lastLane     MarkLane  // the lane of the last event pushed (pass sends that event)
-	msg          msgState // FormatMessages only
-	rsp          rspState // FormatResponses only
+	msg          msgState  // FormatMessages only
+	rsp          rspState  // FormatResponses only
 }
 
 const (

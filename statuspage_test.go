@@ -1,0 +1,116 @@
+package llmrelay
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/canary"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+)
+
+// bigStatus is the issue's size case: 100 targets (in 25 chains of 4) and
+// 50 recent streams of 200 events in and out, with failovers and keys.
+func bigStatus() Status {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	st := Status{Time: now, Canaries: []canary.Snapshot{{Name: "c → canup (*)", State: canary.StateActive, Share: 5, Steps: []float64{5, 50, 100}}}}
+	for c := range 25 {
+		ch := chainView{Alias: fmt.Sprintf("alias-%d", c)}
+		for t := range 4 {
+			l := chainLink{Upstream: fmt.Sprintf("provider-%d", t), Model: "model-name-long", Status: "healthy", Samples: 50,
+				SuccessRatio: 0.98, TTFTP50MS: 420, TTFTP90MS: 900, SLOTTFTMS: 1500, SLOSuccess: 0.95}
+			for i := range 30 {
+				l.RecentTTFTMS = append(l.RecentTTFTMS, float64(300+i*17%400))
+			}
+			ch.Targets = append(ch.Targets, l)
+		}
+		st.Chains = append(st.Chains, ch)
+	}
+	for s := range 50 {
+		v := streamView{At: now, Key: "team", Alias: "alias-1", Upstream: "provider-0", Model: "model", Mode: "split-reasoning",
+			EventsIn: 200, EventsOut: 200}
+		for i := range 200 {
+			lane := float64(pace.LaneReasoning)
+			if i >= 100 {
+				lane = float64(pace.LaneAnswer)
+			}
+			v.Marks = append(v.Marks, [3]float64{float64(i * 7), 0, lane}, [3]float64{float64(i*7 + s), 1, lane})
+		}
+		st.Streams = append(st.Streams, v)
+	}
+	for range 50 {
+		st.Failovers = append(st.Failovers, failoverView{At: now, Key: "team", Alias: "alias-1", Status: 200,
+			Attempts: []attemptOutcome{{Target: "provider-0 (model)", Outcome: "status 503", AtMS: 12}, {Target: "provider-1 (model)", Outcome: "answered 200", AtMS: 40}}})
+	}
+	for k := range 20 {
+		st.Keys = append(st.Keys, keyStatus{Key: fmt.Sprintf("team-%d", k), SpentUSD: 12.5, BudgetUSD: 50, Budget: "$50.00 daily", Period: "day", Alerts: []int{50}})
+	}
+	return st
+}
+
+// TestStatusPageSize: the page stays under 200 KB with 100 targets and 50
+// recent streams, and draws one mark per event.
+func TestStatusPageSize(t *testing.T) {
+	var buf bytes.Buffer
+	if err := renderStatusPage(&buf, bigStatus()); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() > 200_000 {
+		t.Errorf("status page is %d bytes with 100 targets and 50 streams, want under 200 KB", buf.Len())
+	}
+	page := buf.String()
+	if n := strings.Count(page, `class="target"`); n != 100 {
+		t.Errorf("%d target rows, want 100", n)
+	}
+	// One path vertex (M, then h) per mark, and every mark drawn.
+	total := 0
+	for _, m := range regexp.MustCompile(`data-marks="(\d+)" d="([^"]*)"`).FindAllStringSubmatch(page, -1) {
+		n, _ := strconv.Atoi(m[1])
+		vertices := 0
+		if m[2] != "" {
+			vertices = 1 + strings.Count(m[2], "h")
+		}
+		if vertices != n {
+			t.Fatalf("a path says %d marks and has %d vertices: %q", n, vertices, m[2])
+		}
+		total += n
+	}
+	if total != 50*400 {
+		t.Errorf("%d marks drawn, want 20,000 (50 streams of 200 events in and 200 out)", total)
+	}
+	t.Logf("%d bytes", buf.Len())
+}
+
+// BenchmarkStatusPage is the server's cost of the page: the issue's bound
+// is 5 ms (go test -bench StatusPage -run X .).
+func BenchmarkStatusPage(b *testing.B) {
+	st := bigStatus()
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		if err := renderStatusPage(&buf, st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "bytes/page")
+}
+
+func TestWantsHTML(t *testing.T) {
+	for accept, want := range map[string]bool{
+		"": false, "*/*": false, "application/json": false,
+		"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8": true,
+		"application/json, text/html":                                     false,
+		"text/html;q=0.9":                                                 true,
+	} {
+		r, _ := http.NewRequest("GET", "/status", nil)
+		r.Header.Set("Accept", accept)
+		if got := wantsHTML(r); got != want {
+			t.Errorf("Accept %q: wantsHTML = %v, want %v", accept, got, want)
+		}
+	}
+}
