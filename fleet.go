@@ -250,7 +250,8 @@ type round struct {
 	pushes    map[string]string // hash+field → value written
 	canaryGet *redis.MapStringStringCmd
 	ejectGet  *redis.MapStringStringCmd // nil with share_health off
-	spend     []spendRead
+	keys      []string                  // key names whose spend is shared
+	spend     []spendRead               // queued reads: empty in a round without spend
 }
 
 // spendRead is one key's period as this instance wrote it, and the
@@ -306,7 +307,7 @@ func (f *fleetState) newRound(now time.Time) *round {
 		r.targets[field(k)] = t
 	}
 	for k := range f.keys {
-		r.spend = append(r.spend, spendRead{key: k})
+		r.keys = append(r.keys, k)
 	}
 	return r
 }
@@ -347,10 +348,8 @@ func (f *fleetState) queueRollouts(ctx context.Context, pipe redis.Pipeliner, r 
 // queueSpend writes this instance's own spend per key and period (an
 // absolute figure: idempotent) and reads every instance's.
 func (f *fleetState) queueSpend(ctx context.Context, pipe redis.Pipeliner, r *round) {
-	keys := r.spend
-	r.spend = nil
-	for _, k := range keys {
-		own, _ := ledger.Own(k.key, r.now)
+	for _, k := range r.keys {
+		own, _ := ledger.Own(k, r.now)
 		if own.Day.Start.IsZero() { // no request here yet: read the fleet's
 			own.Day.Start, own.Month.Start = usage.Day.Start(r.now), usage.Month.Start(r.now)
 		}
@@ -358,12 +357,12 @@ func (f *fleetState) queueSpend(ctx context.Context, pipe redis.Pipeliner, r *ro
 			p usage.Period
 			usage.WindowState
 		}{{usage.Day, own.Day}, {usage.Month, own.Month}} {
-			hk := f.spendKey(k.key, w.p, w.Start)
+			hk := f.spendKey(k, w.p, w.Start)
 			if w.NanoUSD > 0 {
 				pipe.HSet(ctx, hk, f.instance, w.NanoUSD)
 				pipe.ExpireAt(ctx, hk, w.p.Next(w.Start).Add(time.Hour))
 			}
-			r.spend = append(r.spend, spendRead{key: k.key, period: w.p, start: w.Start, own: w.NanoUSD, get: pipe.HGetAll(ctx, hk)})
+			r.spend = append(r.spend, spendRead{key: k, period: w.p, start: w.Start, own: w.NanoUSD, get: pipe.HGetAll(ctx, hk)})
 		}
 	}
 }

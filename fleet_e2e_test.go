@@ -146,7 +146,9 @@ func (p *relayProc) stop(t *testing.T) {
 	if p.cmd.ProcessState != nil || p.cmd.Process == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Errorf("the relay process %s was gone before it was stopped: %v", p.dir, err)
+	}
 	done := make(chan struct{})
 	go func() { _ = p.cmd.Wait(); close(done) }()
 	select {
@@ -156,9 +158,13 @@ func (p *relayProc) stop(t *testing.T) {
 		<-done
 		t.Errorf("relay process did not stop within 15s of SIGTERM")
 	}
-	// Under -race the child is race-built too: its reports go to stderr.
-	if b, _ := os.ReadFile(filepath.Join(p.dir, "stderr.log")); strings.Contains(string(b), "DATA RACE") {
-		t.Errorf("the relay process %s reported a data race:\n%s", p.dir, b)
+	// Under -race the child is race-built too: its reports go to stderr,
+	// as would a panic.
+	if b, _ := os.ReadFile(filepath.Join(p.dir, "stderr.log")); strings.Contains(string(b), "DATA RACE") || strings.Contains(string(b), "panic:") {
+		t.Errorf("the relay process %s reported a data race or a panic:\n%s", p.dir, b)
+	}
+	if b, _ := os.ReadFile(p.log); strings.Contains(string(b), "panic:") {
+		t.Errorf("the relay process %s panicked:\n%s", p.dir, b)
 	}
 }
 
@@ -256,6 +262,18 @@ func (p *relayProc) metric(t *testing.T, name string) string {
 		}
 	}
 	return ""
+}
+
+// statusBody is the status view's JSON.
+func (p *relayProc) statusBody(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get(p.base + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 // stateUp reads the status view's state.up (nil without one).
@@ -490,7 +508,9 @@ func TestShareHealthOff(t *testing.T) {
 	sock := filepath.Join(dir, "redis.sock")
 	startRedis(t, sock)
 	u := newFleetUpstreams(t)
-	state := "state redis unix:" + sock + " {\n\t\t\tsync_interval 250ms\n\t\t\tshare_health off\n\t\t}"
+	// The default sync_interval (500ms): a round without spend between
+	// two with it.
+	state := "state redis unix:" + sock + " {\n\t\t\tshare_health off\n\t\t}"
 	a := startRelayProc(t, filepath.Join(dir, "a"), u.block(state))
 	b := startRelayProc(t, filepath.Join(dir, "b"), u.block(state))
 	for range 3 {
@@ -502,6 +522,13 @@ func TestShareHealthOff(t *testing.T) {
 	if n := u.deadHits.Load(); n != 1 {
 		t.Errorf("with share_health off, B sent %d requests to the target A ejected, want 1 (its own judgement)", n)
 	}
+	// Spend is still shared at the default interval.
+	for range 2 {
+		a.chat(t, "sk-team", "m")
+	}
+	waitFor(t, 3*time.Second, "B seeing A's spend", func() bool {
+		return strings.Contains(b.statusBody(t), `"others_usd": 0.002`)
+	})
 }
 
 // TestCorruptStateFileIsAWarning: a saved state that cannot be read is
