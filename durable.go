@@ -170,21 +170,24 @@ func (d *durableStore) load() {
 
 // restoredCanary returns (once) the saved state of a canary being created.
 func (d *durableStore) restoredCanary(key string) (canary.Persisted, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	p, ok := d.canaries[key]
-	delete(d.canaries, key)
-	return p, ok
+	return takeRestored(d, d.canaries, key)
 }
 
 // restoredEjection returns (once) the saved ejection of a target being
 // created.
 func (d *durableStore) restoredEjection(key string) (health.Ejection, bool) {
+	return takeRestored(d, d.ejects, key)
+}
+
+// takeRestored removes and returns m[key], under d.mu: a piece of saved
+// state is adopted by the first value made for it, and saved again from
+// that value from then on.
+func takeRestored[T any](d *durableStore, m map[string]T, key string) (T, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e, ok := d.ejects[key]
-	delete(d.ejects, key)
-	return e, ok
+	v, ok := m[key]
+	delete(m, key)
+	return v, ok
 }
 
 func (d *durableStore) saver(stop, done chan struct{}) {

@@ -310,14 +310,29 @@ func countLines(t *testing.T, msg string, logs ...string) int {
 // (a write and a read at sync_interval 250ms, and a tick).
 const syncWait = 1200 * time.Millisecond
 
-func TestFleetSharesSpendCanaryAndEjections(t *testing.T) {
+// fleet is two relay instances, A and B, sharing a redis-server.
+type fleet struct {
+	u     *fleetUpstreams
+	a, b  *relayProc
+	sock  string
+	redis *exec.Cmd
+}
+
+// startFleet starts a redis-server and two instances on it, whose
+// `state redis` block holds settings.
+func startFleet(t *testing.T, settings string) fleet {
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "redis.sock")
-	startRedis(t, sock)
-	u := newFleetUpstreams(t)
-	state := "state redis unix:" + sock + " {\n\t\t\tsync_interval 250ms\n\t\t}"
-	a := startRelayProc(t, filepath.Join(dir, "a"), u.block(state))
-	b := startRelayProc(t, filepath.Join(dir, "b"), u.block(state))
+	f := fleet{u: newFleetUpstreams(t), sock: filepath.Join(dir, "redis.sock")}
+	f.redis = startRedis(t, f.sock)
+	state := "state redis unix:" + f.sock + " {\n\t\t\t" + settings + "\n\t\t}"
+	f.a = startRelayProc(t, filepath.Join(dir, "a"), f.u.block(state))
+	f.b = startRelayProc(t, filepath.Join(dir, "b"), f.u.block(state))
+	return f
+}
+
+func TestFleetSharesSpendCanaryAndEjections(t *testing.T) {
+	f := startFleet(t, "sync_interval 250ms")
+	u, a, b := f.u, f.a, f.b
 
 	// Spend: $0.003 on A and $0.002 on B reach the key's $0.005 together.
 	for range 3 {
@@ -437,13 +452,8 @@ func TestRestartKeepsStateInRedis(t *testing.T) {
 }
 
 func TestRedisOutageLosesNothing(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "redis.sock")
-	rs := startRedis(t, sock)
-	u := newFleetUpstreams(t)
-	state := "state redis unix:" + sock + " {\n\t\t\tsync_interval 250ms\n\t\t}"
-	a := startRelayProc(t, filepath.Join(dir, "a"), u.block(state))
-	b := startRelayProc(t, filepath.Join(dir, "b"), u.block(state))
+	f := startFleet(t, "sync_interval 250ms")
+	a, b, sock, rs := f.a, f.b, f.sock, f.redis
 
 	served := 0
 	send := func(n int) {
@@ -504,15 +514,10 @@ func TestRedisOutageLosesNothing(t *testing.T) {
 }
 
 func TestShareHealthOff(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "redis.sock")
-	startRedis(t, sock)
-	u := newFleetUpstreams(t)
 	// The default sync_interval (500ms): a round without spend between
 	// two with it.
-	state := "state redis unix:" + sock + " {\n\t\t\tshare_health off\n\t\t}"
-	a := startRelayProc(t, filepath.Join(dir, "a"), u.block(state))
-	b := startRelayProc(t, filepath.Join(dir, "b"), u.block(state))
+	f := startFleet(t, "share_health off")
+	u, a, b := f.u, f.a, f.b
 	for range 3 {
 		a.chat(t, "sk-bulk", "e")
 	}

@@ -2,6 +2,7 @@ package llmrelay
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,8 +173,8 @@ func recordFailover(rl *requestLog) {
 	v := failoverView{At: rl.start, Key: rl.key, Alias: rl.alias, Status: rl.status}
 	for i, o := range rl.outcomes {
 		target, outcome := o, ""
-		if j := indexOutcome(o); j >= 0 {
-			target, outcome = o[:j], o[j+2:]
+		if j := strings.Index(o, "): "); j >= 0 { // a note is "upstream (model): outcome"
+			target, outcome = o[:j+1], o[j+3:]
 		}
 		v.Attempts = append(v.Attempts, attemptOutcome{Target: target, Outcome: outcome, AtMS: ms(rl.outcomeAt[i])})
 	}
@@ -182,16 +183,6 @@ func recordFailover(rl *requestLog) {
 			Outcome: "answered " + strconv.Itoa(rl.status), AtMS: ms(rl.ttfb)})
 	}
 	recentFailovers.add(v)
-}
-
-// indexOutcome finds the ": " after a note's "upstream (model)".
-func indexOutcome(o string) int {
-	for i := 0; i+1 < len(o); i++ {
-		if o[i] == ')' && o[i+1] == ':' {
-			return i + 1
-		}
-	}
-	return -1
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

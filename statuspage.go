@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
 // The status page: the same Status as the JSON view, rendered on the
@@ -182,7 +183,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"inc":      func(i int) int { return i + 1 },
 	"deref":    func(b *bool) bool { return b != nil && *b },
 	"clock":    func(t time.Time) string { return t.UTC().Format("15:04:05") },
-	"usd":      func(v float64) string { return "$" + strconv.FormatFloat(v, 'f', 4, 64) },
+	"usd":      usage.FormatUSD,
 	"f2":       func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
 	"pctn":     func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + "%" },
 }).Parse(statusTemplate))

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
 // chromiumPath finds Chromium; the test skips without it, unless
@@ -247,7 +249,7 @@ func TestStatusPageInChromium(t *testing.T) {
 			}
 		}
 		for what, want := range map[string][]string{
-			keyRow:    {"status-team", fmt.Sprintf("$%.4f", spent), "$0.01 daily"},
+			keyRow:    {"status-team", usage.FormatUSD(spent), "$0.01 daily"},
 			failRow:   {"status-think", "flaky (status-think)", "status 503", "reasoner (status-think): answered 200"},
 			canaryRow: {"side", "active", "1%"},
 			shadowRow: {"side", "100%"},

@@ -108,37 +108,16 @@ func reportScenarios(c int) []reportScenario {
 				}
 			},
 		},
-		{
-			// CPU per stream is a cost of throughput, so it is measured
-			// where the process is busy in both modes. A paced stream
-			// lasts about four times as long as the same burst in mode
-			// off (the re-pacer spreads it by design), so at the same low
-			// concurrency the paced process is mostly idle, and its CPU
-			// per stream counts the Go scheduler's idle work (waking
-			// threads, polling with a timeout, sleeping again) more than
-			// the re-pacer's. The figure at c=16 is printed beside it,
-			// with no target, so both are seen.
-			name: "split-reasoning against off, 100 tokens in one burst, c=64, 4,000 streams",
-			adjust: func(o *options) {
-				o.split, o.concurrency = true, 64
-				o.reasoningTokens, o.contentTokens = 50, 50
-				o.requests, o.warmup, o.round = 4000, 400, 200
-			},
-			checks: func(name string, sums []summary, _ []holdResult) []check {
-				return []check{{measurement: name, figure: "CPU per stream, split / off", got: ratio(sums[0].cpu, sums[1].cpu), bound: goalSplitCPU}}
-			},
-		},
-		{
-			name: "split-reasoning against off, the same, c=16 (the process mostly idle)",
-			adjust: func(o *options) {
-				o.split, o.concurrency = true, 16
-				o.reasoningTokens, o.contentTokens = 50, 50
-				o.requests, o.warmup, o.round = 4000, 400, 200
-			},
-			checks: func(name string, sums []summary, _ []holdResult) []check {
-				return []check{{measurement: name, figure: "CPU per stream, split / off", got: ratio(sums[0].cpu, sums[1].cpu), info: true}}
-			},
-		},
+		// CPU per stream is a cost of throughput, so it is measured where
+		// the process is busy in both modes. A paced stream lasts about
+		// four times as long as the same burst in mode off (the re-pacer
+		// spreads it by design), so at the same low concurrency the paced
+		// process is mostly idle, and its CPU per stream counts the Go
+		// scheduler's idle work (waking threads, polling with a timeout,
+		// sleeping again) more than the re-pacer's. The figure at c=16 is
+		// printed beside it, with no target, so both are seen.
+		splitScenario("split-reasoning against off, 100 tokens in one burst, c=64, 4,000 streams", 64, false),
+		splitScenario("split-reasoning against off, the same, c=16 (the process mostly idle)", 16, true),
 		{
 			// Issue 13's target; skipped where redis-server is absent.
 			name: fmt.Sprintf("state redis against state local, non-stream, c=%d, 20,000 requests", c),
@@ -260,4 +239,21 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d CPUs (%s)", runtime.NumCPU(), cpu)
+}
+
+// splitScenario compares split-reasoning with mode off on the same
+// bursty stream at concurrency c; info makes its figure context, with no
+// target.
+func splitScenario(name string, c int, info bool) reportScenario {
+	return reportScenario{
+		name: name,
+		adjust: func(o *options) {
+			o.split, o.concurrency = true, c
+			o.reasoningTokens, o.contentTokens = 50, 50
+			o.requests, o.warmup, o.round = 4000, 400, 200
+		},
+		checks: func(name string, sums []summary, _ []holdResult) []check {
+			return []check{{measurement: name, figure: "CPU per stream, split / off", got: ratio(sums[0].cpu, sums[1].cpu), bound: goalSplitCPU, info: info}}
+		},
+	}
 }
