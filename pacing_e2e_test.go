@@ -567,3 +567,76 @@ func TestPacedStreamOpenAINode(t *testing.T) {
 		t.Errorf("config-smoothed stream: exit %d, %+v", code, res)
 	}
 }
+
+// TestReasoningDispersion: "reasoning_dispersion": true, the knob other
+// relays' clients send, asks for split-reasoning on a relay whose
+// smoothing is off, and the field never reaches the upstream.
+func TestReasoningDispersion(t *testing.T) {
+	startPaced(t, offRelay, pacedSimSite)
+	wantR, wantC := pacedPieces()
+	got := streamGo(t, "sim-reasoner", option.WithJSONSet("reasoning_dispersion", true))
+	checkExact(t, got, wantR, wantC)
+	if !rechunked(got, wantR, wantC) {
+		t.Errorf(`"reasoning_dispersion": true on a smoothing off relay: the stream was passed through`)
+	}
+	got = streamGo(t, "sim-reasoner", option.WithJSONSet("reasoning_dispersion", false))
+	if rechunked(got, wantR, wantC) {
+		t.Errorf(`"reasoning_dispersion": false on a smoothing off relay: the stream was re-paced`)
+	}
+}
+
+// TestRelayKnobsOtherRelaysUse: reasoning_dispersion is stripped before
+// the upstream, in every form; relay.split_ratio, which this re-pacer has
+// no use for, and a reasoning_dispersion that is not a boolean are the
+// client's errors (400), and reach nobody.
+func TestRelayKnobsOtherRelaysUse(t *testing.T) {
+	up := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		streamEvents(w, 0, chunk("ok"), "[DONE]")
+	})
+	startPaced(t, fmt.Sprintf(`llm_relay {
+		key sk-test-client
+		upstream a %s
+		smoothing off
+		model chat {
+			to a
+			to a {
+				set temperature 0.5
+			}
+		}
+	}`, up.v1()))
+	const msgs = `"messages":[{"role":"user","content":"hi"}]`
+	for _, body := range []string{
+		`{"model":"chat","stream":true,"reasoning_dispersion":true,` + msgs + `}`,
+		`{"model":"chat","stream":true,"reasoning_dispersion":false,` + msgs + `}`,
+		// A repeated key takes the map path rather than the splice.
+		`{"model":"chat","stream":true,"reasoning_dispersion":true,"stream":true,` + msgs + `}`,
+	} {
+		resp := post(t, body, "Authorization", "Bearer sk-test-client")
+		if b := readAll(t, resp); resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d: %s", body, resp.StatusCode, b)
+		}
+	}
+	for i, s := range up.requests() {
+		if _, ok := s.body["reasoning_dispersion"]; ok {
+			t.Errorf("request %d: reasoning_dispersion reached the upstream: %v", i+1, s.body)
+		}
+	}
+	before := len(up.requests())
+	for body, code := range map[string]string{
+		`{"model":"chat","stream":true,"relay":{"split_ratio":0.3},` + msgs + `}`: "unsupported_relay_option",
+		`{"model":"chat","stream":true,"reasoning_dispersion":"yes",` + msgs + `}`: "invalid_relay_options",
+	} {
+		resp := post(t, body, "Authorization", "Bearer sk-test-client")
+		b := readAll(t, resp)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400: %s", body, resp.StatusCode, b)
+			continue
+		}
+		if e := decodeErr(t, b); e.Error.Code != code || e.Error.Message == "" {
+			t.Errorf("%s: error %+v, want code %s", body, e.Error, code)
+		}
+	}
+	if n := len(up.requests()) - before; n != 0 {
+		t.Errorf("%d refused requests reached the upstream", n)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 )
 
 // route is a compiled ModelRoute.
@@ -191,7 +192,8 @@ type requestBody struct {
 	buf       *bodyBuffer                // raw's pooled buffer, or nil (see bodyBuffer)
 	model     string
 	stream    bool
-	relayMode string // relay.mode, the client's smoothing mode
+	relayMode string // relay.mode, the client's smoothing mode (or split-reasoning, from reasoning_dispersion)
+	dispersed bool   // the body has reasoning_dispersion, which the upstream must not see
 	budget    int    // the request's reasoning budget, for `set ... {llm_relay.reasoning_budget}`
 }
 
@@ -220,6 +222,20 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 		}
 		rb.relayMode = opts.Mode
 	}
+	if raw, ok := fields["reasoning_dispersion"]; ok {
+		// Other relays' knob for re-pacing reasoning: true asks for
+		// split-reasoning, unless relay.mode says otherwise.
+		rb.dispersed = true
+		switch string(raw) {
+		case "true":
+			if rb.relayMode == "" {
+				rb.relayMode = pace.ModeSplit.String()
+			}
+		case "false", "null":
+		default:
+			return nil, errInvalidDispersion
+		}
+	}
 	return rb, nil
 }
 
@@ -239,6 +255,9 @@ func (rb *requestBody) forTarget(t *target, x exchange) (payload, error) {
 	edits := make([]jsonobj.Edit, 0, len(rb.changes)+2+len(t.edits))
 	edits = append(edits, rb.changes...)
 	edits = append(edits, jsonobj.Edit{Key: "relay"})
+	if rb.dispersed {
+		edits = append(edits, jsonobj.Edit{Key: "reasoning_dispersion"})
+	}
 	if t.model != "" {
 		edits = append(edits, jsonobj.Edit{Key: "model", Value: t.modelJSON()})
 	}
@@ -279,6 +298,7 @@ func (rb *requestBody) forTargetByMap(t *target, x exchange) (payload, error) {
 		fields[k] = v
 	}
 	delete(fields, "relay")
+	delete(fields, "reasoning_dispersion")
 	if t.model != "" {
 		fields["model"] = t.modelJSON()
 	}

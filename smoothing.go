@@ -189,6 +189,10 @@ func requestMode(r *http.Request, body *requestBody) (pace.Mode, bool, error) {
 // options, removed before the upstream sees the body.
 type relayOptions struct {
 	Mode string `json:"mode"`
+	// SplitRatio is another relay's knob (the reasoning lane's share of
+	// the emissions); this re-pacer bounds each lane by its delay
+	// instead, so it is refused rather than silently ignored.
+	SplitRatio *json.RawMessage `json:"split_ratio"`
 }
 
 // parseRelayOptions reads the `relay` field of a request body.
@@ -199,6 +203,9 @@ func parseRelayOptions(raw json.RawMessage) (relayOptions, error) {
 	}
 	if err := json.Unmarshal(raw, &o); err != nil {
 		return o, errInvalidRelayField
+	}
+	if o.SplitRatio != nil {
+		return o, errSplitRatioUnsupported
 	}
 	return o, nil
 }
