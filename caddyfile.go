@@ -221,6 +221,15 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.SLO = slo
 
+		case "region":
+			if !d.NextArg() {
+				return d.Err("region: expected a code, such as eu-west")
+			}
+			h.Region = d.Val()
+			if d.NextArg() {
+				return d.Errf("region takes one code, got another: %q", d.Val())
+			}
+
 		case "state":
 			if h.State != nil {
 				return d.Err("state is already specified; use one state line")
@@ -245,7 +254,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Smoothing = s
 
 		default:
-			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price or state", d.Val())
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, region or state", d.Val())
 		}
 	}
 

@@ -44,6 +44,7 @@ type rsTarget struct {
 	SuccessRatio        float64   `json:"success_ratio"`
 	TTFTP90             string    `json:"ttft_p90"`
 	LatencyEWMA         string    `json:"latency_ewma"`
+	ProbeRTT            string    `json:"probe_rtt"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
 	Ejections           int       `json:"ejections"`
 	CooldownUntil       time.Time `json:"cooldown_until"`
@@ -538,8 +539,11 @@ func TestHealthActiveChecks(t *testing.T) {
 	if sa := mustTarget(t, doc, "a"); sa.Reason != "3 consecutive failures" || sa.Samples != 0 {
 		t.Errorf("a: %+v; want ejected by 3 consecutive failures with no live samples", sa)
 	}
-	if sc := mustTarget(t, doc, "c"); sc.Status != "healthy" || sc.LatencyEWMA == "" {
-		t.Errorf("c: %+v; want healthy with a latency measured by its probes", sc)
+	if sc := mustTarget(t, doc, "c"); sc.Status != "healthy" || sc.LatencyEWMA == "" || sc.ProbeRTT == "" {
+		t.Errorf("c: %+v; want healthy with a latency and a probe round trip measured by its probes", sc)
+	}
+	if sb := mustTarget(t, doc, "b"); sb.ProbeRTT != "" {
+		t.Errorf("b has no health_check, yet a probe round trip %q", sb.ProbeRTT)
 	}
 	mustLog(t, logFile, "warn", "target ejected", "target", "a (*)", "reason", "3 consecutive failures")
 

@@ -623,7 +623,7 @@ func TestRelayKnobsOtherRelaysUse(t *testing.T) {
 	}
 	before := len(up.requests())
 	for body, code := range map[string]string{
-		`{"model":"chat","stream":true,"relay":{"split_ratio":0.3},` + msgs + `}`: "unsupported_relay_option",
+		`{"model":"chat","stream":true,"relay":{"split_ratio":0.3},` + msgs + `}`:  "unsupported_relay_option",
 		`{"model":"chat","stream":true,"reasoning_dispersion":"yes",` + msgs + `}`: "invalid_relay_options",
 	} {
 		resp := post(t, body, "Authorization", "Bearer sk-test-client")

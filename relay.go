@@ -89,6 +89,10 @@ type Relay struct {
 	// key budgets. Keyed by model name (or prefix ending in `*`).
 	Prices map[string]Price `json:"prices,omitempty"`
 
+	// `region <code>`: where this edge runs, e.g. `eu-west`, as
+	// GET /v1/ping reports it so clients can compare edges. Default: none.
+	Region string `json:"region,omitempty"`
+
 	// `state off|local|redis ...`: where spend, canary roll-outs and
 	// ejections are kept across restarts, and whether a fleet shares
 	// them. Default: local (Caddy's storage). See StateConfig.

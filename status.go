@@ -337,6 +337,8 @@ type chainLink struct {
 	SuccessRatio   float64 `json:"success_ratio"`
 	TTFTP50MS      float64 `json:"ttft_p50_ms"`
 	TTFTP90MS      float64 `json:"ttft_p90_ms"`
+	// ProbeRTTMS is the last good health probe's round trip (0: no probe).
+	ProbeRTTMS float64 `json:"probe_rtt_ms,omitempty"`
 	// The SLO the target is held to (0: not judged).
 	SLOTTFTMS  float64 `json:"slo_ttft_ms"`
 	SLOSuccess float64 `json:"slo_success"`
@@ -350,7 +352,7 @@ func chainOf(rt *route, now time.Time) chainView {
 		snap := t.health.Snapshot(now, t.slo)
 		l := chainLink{Upstream: t.up.name, Model: modelLabel(t.model), Status: snap.Status, Reason: snap.Reason,
 			Samples: snap.Samples, SuccessRatio: snap.SuccessRatio,
-			TTFTP50MS: ms(time.Duration(snap.TTFTP50)), TTFTP90MS: ms(time.Duration(snap.TTFTP90)),
+			TTFTP50MS: ms(time.Duration(snap.TTFTP50)), TTFTP90MS: ms(time.Duration(snap.TTFTP90)), ProbeRTTMS: ms(time.Duration(snap.ProbeRTT)),
 			SLOTTFTMS: ms(t.slo.TTFT), SLOSuccess: t.slo.Success, RecentTTFTMS: []float64{}}
 		if left := snap.CooldownUntil.Sub(now); left > 0 {
 			l.CooldownLeftMS = ms(left)

@@ -18,9 +18,12 @@ type Snapshot struct {
 	SuccessRatio float64 `json:"success_ratio"`
 	// TTFTP50 and TTFTP90 over the counted successful samples with a TTFT
 	// (nearest rank).
-	TTFTP50             Duration `json:"ttft_p50,omitzero"`
-	TTFTP90             Duration `json:"ttft_p90,omitzero"`
-	LatencyEWMA         Duration `json:"latency_ewma,omitzero"` // Target.Latency
+	TTFTP50     Duration `json:"ttft_p50,omitzero"`
+	TTFTP90     Duration `json:"ttft_p90,omitzero"`
+	LatencyEWMA Duration `json:"latency_ewma,omitzero"` // Target.Latency
+	// ProbeRTT is the last good health probe's round trip (targets of an
+	// upstream with a health_check).
+	ProbeRTT            Duration `json:"probe_rtt,omitzero"`
 	ConsecutiveFailures int      `json:"consecutive_failures"`
 	Ejections           int      `json:"ejections"` // so far, failed trials included
 	// CooldownUntil is the end of the current cooldown (Ejected, HalfOpen).
@@ -53,6 +56,7 @@ func (t *Target) Snapshot(now time.Time, slo SLO) Snapshot {
 		TTFTP50:             Duration(p50),
 		TTFTP90:             Duration(p90),
 		LatencyEWMA:         Duration(t.ewma),
+		ProbeRTT:            Duration(t.probeRTT),
 		ConsecutiveFailures: t.consec,
 		Ejections:           t.ejections,
 		Since:               t.since,

@@ -74,8 +74,9 @@ type Target struct {
 	trialClaimed bool
 	trialAt      time.Time
 
-	reported Status    // the status as of the last change reported (or observed)
-	since    time.Time // when reported was observed; zero = since creation
+	probeRTT time.Duration // the last good probe's round trip; 0 = none yet
+	reported Status        // the status as of the last change reported (or observed)
+	since    time.Time     // when reported was observed; zero = since creation
 }
 
 // NewTarget returns a healthy target keeping the last window samples
@@ -158,6 +159,7 @@ func (t *Target) Probe(at time.Time, rtt time.Duration, ok bool, slo SLO, pol Po
 	if ok {
 		if rtt > 0 {
 			t.observe(rtt)
+			t.probeRTT = rtt
 		}
 		if before == HalfOpen {
 			t.recover()
