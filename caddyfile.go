@@ -121,11 +121,17 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 					return err
 				}
 			}
+			if err := parseKeyBlock(d, &k); err != nil {
+				return err
+			}
 			h.Keys = append(h.Keys, k)
 			if err := k.check(keyName(h.Keys, len(h.Keys)-1)); err != nil {
 				return d.Err(err.Error())
 			}
 			if _, err := keyBudgets(h.Keys); err != nil {
+				return d.Err(err.Error())
+			}
+			if _, err := keyRateLimits(h.Keys); err != nil {
 				return d.Err(err.Error())
 			}
 
@@ -994,6 +1000,57 @@ func parseKeyBudget(d *caddyfile.Dispenser, k *ClientKey, args []string) error {
 		return d.Errf("key budget: %q is not a positive amount of US dollars", args[1])
 	}
 	k.Budget, k.BudgetPeriod = f, args[3]
+	return nil
+}
+
+// parseKeyBlock parses a key's block: budget, rpm, tpm, allow_ip,
+// not_before and expires, each checked on its own line.
+func parseKeyBlock(d *caddyfile.Dispenser, k *ClientKey) error {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		args := d.RemainingArgs()
+		switch name {
+		case "budget":
+			if k.Budget != 0 {
+				return d.Err("key: budget is already given for this key")
+			}
+			if err := parseKeyBudget(d, k, append([]string{"budget"}, args...)); err != nil {
+				return err
+			}
+		case "rpm", "tpm":
+			if len(args) != 1 {
+				return d.Errf("key %s: expected one number, such as `%s 600`", name, name)
+			}
+			n, err := strconv.Atoi(args[0])
+			if err != nil || n <= 0 {
+				return d.Errf("key %s: %q is not a positive whole number", name, args[0])
+			}
+			if name == "rpm" {
+				k.RPM = n
+			} else {
+				k.TPM = n
+			}
+		case "allow_ip":
+			if len(args) == 0 {
+				return d.Err("key allow_ip: expected one or more addresses or CIDR ranges, such as 10.0.0.0/8")
+			}
+			k.AllowIP = append(k.AllowIP, args...)
+		case "not_before", "expires":
+			if len(args) != 1 {
+				return d.Errf("key %s: expected one date, such as 2027-03-01 or 2027-03-01T12:00:00Z", name)
+			}
+			if name == "not_before" {
+				k.NotBefore = args[0]
+			} else {
+				k.Expires = args[0]
+			}
+		default:
+			return d.Errf("unrecognized key subdirective %q; expected budget, rpm, tpm, allow_ip, not_before or expires", name)
+		}
+		if err := k.check("this key"); err != nil {
+			return d.Err(err.Error())
+		}
+	}
 	return nil
 }
 

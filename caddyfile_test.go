@@ -378,12 +378,12 @@ func TestProvisionFromCaddyfile(t *testing.T) {
 			t.Errorf("got %d client keys, want 2", len(r.keys))
 		}
 		req := &http.Request{Header: http.Header{"Authorization": {"Bearer client-secret"}}}
-		if name, ok := r.keys.authenticate(req); !ok || name != "team-a" {
-			t.Errorf("the {env.RELAY_KEY} key: authenticate = %q %v, want team-a true", name, ok)
+		if e, ok := r.keys.authenticate(req); !ok || e.name != "team-a" {
+			t.Errorf("the {env.RELAY_KEY} key: authenticate = %v %v, want team-a true", e, ok)
 		}
 		req = &http.Request{Header: http.Header{"X-Api-Key": {"test"}}} // sha256("test")
-		if name, ok := r.keys.authenticate(req); !ok || name != "key-2" {
-			t.Errorf("the sha256: key: authenticate = %q %v, want key-2 true", name, ok)
+		if e, ok := r.keys.authenticate(req); !ok || e.name != "key-2" {
+			t.Errorf("the sha256: key: authenticate = %v %v, want key-2 true", e, ok)
 		}
 		oa := r.upstreams["openai"]
 		if oa == nil {

@@ -19,7 +19,17 @@ import (
 // spend and one budget. The budget may be given on one of its lines or
 // on each, identically; two different budgets for one name fail the load.
 //
-// Caddyfile: `key <token> [<name>] [budget <usd> per day|month]`
+// Caddyfile: `key <token> [<name>] [budget <usd> per day|month]`, or
+// with a block:
+//
+//	key <token> [<name>] {
+//	    budget <usd> per day|month
+//	    rpm <n>
+//	    tpm <n>
+//	    allow_ip <cidr...>
+//	    not_before <date>
+//	    expires <date>
+//	}
 type ClientKey struct {
 	// The token. It may be a placeholder such as `{env.RELAY_KEY}`, resolved
 	// once at load (an empty value fails the load), or `sha256:<hex>`, the
@@ -37,6 +47,29 @@ type ClientKey struct {
 	// budget_period is `day` (the default) or `month`.
 	Budget       float64 `json:"budget,omitempty"`
 	BudgetPeriod string  `json:"budget_period,omitempty"`
+
+	// `rpm <n>`: requests a minute for the key's name, and `tpm <n>`:
+	// tokens a minute (the prompt's estimate when the request comes, set
+	// right by its usage when it ends). Over either, 429
+	// rate_limit_exceeded with Retry-After and OpenAI's
+	// x-ratelimit-* headers, which every answer for the name carries. Like
+	// the budget, one name has one limit: give it on one line or the same
+	// on each. 0 or absent: none.
+	RPM int `json:"rpm,omitempty"`
+	TPM int `json:"tpm,omitempty"`
+
+	// `allow_ip <cidr...>`: the client addresses this token is accepted
+	// from (an address alone is a /32 or /128), as Caddy resolves the
+	// client IP (its trusted_proxies). Elsewhere: 403 ip_not_allowed.
+	// Absent: anywhere.
+	AllowIP []string `json:"allow_ip,omitempty"`
+
+	// `not_before <date>` and `expires <date>`: the token is valid from
+	// not_before until expires (a date such as 2027-03-01, 00:00 UTC, or
+	// an RFC 3339 time). Outside: 401 key_expired. Per token, so two
+	// tokens of one name can overlap during a rotation.
+	NotBefore string `json:"not_before,omitempty"`
+	Expires   string `json:"expires,omitempty"`
 }
 
 // Upstream is one provider endpoint.

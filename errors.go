@@ -49,6 +49,10 @@ var (
 		Message: "The request body's 'reasoning_dispersion' field must be true or false."}
 	errSplitRatioUnsupported = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_relay_option",
 		Message: "relay.split_ratio is not supported by this relay: split-reasoning paces reasoning and answer on lanes of their own, each bounded by its own delay (reasoning_max_delay, max_delay), not by a share. Leave it out; \"relay\": {\"mode\": \"split-reasoning\"} or \"reasoning_dispersion\": true asks for that mode."}
+	errKeyExpired = &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "key_expired",
+		Message: "This API key is not valid now: it has expired or is not valid yet. Ask the relay's operator for a current key."}
+	errIPNotAllowed = &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "ip_not_allowed",
+		Message: "This API key is not accepted from your address."}
 	errTooLarge = &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 		Message: "The request body exceeds this relay's max_body limit."}
 )
@@ -206,6 +210,8 @@ func writeAPIError(w http.ResponseWriter, e *apiError, d dialect) {
 	h.Set("Cache-Control", "no-store")
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
+		// The OpenAI SDKs prefer this one: the exact wait.
+		h.Set("Retry-After-Ms", strconv.FormatInt(max(e.RetryAfter.Milliseconds(), 1), 10))
 	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(e.bodyIn(d))
@@ -231,4 +237,12 @@ func asAPIError(err error) (*apiError, bool) {
 	var e *apiError
 	ok := errors.As(err, &e)
 	return e, ok
+}
+
+// errKeyRateLimited answers a key over its rpm or tpm (what: "requests"
+// or "tokens"), with the wait until it has room again.
+func errKeyRateLimited(key, what string, limit int, wait time.Duration) *apiError {
+	return &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+		Message:    "The key '" + key + "' is over its limit of " + strconv.Itoa(limit) + " " + what + " a minute on this relay; retry after " + wait.Round(time.Millisecond).String() + ".",
+		RetryAfter: wait}
 }

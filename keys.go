@@ -5,15 +5,59 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
-// keyring maps the SHA-256 of each client token to its name. Tokens are
+// keyring maps the SHA-256 of each client token to its entry. Tokens are
 // compared by digest, so the lookup never branches on the secret's bytes
 // and `sha256:<hex>` keys need no plaintext at all.
-type keyring map[[sha256.Size]byte]string
+type keyring map[[sha256.Size]byte]*keyEntry
+
+// keyEntry is one token's name and the bounds of this token (the limits
+// are the name's: keyLimits).
+type keyEntry struct {
+	name      string
+	allow     []netip.Prefix // empty: anywhere
+	notBefore time.Time      // zero: no bound
+	expires   time.Time      // zero: no bound
+}
+
+// admits checks the token's own bounds for a request at now from the
+// client address ip (as Caddy resolved it; invalid when unknown).
+func (e *keyEntry) admits(ip netip.Addr, now time.Time) *apiError {
+	if !e.notBefore.IsZero() && now.Before(e.notBefore) || !e.expires.IsZero() && !now.Before(e.expires) {
+		return errKeyExpired
+	}
+	if len(e.allow) == 0 {
+		return nil
+	}
+	ip = ip.Unmap()
+	for _, p := range e.allow {
+		if p.Contains(ip) {
+			return nil
+		}
+	}
+	return errIPNotAllowed
+}
+
+// clientIP is the client's address as Caddy resolved it (its
+// trusted_proxies), else the connection's.
+func clientIP(r *http.Request) netip.Addr {
+	if s, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok {
+		if a, err := netip.ParseAddr(s); err == nil {
+			return a
+		}
+	}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr()
+	}
+	return netip.Addr{}
+}
 
 // newKeyring resolves placeholders in the configured keys and indexes them.
 func newKeyring(keys []ClientKey, repl *caddy.Replacer) (keyring, error) {
@@ -41,9 +85,13 @@ func newKeyring(keys []ClientKey, repl *caddy.Replacer) (keyring, error) {
 			digest = sha256.Sum256([]byte(tok))
 		}
 		if other, dup := kr[digest]; dup {
-			return nil, fmt.Errorf("key %q: same token as key %q", name, other)
+			return nil, fmt.Errorf("key %q: same token as key %q", name, other.name)
 		}
-		kr[digest] = name
+		e := &keyEntry{name: name}
+		e.allow, _ = parsePrefixes(k.AllowIP)      // checked at load
+		e.notBefore, _ = parseKeyTime(k.NotBefore) // checked at load
+		e.expires, _ = parseKeyTime(k.Expires)
+		kr[digest] = e
 	}
 	return kr, nil
 }
@@ -69,21 +117,24 @@ var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goo
 // `log_append`, an error route) or upstream sees the client's key.
 // (Caddy's access log is not covered: it records a copy of the request
 // taken before any handler runs; the README shows the log filter.)
-func (kr keyring) authenticate(r *http.Request) (name string, ok bool) {
+func (kr keyring) authenticate(r *http.Request) (*keyEntry, bool) {
 	if kr.open() {
 		stripCredentials(r.Header)
-		return "anonymous", true
+		return anonymousKey, true
 	}
 	tok := clientToken(r)
 	if tok == "" {
-		return "", false
+		return nil, false
 	}
-	name, ok = kr[sha256.Sum256([]byte(tok))]
+	e, ok := kr[sha256.Sum256([]byte(tok))]
 	if ok {
 		stripCredentials(r.Header)
 	}
-	return name, ok
+	return e, ok
 }
+
+// anonymousKey is every client of an open relay.
+var anonymousKey = &keyEntry{name: "anonymous"}
 
 // clientToken returns the client's key from the first credential header
 // that yields one.

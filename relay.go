@@ -114,6 +114,7 @@ type Relay struct {
 	prices      *usage.PriceTable
 	keyPeriods  map[string]string // key name → budget period, for keys with a budget
 	keyBudgets  map[string]usage.Budget
+	keyLimits   map[string]*keyLimits // key name → its rpm and tpm buckets
 	budgetsOnce *sync.Once
 	provisioned time.Time
 	probes      []*prober
@@ -182,6 +183,9 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if err := h.compileSpend(); err != nil {
+		return err
+	}
+	if err := h.compileKeyLimits(); err != nil {
 		return err
 	}
 	if err := registerMetrics(ctx.GetMetricsRegistry()); err != nil {

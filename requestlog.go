@@ -51,6 +51,9 @@ type requestLog struct {
 	idleTimeout bool        // stream_idle_timeout cut the upstream's answer off
 	modelList   bool        // answered GET /v1/models[/<alias>] itself: relays nothing
 	earlier     usage.Usage // usage of streams given up for a reasoning budget failover
+
+	limits        *keyLimits // the key's tpm, when it has one
+	tokenEstimate int        // the prompt tokens taken from it when the request came (0: none)
 }
 
 func newRequestLog() *requestLog {
@@ -124,6 +127,10 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 	}
 	observeRequest(rl)
 	recordFailover(rl)
+	if rl.tokenEstimate > 0 {
+		// No usage settled the estimate (nothing was generated): give it back.
+		rl.limits.settleTokens(rl.tokenEstimate, 0, time.Now())
+	}
 	c := h.logger.Check(zapcore.InfoLevel, "relayed")
 	if c == nil {
 		return

@@ -25,14 +25,25 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	rec.out = cw
 	w = cw
 
-	key, ok := h.keys.authenticate(r)
+	entry, ok := h.keys.authenticate(r)
 	if !ok {
 		h.reject(w, rec, errUnauthorized)
 		return
 	}
+	key := entry.name
 	rec.key = key
+	now := time.Now()
+	if e := entry.admits(clientIP(r), now); e != nil {
+		h.reject(w, rec, e)
+		return
+	}
 	if period, over := h.overBudget(key); over {
-		h.reject(w, rec, errBudgetExceeded(key, period, time.Now()))
+		h.reject(w, rec, errBudgetExceeded(key, period, now))
+		return
+	}
+	limits := h.keyLimits[key]
+	if e := limits.takeRequest(w, key, now); e != nil {
+		h.reject(w, rec, e)
 		return
 	}
 
@@ -77,6 +88,14 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body.buf = buf
 	rec.requested = body.model
+	if limits != nil && limits.tokens != nil {
+		est := usage.EstimatePrompt(raw)
+		if e := limits.takeTokens(w, key, est, time.Now()); e != nil {
+			h.reject(w, rec, e)
+			return
+		}
+		rec.limits, rec.tokenEstimate = limits, est
+	}
 	rt := h.lookup(body.model)
 	if rt == nil {
 		h.reject(w, rec, errModelNotFound(body.model))

@@ -74,6 +74,10 @@ func (h *Relay) account(rec *requestLog, raw json.RawMessage, estimate func() us
 	}
 	u = u.Add(rec.earlier) // streams given up for a reasoning budget failover
 	rec.usage = &u
+	if rec.tokenEstimate > 0 {
+		rec.limits.settleTokens(rec.tokenEstimate, u.Prompt+u.Completion, time.Now())
+		rec.tokenEstimate = 0 // settled
+	}
 	if rec.budget > 0 && u.Reasoning > rec.budget && !u.Estimated {
 		// The upstream reasoned past the budget: a non-stream answer (only
 		// the upstream's own knob applies), or a stream the relay cut.

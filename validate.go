@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -37,6 +38,9 @@ func (h *Relay) checkConfig() error {
 		}
 	}
 	if _, err := keyBudgets(h.Keys); err != nil {
+		return err
+	}
+	if _, err := keyRateLimits(h.Keys); err != nil {
 		return err
 	}
 	if err := h.Failover.check(); err != nil {
@@ -100,8 +104,83 @@ func (k ClientKey) check(name string) error {
 		return fmt.Errorf("key %q: budget_period %q is not a period; write day or month (Caddyfile: `budget <usd> per day|month`)", name, k.BudgetPeriod)
 	case k.BudgetPeriod != "" && k.Budget == 0:
 		return fmt.Errorf("key %q: budget_period %q without a budget; give budget in US dollars, or remove budget_period", name, k.BudgetPeriod)
+	case k.RPM < 0 || k.TPM < 0:
+		return fmt.Errorf("key %q: rpm and tpm must be positive (or absent for no limit)", name)
+	}
+	if _, err := parsePrefixes(k.AllowIP); err != nil {
+		return fmt.Errorf("key %q: allow_ip: %w", name, err)
+	}
+	nb, err := parseKeyTime(k.NotBefore)
+	if err != nil {
+		return fmt.Errorf("key %q: not_before: %w", name, err)
+	}
+	ex, err := parseKeyTime(k.Expires)
+	if err != nil {
+		return fmt.Errorf("key %q: expires: %w", name, err)
+	}
+	if !nb.IsZero() && !ex.IsZero() && !ex.After(nb) {
+		return fmt.Errorf("key %q: expires %s is not after not_before %s", name, k.Expires, k.NotBefore)
 	}
 	return nil
+}
+
+// parsePrefixes reads allow_ip: CIDR ranges, or addresses alone (a /32 or
+// /128).
+func parsePrefixes(ss []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(ss))
+	for _, s := range ss {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR range (such as 10.0.0.0/8 or 2001:db8::/32)", s)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}
+
+// parseKeyTime reads a not_before or expires: a date (00:00 UTC) or an
+// RFC 3339 time; "" is no bound.
+func parseKeyTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not a date; write 2027-03-01 (00:00 UTC) or 2027-03-01T12:00:00Z", s)
+	}
+	return t, nil
+}
+
+// keyRateLimits merges the key lines' rpm and tpm by name, as keyBudgets
+// merges budgets: a limit on one line applies to the name; two different
+// ones fail.
+func keyRateLimits(keys []ClientKey) (map[string][2]int, error) {
+	limits := map[string][2]int{}
+	for i, k := range keys {
+		name := keyName(keys, i)
+		cur := limits[name]
+		for j, v := range [2]int{k.RPM, k.TPM} {
+			switch {
+			case v == 0:
+			case cur[j] == 0:
+				cur[j] = v
+			case cur[j] != v:
+				return nil, fmt.Errorf("key %q: %s %d conflicts with %d on an earlier key of the same name; keys of one name share one limit: give the same on each line, or on one line only",
+					name, [2]string{"rpm", "tpm"}[j], v, cur[j])
+			}
+		}
+		if cur != [2]int{} {
+			limits[name] = cur
+		}
+	}
+	return limits, nil
 }
 
 // keyBudgets merges the key lines' budgets by name: one name is one

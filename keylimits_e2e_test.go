@@ -1,0 +1,185 @@
+package llmrelay_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// TestKeyRateLimits: a key's rpm and tpm answer 429 rate_limit_exceeded
+// with Retry-After and OpenAI's x-ratelimit-* headers, which every answer
+// for the key carries; a key without limits carries none.
+func TestKeyRateLimits(t *testing.T) {
+	up := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		answerJSON(w, 200, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":1,"total_tokens":101}}`)
+	})
+	startRelay(t, fmt.Sprintf(`llm_relay {
+		key sk-rpm rpm-team {
+			rpm 3
+		}
+		key sk-tpm tpm-team {
+			tpm 40
+		}
+		key sk-free
+		upstream a %s
+		model chat {
+			to a
+		}
+	}`, up.v1()))
+
+	for i := range 3 {
+		resp := post(t, chatBody, "Authorization", "Bearer sk-rpm")
+		readAll(t, resp)
+		h := resp.Header
+		if resp.StatusCode != 200 || h.Get("X-Ratelimit-Limit-Requests") != "3" || h.Get("X-Ratelimit-Remaining-Requests") != strconv.Itoa(2-i) || h.Get("X-Ratelimit-Reset-Requests") == "" {
+			t.Fatalf("request %d: %d, headers %v", i+1, resp.StatusCode, h)
+		}
+	}
+	resp := post(t, chatBody, "Authorization", "Bearer sk-rpm")
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("4th request of rpm 3: %d %s", resp.StatusCode, body)
+	}
+	if e := decodeErr(t, body); e.Error.Code != "rate_limit_exceeded" || e.Error.Type != "rate_limit_error" {
+		t.Errorf("4th request: %+v", e.Error)
+	}
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	ms, _ := strconv.Atoi(resp.Header.Get("Retry-After-Ms"))
+	if ra < 19 || ra > 20 || ms < 19000 || ms > 20000 || resp.Header.Get("X-Ratelimit-Remaining-Requests") != "0" {
+		t.Errorf("4th request: Retry-After %q, Retry-After-Ms %q, headers %v; want about 20s (a request every 20s)",
+			resp.Header.Get("Retry-After"), resp.Header.Get("Retry-After-Ms"), resp.Header)
+	}
+	if n := len(up.requests()); n != 3 {
+		t.Errorf("upstream got %d requests, want 3", n)
+	}
+
+	// tpm: the prompt's estimate is taken when the request comes and set
+	// right by the usage (101 tokens) when it ends. A request of more than
+	// the whole minute passes on a full bucket; the next one waits out the
+	// debt.
+	big := `{"model":"chat","messages":[{"role":"user","content":"` + strings.Repeat("word ", 80) + `"}]}`
+	resp = post(t, big, "Authorization", "Bearer sk-tpm")
+	readAll(t, resp)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Ratelimit-Limit-Tokens") != "40" {
+		t.Fatalf("first tpm request: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp = post(t, chatBody, "Authorization", "Bearer sk-tpm")
+	body = readAll(t, resp)
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "40 tokens a minute") || resp.Header.Get("X-Ratelimit-Remaining-Tokens") != "0" {
+		t.Errorf("tpm request in debt: %d %s %v", resp.StatusCode, body, resp.Header)
+	}
+
+	resp = post(t, chatBody, "Authorization", "Bearer sk-free")
+	readAll(t, resp)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Ratelimit-Limit-Requests") != "" {
+		t.Errorf("a key without limits: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestKeyRateLimitDrivesSDKRetry: the headers make openai-go's own retry
+// wait just long enough and succeed, unchanged. The wait (3s: rpm 20) is
+// longer than the SDK's own backoff for its two retries, so without the
+// headers it would give up.
+func TestKeyRateLimitDrivesSDKRetry(t *testing.T) {
+	up := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		answerJSON(w, 200, okCompletion)
+	})
+	startRelay(t, fmt.Sprintf(`llm_relay {
+		key sk-rpm rpm-team {
+			rpm 20
+		}
+		upstream a %s
+		model chat {
+			to a
+		}
+	}`, up.v1()))
+	for i := range 20 { // the bucket's whole minute
+		resp := post(t, chatBody, "Authorization", "Bearer sk-rpm")
+		if readAll(t, resp); resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	client := openai.NewClient(option.WithBaseURL(relayBase+"/v1/"), option.WithAPIKey("sk-rpm"), option.WithMaxRetries(2))
+	start := time.Now()
+	var raw *http.Response
+	c, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model:    "chat",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+	}, option.WithResponseInto(&raw))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("openai-go did not get through the rate limit: %v", err)
+	}
+	if c.Choices[0].Message.Content != "hello" || raw.Header.Get("X-Ratelimit-Limit-Requests") != "20" {
+		t.Errorf("answer %+v, headers %v", c, raw.Header)
+	}
+	// A request every 3s: the SDK waited about that (not its own
+	// backoff, not a minute), then succeeded on its first retry.
+	if took < 2500*time.Millisecond || took > 8*time.Second {
+		t.Errorf("the SDK's call took %v; want about the 3s the headers asked for", took)
+	}
+	if n := len(up.requests()); n != 21 {
+		t.Errorf("upstream got %d requests, want 21", n)
+	}
+}
+
+// TestKeyBounds: allow_ip, not_before and expires are per token.
+func TestKeyBounds(t *testing.T) {
+	up := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		answerJSON(w, 200, okCompletion)
+	})
+	startRelay(t, fmt.Sprintf(`llm_relay {
+		key sk-elsewhere office {
+			allow_ip 10.0.0.0/8 192.168.1.7
+		}
+		key sk-here office {
+			allow_ip 127.0.0.0/8 ::1
+		}
+		key sk-old team {
+			expires 2020-01-01
+		}
+		key sk-new team {
+			not_before 2099-01-01T00:00:00Z
+		}
+		key sk-now team {
+			not_before 2020-01-01
+			expires 2099-01-01
+		}
+		upstream a %s
+		model chat {
+			to a
+		}
+	}`, up.v1()))
+	for token, want := range map[string]struct {
+		status int
+		code   string
+	}{
+		"sk-elsewhere": {http.StatusForbidden, "ip_not_allowed"},
+		"sk-here":      {200, ""},
+		"sk-old":       {http.StatusUnauthorized, "key_expired"},
+		"sk-new":       {http.StatusUnauthorized, "key_expired"},
+		"sk-now":       {200, ""},
+	} {
+		resp := post(t, chatBody, "Authorization", "Bearer "+token)
+		body := readAll(t, resp)
+		if resp.StatusCode != want.status {
+			t.Errorf("%s: %d %s, want %d", token, resp.StatusCode, body, want.status)
+			continue
+		}
+		if want.code != "" {
+			if e := decodeErr(t, body); e.Error.Code != want.code {
+				t.Errorf("%s: %+v, want %s", token, e.Error, want.code)
+			}
+		}
+	}
+	if n := len(up.requests()); n != 2 {
+		t.Errorf("upstream got %d requests, want 2", n)
+	}
+}
