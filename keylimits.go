@@ -22,6 +22,14 @@ type keyLimits struct {
 	requests, tokens *ratelimit.Bucket
 }
 
+// limitHeaders are the canonical names of the x-ratelimit-* headers, per
+// kind: set straight into the header map, without canonicalising them on
+// every request.
+var limitHeaders = map[string][3]string{
+	"requests": {"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"},
+	"tokens":   {"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
+}
+
 // compileKeyLimits gives every key name with an rpm or tpm its buckets.
 func (h *Relay) compileKeyLimits() error {
 	limits, err := keyRateLimits(h.Keys)
@@ -89,7 +97,8 @@ func (kl *keyLimits) settleTokens(estimate, used int, now time.Time) {
 // -reset- (a Go duration such as "1s" or "6m0s", as OpenAI writes them).
 func setLimitHeaders(h http.Header, what string, b *ratelimit.Bucket, now time.Time) {
 	remaining, reset := b.State(now)
-	h.Set("X-Ratelimit-Limit-"+what, strconv.Itoa(b.Limit()))
-	h.Set("X-Ratelimit-Remaining-"+what, strconv.Itoa(remaining))
-	h.Set("X-Ratelimit-Reset-"+what, reset.Round(time.Millisecond).String())
+	names := limitHeaders[what]
+	v := make([]string, 3) // one allocation for the three values' slices
+	v[0], v[1], v[2] = strconv.Itoa(b.Limit()), strconv.Itoa(remaining), reset.Round(time.Millisecond).String()
+	h[names[0]], h[names[1]], h[names[2]] = v[0:1:1], v[1:2:2], v[2:3:3]
 }
