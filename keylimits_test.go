@@ -11,7 +11,7 @@ import (
 // headerSink is a ResponseWriter that keeps only headers.
 type headerSink http.Header
 
-func (h headerSink) Header() http.Header        { return http.Header(h) }
+func (h headerSink) Header() http.Header       { return http.Header(h) }
 func (headerSink) Write(b []byte) (int, error) { return len(b), nil }
 func (headerSink) WriteHeader(int)             {}
 
