@@ -1017,7 +1017,7 @@ func parseKeyBlock(d *caddyfile.Dispenser, k *ClientKey) error {
 			if err := parseKeyBudget(d, k, append([]string{"budget"}, args...)); err != nil {
 				return err
 			}
-		case "rpm", "tpm":
+		case "rpm", "tpm", "max_concurrent":
 			if len(args) != 1 {
 				return d.Errf("key %s: expected one number, such as `%s 600`", name, name)
 			}
@@ -1025,10 +1025,13 @@ func parseKeyBlock(d *caddyfile.Dispenser, k *ClientKey) error {
 			if err != nil || n <= 0 {
 				return d.Errf("key %s: %q is not a positive whole number", name, args[0])
 			}
-			if name == "rpm" {
+			switch name {
+			case "rpm":
 				k.RPM = n
-			} else {
+			case "tpm":
 				k.TPM = n
+			default:
+				k.MaxConcurrent = n
 			}
 		case "allow_ip":
 			if len(args) == 0 {
@@ -1045,7 +1048,7 @@ func parseKeyBlock(d *caddyfile.Dispenser, k *ClientKey) error {
 				k.Expires = args[0]
 			}
 		default:
-			return d.Errf("unrecognized key subdirective %q; expected budget, rpm, tpm, allow_ip, not_before or expires", name)
+			return d.Errf("unrecognized key subdirective %q; expected budget, rpm, tpm, max_concurrent, allow_ip, not_before or expires", name)
 		}
 		if err := k.check("this key"); err != nil {
 			return d.Err(err.Error())

@@ -26,6 +26,7 @@ import (
 //	    budget <usd> per day|month
 //	    rpm <n>
 //	    tpm <n>
+//	    max_concurrent <n>
 //	    allow_ip <cidr...>
 //	    not_before <date>
 //	    expires <date>
@@ -57,6 +58,12 @@ type ClientKey struct {
 	// on each. 0 or absent: none.
 	RPM int `json:"rpm,omitempty"`
 	TPM int `json:"tpm,omitempty"`
+
+	// `max_concurrent <n>`: requests of the key's name in flight at once
+	// (a stream counts until it ends); one more gets 429
+	// rate_limit_exceeded with Retry-After 1. Per name, like rpm. 0 or
+	// absent: none.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
 
 	// `allow_ip <cidr...>`: the client addresses this token is accepted
 	// from (an address alone is a /32 or /128), as Caddy resolves the

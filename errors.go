@@ -246,3 +246,10 @@ func errKeyRateLimited(key, what string, limit int, wait time.Duration) *apiErro
 		Message:    "The key '" + key + "' is over its limit of " + strconv.Itoa(limit) + " " + what + " a minute on this relay; retry after " + wait.Round(time.Millisecond).String() + ".",
 		RetryAfter: wait}
 }
+
+// errKeyConcurrency answers a key with max requests in flight already.
+func errKeyConcurrency(key string, max int64) *apiError {
+	return &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+		Message:    "The key '" + key + "' already has " + strconv.FormatInt(max, 10) + " requests in flight on this relay, its max_concurrent; retry when one ends.",
+		RetryAfter: time.Second}
+}

@@ -1,8 +1,10 @@
 package llmrelay
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -17,9 +19,12 @@ import (
 
 var keyLimitPool = caddy.NewUsagePool()
 
-// keyLimits are one key name's buckets (nil: no such limit).
+// keyLimits are one key name's buckets (nil: no such limit) and its cap
+// on requests in flight.
 type keyLimits struct {
 	requests, tokens *ratelimit.Bucket
+	maxInFlight      int64         // 0: no cap
+	inFlight         *atomic.Int64 // shared across reloads, like the buckets
 }
 
 // limitHeaders are the canonical names of the x-ratelimit-* headers, per
@@ -38,7 +43,18 @@ func (h *Relay) compileKeyLimits() error {
 	}
 	h.keyLimits = make(map[string]*keyLimits, len(limits))
 	for name, l := range limits {
-		kl := &keyLimits{}
+		kl := &keyLimits{maxInFlight: int64(l[2])}
+		if l[2] > 0 {
+			pk := name + "|inflight"
+			v, _, err := keyLimitPool.LoadOrNew(pk, func() (caddy.Destructor, error) {
+				return pooled[*atomic.Int64]{new(atomic.Int64)}, nil
+			})
+			if err != nil {
+				return err
+			}
+			h.poolKeys = append(h.poolKeys, poolKey{keyLimitPool, pk})
+			kl.inFlight = v.(pooled[*atomic.Int64]).v
+		}
 		for i, b := range []**ratelimit.Bucket{&kl.requests, &kl.tokens} {
 			if l[i] == 0 {
 				continue
@@ -56,6 +72,25 @@ func (h *Relay) compileKeyLimits() error {
 		h.keyLimits[name] = kl
 	}
 	return nil
+}
+
+// enter admits one more request in flight, or answers 429 when the key's
+// cap is reached; leave (only after an admitted enter) lets it go.
+func (kl *keyLimits) enter(key string) *apiError {
+	if kl == nil || kl.maxInFlight == 0 {
+		return nil
+	}
+	if kl.inFlight.Add(1) > kl.maxInFlight {
+		kl.inFlight.Add(-1)
+		return errKeyConcurrency(key, kl.maxInFlight)
+	}
+	return nil
+}
+
+func (kl *keyLimits) leave() {
+	if kl != nil && kl.maxInFlight > 0 {
+		kl.inFlight.Add(-1)
+	}
 }
 
 // takeRequest takes one request from the key's rpm and sets the request
@@ -101,4 +136,74 @@ func setLimitHeaders(h http.Header, what string, b *ratelimit.Bucket, now time.T
 	v := make([]string, 3) // one allocation for the three values' slices
 	v[0], v[1], v[2] = strconv.Itoa(b.Limit()), strconv.Itoa(remaining), reset.Round(time.Millisecond).String()
 	h[names[0]], h[names[1]], h[names[2]] = v[0:1:1], v[1:2:2], v[2:3:3]
+}
+
+// balanceView is GET /v1/balance: the calling key's budget, spend and
+// limits, so a client can see what it has left.
+type balanceView struct {
+	Object string `json:"object"` // "balance"
+	Key    string `json:"key"`    // the key's name
+	// Budget is the key's budget this period (absent without one).
+	Budget *budgetView `json:"budget,omitempty"`
+	// Spend is what the key spent today and this month (UTC).
+	Spend struct {
+		TodayUSD     float64 `json:"today_usd"`
+		ThisMonthUSD float64 `json:"this_month_usd"`
+	} `json:"spend"`
+	// Limits are the key's rpm, tpm and max_concurrent (absent: none).
+	Limits struct {
+		RPM           *limitView `json:"rpm,omitempty"`
+		TPM           *limitView `json:"tpm,omitempty"`
+		MaxConcurrent *limitView `json:"max_concurrent,omitempty"`
+	} `json:"limits"`
+}
+
+// budgetView is a key's budget in its current period.
+type budgetView struct {
+	USD          float64   `json:"usd"`
+	Period       string    `json:"period"` // day or month (UTC)
+	SpentUSD     float64   `json:"spent_usd"`
+	RemainingUSD float64   `json:"remaining_usd"`
+	ResetsAt     time.Time `json:"resets_at"`
+}
+
+// limitView is one limit: its size, what is left now, and (a bucket)
+// how long until it is whole again.
+type limitView struct {
+	Limit     int64  `json:"limit"`
+	Remaining int64  `json:"remaining"`
+	Reset     string `json:"reset,omitempty"`
+}
+
+func bucketView(b *ratelimit.Bucket, now time.Time) *limitView {
+	if b == nil {
+		return nil
+	}
+	rem, reset := b.State(now)
+	return &limitView{Limit: int64(b.Limit()), Remaining: int64(rem), Reset: reset.Round(time.Millisecond).String()}
+}
+
+// serveBalance answers GET /v1/balance for the calling key.
+func (h *Relay) serveBalance(w http.ResponseWriter, rec *requestLog, key string, kl *keyLimits, now time.Time) {
+	h.applyBudgets()
+	v := balanceView{Object: "balance", Key: key}
+	if ks, ok := ledger.Spend(key, now); ok {
+		v.Spend.TodayUSD, v.Spend.ThisMonthUSD = ks.Today.Cost, ks.ThisMonth.Cost
+		if ks.Budget.Limit > 0 {
+			v.Budget = &budgetView{USD: ks.Budget.Limit, Period: ks.Budget.Period.String(), SpentUSD: ks.Spent,
+				RemainingUSD: ks.Remaining, ResetsAt: ks.End}
+		}
+	}
+	if kl != nil {
+		v.Limits.RPM, v.Limits.TPM = bucketView(kl.requests, now), bucketView(kl.tokens, now)
+		if kl.maxInFlight > 0 {
+			// This request is one of those in flight; it is not counted.
+			v.Limits.MaxConcurrent = &limitView{Limit: kl.maxInFlight, Remaining: kl.maxInFlight - kl.inFlight.Load() + 1}
+		}
+	}
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	rec.status = http.StatusOK
+	_, _ = w.Write(append(b, '\n'))
 }

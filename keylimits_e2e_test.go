@@ -2,6 +2,7 @@ package llmrelay_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -181,5 +182,89 @@ func TestKeyBounds(t *testing.T) {
 	}
 	if n := len(up.requests()); n != 2 {
 		t.Errorf("upstream got %d requests, want 2", n)
+	}
+}
+
+// TestKeyMaxConcurrentAndBalance: a key's max_concurrent counts a stream
+// until it ends; GET /v1/balance shows the calling key's budget, spend and
+// limits.
+func TestKeyMaxConcurrentAndBalance(t *testing.T) {
+	release := make(chan struct{})
+	up := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: %s\n\n", chunk("held"))
+			w.(http.Flusher).Flush()
+			<-release // a stream in flight until the test lets it end
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
+		answerJSON(w, 200, okCompletion)
+	})
+	startRelay(t, fmt.Sprintf(`llm_relay {
+		key sk-one solo {
+			budget 5 per day
+			rpm 100
+			max_concurrent 1
+		}
+		upstream a %s
+		model chat {
+			to a
+		}
+		price chat {
+			input 1
+			output 1
+		}
+	}`, up.v1()))
+	streamDone := make(chan string)
+	go func() {
+		resp := post(t, `{"model":"chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer sk-one")
+		streamDone <- readAll(t, resp)
+	}()
+	waitFor(t, 5*time.Second, "the stream in flight", func() bool { return len(up.requests()) == 1 })
+	resp := post(t, chatBody, "Authorization", "Bearer sk-one")
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "max_concurrent") || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("a second request while the stream runs: %d %s %v", resp.StatusCode, body, resp.Header)
+	}
+	close(release)
+	if s := <-streamDone; !strings.Contains(s, "[DONE]") {
+		t.Fatalf("the held stream: %s", s)
+	}
+	resp = post(t, chatBody, "Authorization", "Bearer sk-one")
+	if body := readAll(t, resp); resp.StatusCode != 200 {
+		t.Errorf("after the stream ended: %d %s", resp.StatusCode, body)
+	}
+
+	req, _ := http.NewRequest("GET", relayBase+"/v1/balance", nil)
+	req.Header.Set("Authorization", "Bearer sk-one")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b struct {
+		Object, Key string
+		Budget      *struct {
+			USD          float64 `json:"usd"`
+			Period       string  `json:"period"`
+			SpentUSD     float64 `json:"spent_usd"`
+			RemainingUSD float64 `json:"remaining_usd"`
+		}
+		Limits struct {
+			RPM           *struct{ Limit, Remaining int64 }
+			MaxConcurrent *struct{ Limit, Remaining int64 } `json:"max_concurrent"`
+		}
+	}
+	raw := readAll(t, resp)
+	if err := json.Unmarshal([]byte(raw), &b); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	if b.Object != "balance" || b.Key != "solo" || b.Budget == nil || b.Budget.USD != 5 || b.Budget.Period != "day" ||
+		b.Budget.SpentUSD <= 0 || b.Budget.RemainingUSD >= 5 || b.Limits.RPM == nil || b.Limits.RPM.Limit != 100 ||
+		b.Limits.RPM.Remaining != 96 || b.Limits.MaxConcurrent == nil || b.Limits.MaxConcurrent.Remaining != 1 {
+		t.Errorf("balance: %s", raw)
+	}
+	if strings.Contains(raw, "sk-one") {
+		t.Errorf("the balance shows the token: %s", raw)
 	}
 }

@@ -46,6 +46,11 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, rec, e)
 		return
 	}
+	if e := limits.enter(key); e != nil {
+		h.reject(w, rec, e)
+		return
+	}
+	defer limits.leave() // a stream is in flight until it ends
 
 	rest, ok, bad := v1Rest(r.URL)
 	if bad {
@@ -54,6 +59,10 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		h.reject(w, rec, errUnknownURL(r.Method, r.URL.Path))
+		return
+	}
+	if rest == "balance" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		h.serveBalance(w, rec, key, limits, now)
 		return
 	}
 	if rest == "models" || strings.HasPrefix(rest, "models/") {

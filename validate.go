@@ -104,8 +104,8 @@ func (k ClientKey) check(name string) error {
 		return fmt.Errorf("key %q: budget_period %q is not a period; write day or month (Caddyfile: `budget <usd> per day|month`)", name, k.BudgetPeriod)
 	case k.BudgetPeriod != "" && k.Budget == 0:
 		return fmt.Errorf("key %q: budget_period %q without a budget; give budget in US dollars, or remove budget_period", name, k.BudgetPeriod)
-	case k.RPM < 0 || k.TPM < 0:
-		return fmt.Errorf("key %q: rpm and tpm must be positive (or absent for no limit)", name)
+	case k.RPM < 0 || k.TPM < 0 || k.MaxConcurrent < 0:
+		return fmt.Errorf("key %q: rpm, tpm and max_concurrent must be positive (or absent for no limit)", name)
 	}
 	if _, err := parsePrefixes(k.AllowIP); err != nil {
 		return fmt.Errorf("key %q: allow_ip: %w", name, err)
@@ -158,25 +158,25 @@ func parseKeyTime(s string) (time.Time, error) {
 	return t, nil
 }
 
-// keyRateLimits merges the key lines' rpm and tpm by name, as keyBudgets
-// merges budgets: a limit on one line applies to the name; two different
-// ones fail.
-func keyRateLimits(keys []ClientKey) (map[string][2]int, error) {
-	limits := map[string][2]int{}
+// keyRateLimits merges the key lines' rpm, tpm and max_concurrent by
+// name, as keyBudgets merges budgets: a limit on one line applies to the
+// name; two different ones fail.
+func keyRateLimits(keys []ClientKey) (map[string][3]int, error) {
+	limits := map[string][3]int{}
 	for i, k := range keys {
 		name := keyName(keys, i)
 		cur := limits[name]
-		for j, v := range [2]int{k.RPM, k.TPM} {
+		for j, v := range [3]int{k.RPM, k.TPM, k.MaxConcurrent} {
 			switch {
 			case v == 0:
 			case cur[j] == 0:
 				cur[j] = v
 			case cur[j] != v:
 				return nil, fmt.Errorf("key %q: %s %d conflicts with %d on an earlier key of the same name; keys of one name share one limit: give the same on each line, or on one line only",
-					name, [2]string{"rpm", "tpm"}[j], v, cur[j])
+					name, [3]string{"rpm", "tpm", "max_concurrent"}[j], v, cur[j])
 			}
 		}
-		if cur != [2]int{} {
+		if cur != [3]int{} {
 			limits[name] = cur
 		}
 	}
