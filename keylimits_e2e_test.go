@@ -268,3 +268,62 @@ func TestKeyMaxConcurrentAndBalance(t *testing.T) {
 		t.Errorf("the balance shows the token: %s", raw)
 	}
 }
+
+// TestKeyExpiresSoon: a token within 14 days of its expiry is logged once a
+// day (not per request), and the status view marks its key.
+func TestKeyExpiresSoon(t *testing.T) {
+	up := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		answerJSON(w, 200, okCompletion)
+	})
+	expires := time.Now().Add(72 * time.Hour).UTC().Truncate(time.Second)
+	logFile := startRelay(t, fmt.Sprintf(`llm_relay {
+		key sk-going going {
+			expires %s
+		}
+		key sk-staying staying {
+			expires 2099-01-01
+		}
+		upstream a %s
+		model chat {
+			to a
+		}
+	}`, expires.Format(time.RFC3339), up.v1()))
+	for _, tok := range []string{"sk-going", "sk-going", "sk-staying"} {
+		resp := post(t, chatBody, "Authorization", "Bearer "+tok)
+		if body := readAll(t, resp); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tok, resp.StatusCode, body)
+		}
+	}
+	if n := strings.Count(readLog(t, logFile), `"msg":"key expires soon"`); n != 1 {
+		t.Errorf("%d expiry warnings for two requests, want 1", n)
+	}
+	mustLog(t, logFile, "warn", "key expires soon", "key", "going")
+	var st struct {
+		Keys []struct {
+			Key         string    `json:"key"`
+			Expires     time.Time `json:"expires"`
+			ExpiresSoon bool      `json:"expires_soon"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal(getStatusRaw(t, adminStatusURL), &st); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, k := range st.Keys {
+		switch k.Key {
+		case "going":
+			seen++
+			if !k.ExpiresSoon || !k.Expires.Equal(expires) {
+				t.Errorf("going: %+v, want expires %v and expires_soon", k, expires)
+			}
+		case "staying":
+			seen++
+			if k.ExpiresSoon {
+				t.Errorf("staying: %+v, want not expires_soon", k)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("status keys %+v", st.Keys)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -25,6 +26,21 @@ type keyEntry struct {
 	allow     []netip.Prefix // empty: anywhere
 	notBefore time.Time      // zero: no bound
 	expires   time.Time      // zero: no bound
+	warned    atomic.Int64   // the UTC day (Unix days) its coming expiry was last logged
+}
+
+// expiryWarning is how long before a token's expiry the relay warns, once
+// a day, and the status view marks the key.
+const expiryWarning = 14 * 24 * time.Hour
+
+// expiresSoon reports, once per UTC day, that the token expires within
+// expiryWarning of now.
+func (e *keyEntry) expiresSoon(now time.Time) bool {
+	if e.expires.IsZero() || e.expires.Sub(now) >= expiryWarning {
+		return false
+	}
+	day := now.Unix() / 86400
+	return e.warned.Swap(day) != day
 }
 
 // admits checks the token's own bounds for a request at now from the

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
@@ -36,6 +38,10 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	if e := entry.admits(clientIP(r), now); e != nil {
 		h.reject(w, rec, e)
 		return
+	}
+	if entry.expiresSoon(now) {
+		h.logger.Warn("key expires soon", zap.String("key", key), zap.Time("expires", entry.expires),
+			zap.Int("days_left", int(entry.expires.Sub(now).Hours()/24)))
 	}
 	if period, over := h.overBudget(key); over {
 		h.reject(w, rec, errBudgetExceeded(key, period, now))

@@ -85,11 +85,15 @@ type keyStatus struct {
 	// USDPerHour is the rate of spend over the period so far.
 	USDPerHour float64 `json:"usd_per_hour"`
 	// Alerts are the budget thresholds (percent) already alerted this period.
-	Alerts    []int   `json:"alerts,omitempty"`
-	Requests  int64   `json:"requests"`
-	remaining float64 // for the budget gauge; only when hasBudget
-	hasBudget bool
-	Tokens    struct {
+	Alerts []int `json:"alerts,omitempty"`
+	// Expires is the earliest expiry of the name's tokens still valid;
+	// ExpiresSoon says it is within 14 days.
+	Expires     time.Time `json:"expires,omitzero"`
+	ExpiresSoon bool      `json:"expires_soon,omitempty"`
+	Requests    int64     `json:"requests"`
+	remaining   float64   // for the budget gauge; only when hasBudget
+	hasBudget   bool
+	Tokens      struct {
 		Prompt     int64 `json:"prompt"`
 		Completion int64 `json:"completion"`
 		Reasoning  int64 `json:"reasoning"`
@@ -150,9 +154,14 @@ func buildStatus(now time.Time, history bool) Status {
 	liveRelays.Lock()
 	defer liveRelays.Unlock()
 	keys := map[string]bool{}
+	expiry := map[string]time.Time{} // the earliest end of a name's tokens still valid
 	for h := range liveRelays.m {
 		for i, k := range h.Keys {
-			keys[cmp.Or(k.Name, defaultKeyName(i))] = true
+			name := cmp.Or(k.Name, defaultKeyName(i))
+			keys[name] = true
+			if ex, _ := parseKeyTime(k.Expires); !ex.IsZero() && ex.After(now) && (expiry[name].IsZero() || ex.Before(expiry[name])) {
+				expiry[name] = ex
+			}
 		}
 		if h.keys.open() {
 			keys["anonymous"] = true
@@ -165,6 +174,9 @@ func buildStatus(now time.Time, history bool) Status {
 		ks := keyStatus{Key: k.Key, Spent: usage.FormatUSD(k.Spent), SpentUSD: k.Spent, OthersUSD: k.Others,
 			Blocked: k.Blocked, Requests: k.ThisPeriod.Requests}
 		ks.Period = k.Budget.Period.String()
+		if ex := expiry[k.Key]; !ex.IsZero() {
+			ks.Expires, ks.ExpiresSoon = ex, ex.Sub(now) < expiryWarning
+		}
 		if h := now.Sub(k.Start).Hours(); h > 0 {
 			ks.USDPerHour = k.Spent / h
 		}

@@ -257,11 +257,11 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 {{end}}</table></div>{{else}}<p class="mute">None configured.</p>{{end}}</section>
 
 <section id="keys"><h2>Keys</h2>
-{{if .Keys}}<div class="scroll"><table><tr><th>key</th><th>spent this {{"period"}}</th><th>budget</th><th></th><th>rate</th><th>alerts fired</th><th>requests</th></tr>
+{{if .Keys}}<div class="scroll"><table><tr><th>key</th><th>spent this {{"period"}}</th><th>budget</th><th></th><th>rate</th><th>alerts fired</th><th>requests</th><th>expires</th></tr>
 {{range .Keys}}<tr class="key" data-key="{{.Key}}"><td>{{.Key}}</td><td>{{usd .SpentUSD}}{{if .OthersUSD}} <span class="mute">({{usd .OthersUSD}} elsewhere)</span>{{end}}</td>
 <td>{{if .BudgetUSD}}{{.Budget}}{{else}}<span class="mute">none</span>{{end}}</td>
 <td>{{if .BudgetUSD}}<div class="barbox{{if .Blocked}} over{{end}}" title="{{.Spent}} of {{.Budget}}"><div style="width:{{bar .SpentUSD .BudgetUSD}}%"></div></div>{{end}}</td>
-<td>{{usd .USDPerHour}}/h</td><td>{{range $i, $a := .Alerts}}{{if $i}}, {{end}}{{$a}}%{{else}}<span class="mute">none</span>{{end}}</td><td>{{.Requests}}</td></tr>
+<td>{{usd .USDPerHour}}/h</td><td>{{range $i, $a := .Alerts}}{{if $i}}, {{end}}{{$a}}%{{else}}<span class="mute">none</span>{{end}}</td><td>{{.Requests}}</td><td>{{if not .Expires.IsZero}}<span class="{{if .ExpiresSoon}}warn{{else}}mute{{end}}">{{.Expires.UTC.Format "2006-01-02"}}</span>{{end}}</td></tr>
 {{end}}</table></div>{{else}}<p class="mute">No keys.</p>{{end}}</section>
 
 <section id="streams"><h2>Recent streams</h2>
