@@ -69,6 +69,7 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 	pol.cfg.Timeline = tl
 	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
 	res.release() // Run has read its last event
+	result.Stats.Cluster = tl.Clusters()
 	recordStream(rec, tl, &result.Stats)
 	if rec.smooth != nil {
 		// An earlier stream of this request, given up for a reasoning

@@ -29,6 +29,12 @@ func (f smoothFields) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	if s.HiddenRunes > 0 {
 		enc.AddInt("hidden_reasoning_chars", s.HiddenRunes)
 	}
+	if c := s.Cluster; c.Known {
+		// The share of the reasoning in the late half of its phase:
+		// about 0.7-0.8 clustered, 0.5 even.
+		enc.AddFloat64("reasoning_cluster_in", round3(c.In))
+		enc.AddFloat64("reasoning_cluster_out", round3(c.Out))
+	}
 	return nil
 }
 

@@ -182,6 +182,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"bar":      barWidth,
 	"inc":      func(i int) int { return i + 1 },
 	"deref":    func(b *bool) bool { return b != nil && *b },
+	"derefF":   func(f *float64) float64 { return *f },
 	"clock":    func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	"usd":      usage.FormatUSD,
 	"f2":       func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
@@ -268,7 +269,7 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 <p class="legend mute"><span><i style="background:var(--r)"></i>reasoning</span><span><i style="background:var(--a)"></i>answer</span><span><i style="background:var(--o)"></i>other</span><span><i style="background:var(--h)"></i>heartbeat</span> one stroke per event; upstream arrivals above the line, what the client was sent below.</p>
 {{range .Streams}}<div class="stream" data-events-in="{{.EventsIn}}" data-events-out="{{.EventsOut}}" data-mode="{{.Mode}}">
 <div><b>{{.Alias}}</b> → {{.Upstream}} <span class="mute">({{.Model}})</span> · mode <b>{{.Mode}}</b> · {{clock .At}} UTC · key {{.Key}}</div>
-<div class="figs mute"><span>events {{.EventsIn}} in / {{.EventsOut}} out</span><span>rate CV {{f2 .RateCVIn}} → {{f2 .RateCVOut}}</span><span>gap p99 {{ms .GapP99MS}}</span><span>lag p99 {{ms .LagP99MS}}</span><span>tail {{ms .TailMS}}</span>{{if .Heartbeats}}<span>{{.Heartbeats}} heartbeats</span>{{end}}{{if .Dropped}}<span>{{.Dropped}} marks not kept</span>{{end}}</div>
+<div class="figs mute"><span>events {{.EventsIn}} in / {{.EventsOut}} out</span><span>rate CV {{f2 .RateCVIn}} → {{f2 .RateCVOut}}</span><span>gap p99 {{ms .GapP99MS}}</span><span>lag p99 {{ms .LagP99MS}}</span><span>tail {{ms .TailMS}}</span>{{if .ReasoningClusterIn}}<span>reasoning cluster {{f2 (derefF .ReasoningClusterIn)}} → {{f2 (derefF .ReasoningClusterOut)}}</span>{{end}}{{if .Heartbeats}}<span>{{.Heartbeats}} heartbeats</span>{{end}}{{if .Dropped}}<span>{{.Dropped}} marks not kept</span>{{end}}</div>
 <div class="tlwrap"><div class="labels">upstream reasoning<br>upstream answer<br>upstream other<br>client reasoning<br>client answer<br>client other<br>heartbeats</div>{{timeline .}}</div></div>
 {{else}}<p class="mute">No streams yet.</p>{{end}}</section>
 

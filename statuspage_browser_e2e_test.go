@@ -164,9 +164,11 @@ func TestStatusPageInChromium(t *testing.T) {
 	// What the JSON view says, to compare the page with.
 	var st struct {
 		Streams []struct {
-			Mode      string `json:"mode"`
-			EventsIn  int    `json:"events_in"`
-			EventsOut int    `json:"events_out"`
+			Mode       string   `json:"mode"`
+			EventsIn   int      `json:"events_in"`
+			EventsOut  int      `json:"events_out"`
+			ClusterIn  *float64 `json:"reasoning_cluster_in"`
+			ClusterOut *float64 `json:"reasoning_cluster_out"`
 		} `json:"streams"`
 		Keys []struct {
 			Key      string  `json:"key"`
@@ -185,6 +187,11 @@ func TestStatusPageInChromium(t *testing.T) {
 	// older than this test's two.
 	if len(st.Streams) < 2 || st.Streams[0].Mode != "off" || st.Streams[1].Mode != "split-reasoning" {
 		t.Fatalf("the JSON status's newest streams are not this test's two: %+v", st.Streams)
+	}
+	for _, s := range st.Streams[:2] {
+		if s.ClusterIn == nil || s.ClusterOut == nil || *s.ClusterIn <= 0 || *s.ClusterIn >= 1 {
+			t.Errorf("%s stream: reasoning cluster rate %v in, %v out; want both, in (0, 1)", s.Mode, s.ClusterIn, s.ClusterOut)
+		}
 	}
 	spent := -1.0
 	for _, k := range st.Keys {

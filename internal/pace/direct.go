@@ -188,7 +188,7 @@ func (d *direct) beat() {
 		return
 	}
 	d.write(HeartbeatEvent, now)
-	d.p.tl.add(now, true, LaneHeartbeat)
+	d.p.tl.add(now, true, LaneHeartbeat, 0)
 	d.flushLocked()
 	d.timer.Reset(d.heartbeat)
 }

@@ -99,6 +99,7 @@ type item struct {
 	runes    int  // text: runes not yet sent; barriers: visible runes carried
 	whole    bool // text: nothing of it sent yet
 	sent     bool // text: all of it sent, ahead of an item of the other lane
+	thought  bool // text: reasoning (whatever lane it is paced on), for the Timeline
 
 	// Responses: where the sequence number is in raw, and (text) in pre
 	// or suf; the event type of a text item.
@@ -112,6 +113,7 @@ type item struct {
 type pendingEvent struct {
 	open     bool
 	lane     uint8
+	thought  bool // reasoning text (pendingEvent.lane is where it is paced)
 	pre, suf span
 	raw      span // the sole piece's raw event, when it is a whole item
 	pieces   int
@@ -185,7 +187,7 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 		}
 		p.rec.Input(now, visible)
 		p.lastLane = chunkLane(&c)
-		p.tl.add(now, false, p.lastLane)
+		p.tl.add(now, false, p.lastLane, visible)
 	}
 	if c.ReasoningRunes > 0 && p.cfg.ReasoningBudget > 0 {
 		p.countReasoning(&c)
@@ -359,7 +361,7 @@ func (p *Pacer) pushText(c *Chunk, raw []byte, now time.Time) {
 		// pair: less even than the upstream.
 		p.urgent = true
 	}
-	it := item{text: true, kind: KindText, lane: ln, arrival: now, whole: true}
+	it := item{text: true, kind: KindText, lane: ln, arrival: now, whole: true, thought: c.Channel == ChanReasoning}
 	it.deadline = now.Add(p.lanes[ln].maxDelay)
 	it.raw = p.store(raw)
 	it.pre = p.store(c.Prefix)
@@ -412,7 +414,7 @@ func (p *Pacer) pass(kind Kind, raw []byte, visible int, now time.Time) {
 	if kind != KindComment {
 		p.rec.Output(now, visible)
 		p.eventsOut++
-		p.tl.add(now, true, p.lastLane)
+		p.tl.add(now, true, p.lastLane, visible)
 		if visible > 0 {
 			p.rec.Lag(0, visible)
 		}
@@ -645,7 +647,7 @@ func (p *Pacer) sendPiece(it *item, nb, nr int, now time.Time) {
 		p.closeEvent(now)
 	}
 	if !ev.open {
-		*ev = pendingEvent{open: true, lane: it.lane, pre: it.pre, suf: it.suf, seq: it.seq, seqIn: it.seqIn, rtyp: it.rtyp}
+		*ev = pendingEvent{open: true, lane: it.lane, thought: it.thought, pre: it.pre, suf: it.suf, seq: it.seq, seqIn: it.seqIn, rtyp: it.rtyp}
 		p.text = p.text[:0]
 	}
 	ev.pieces++
@@ -692,10 +694,10 @@ func (p *Pacer) closeEvent(now time.Time) {
 	p.rec.Output(now, ev.runes)
 	p.eventsOut++
 	lane := LaneAnswer
-	if ev.lane == laneReasoning {
+	if ev.thought {
 		lane = LaneReasoning
 	}
-	p.tl.add(now, true, lane)
+	p.tl.add(now, true, lane, ev.runes)
 	if ev.runes > 0 {
 		p.lastText = now
 	}
@@ -710,7 +712,7 @@ func (p *Pacer) sendBarriers(now time.Time) {
 		if it.kind != KindComment {
 			p.rec.Output(now, it.runes)
 			p.eventsOut++
-			p.tl.add(now, true, LaneOther)
+			p.tl.add(now, true, LaneOther, 0)
 			if it.runes > 0 {
 				p.rec.Lag(now.Sub(it.arrival), it.runes)
 			}
@@ -825,4 +827,7 @@ type Stats struct {
 	// object in Anthropic's member names, message_start's usage overlaid
 	// by message_delta's non-null members.
 	Usage []byte
+	// Cluster is the reasoning cluster rate in and out (Timeline.Clusters),
+	// when the stream had a Timeline.
+	Cluster Clusters
 }

@@ -269,7 +269,7 @@ func (s *stream) write(ctx context.Context, out Output) Result {
 				}
 				lastWrite = time.Now()
 				s.mu.Lock()
-				s.p.tl.add(lastWrite, true, LaneHeartbeat)
+				s.p.tl.add(lastWrite, true, LaneHeartbeat, 0)
 				s.mu.Unlock()
 			}
 		case <-ctx.Done():

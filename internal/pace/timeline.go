@@ -19,9 +19,10 @@ const MaxMarks = 4096
 
 // Mark is one event on one side of the relay.
 type Mark struct {
-	At   time.Duration // since Start
-	Out  bool          // sent to the client; false: arrived from the upstream
-	Lane MarkLane
+	At    time.Duration // since Start
+	Runes uint32        // the text it carried (reasoning or answer), in runes
+	Out   bool          // sent to the client; false: arrived from the upstream
+	Lane  MarkLane
 }
 
 // MarkLane is what an event carried.
@@ -47,7 +48,7 @@ func (l MarkLane) String() string {
 }
 
 // add records a mark at now; a nil Timeline records nothing.
-func (t *Timeline) add(now time.Time, out bool, lane MarkLane) {
+func (t *Timeline) add(now time.Time, out bool, lane MarkLane, runes int) {
 	if t == nil {
 		return
 	}
@@ -58,7 +59,7 @@ func (t *Timeline) add(now time.Time, out bool, lane MarkLane) {
 		t.Dropped++
 		return
 	}
-	t.Marks = append(t.Marks, Mark{At: max(now.Sub(t.Start), 0), Out: out, Lane: lane})
+	t.Marks = append(t.Marks, Mark{At: max(now.Sub(t.Start), 0), Runes: uint32(max(runes, 0)), Out: out, Lane: lane})
 }
 
 // Count returns the marks on one side (out: sent to the client).
@@ -81,4 +82,56 @@ func chunkLane(c *Chunk) MarkLane {
 		return LaneAnswer
 	}
 	return LaneOther
+}
+
+// ClusterRate is the share of a stream's reasoning text (in runes, for
+// tokens) in the late half of its reasoning phase, on one side (out: as
+// sent to the client; else as received): the phase runs from the first
+// reasoning event to the last, and the late half is after its midpoint.
+// Reasoning that clusters towards the end, as reasoning models send it,
+// scores about 0.7-0.8; an even flow about 0.5. ok is false without two
+// reasoning events apart in time.
+func (t *Timeline) ClusterRate(out bool) (rate float64, ok bool) {
+	var first, last time.Duration
+	n := 0
+	for _, m := range t.Marks {
+		if m.Out != out || m.Lane != LaneReasoning || m.Runes == 0 {
+			continue
+		}
+		if n == 0 {
+			first = m.At
+		}
+		last = m.At
+		n++
+	}
+	if n < 2 || last <= first {
+		return 0, false
+	}
+	mid := first + (last-first)/2
+	var late, all float64
+	for _, m := range t.Marks {
+		if m.Out != out || m.Lane != LaneReasoning {
+			continue
+		}
+		all += float64(m.Runes)
+		if m.At > mid {
+			late += float64(m.Runes)
+		}
+	}
+	return late / all, true
+}
+
+// Clusters are a stream's reasoning cluster rates (ClusterRate): as
+// received (In) and as sent (Out); Known is false when the stream had too
+// little reasoning to say.
+type Clusters struct {
+	In, Out float64
+	Known   bool
+}
+
+// Clusters returns both sides' ClusterRate.
+func (t *Timeline) Clusters() Clusters {
+	in, okIn := t.ClusterRate(false)
+	out, okOut := t.ClusterRate(true)
+	return Clusters{In: in, Out: out, Known: okIn && okOut}
 }
