@@ -184,6 +184,17 @@ func (p *relayProc) chat(t *testing.T, key, model string) int {
 	return resp.StatusCode
 }
 
+// chatOK sends n chat completions with the key and fails the test unless
+// each gets 200.
+func (p *relayProc) chatOK(t *testing.T, key, model string, n int) {
+	t.Helper()
+	for i := range n {
+		if st := p.chat(t, key, model); st != 200 {
+			t.Fatalf("%s: request %d of %d (%s, %s): status %d", p.dir, i+1, n, key, model, st)
+		}
+	}
+}
+
 // fleetUpstreams are the fake providers of the fleet tests: ok answers
 // with 1,000 prompt tokens (at $1 per MTok, $0.001 a request), dead and
 // canary fail with 500; each counts what it got.
@@ -335,11 +346,7 @@ func TestFleetSharesSpendCanaryAndEjections(t *testing.T) {
 	u, a, b := f.u, f.a, f.b
 
 	// Spend: $0.003 on A and $0.002 on B reach the key's $0.005 together.
-	for range 3 {
-		if st := a.chat(t, "sk-team", "m"); st != 200 {
-			t.Fatalf("A: status %d", st)
-		}
-	}
+	a.chatOK(t, "sk-team", "m", 3)
 	time.Sleep(syncWait)
 	for i := range 2 {
 		if st := b.chat(t, "sk-team", "m"); st != 200 {
@@ -360,36 +367,20 @@ func TestFleetSharesSpendCanaryAndEjections(t *testing.T) {
 	}
 
 	// Canary: rolled back on A, B sends it nothing within a second.
-	for range 3 {
-		if st := a.chat(t, "sk-bulk", "c"); st != 200 {
-			t.Fatalf("A canary request: status %d", st)
-		}
-	}
+	a.chatOK(t, "sk-bulk", "c", 3)
 	waitFor(t, 2*time.Second, "A's canary rollback", func() bool { return countLines(t, "canary rolled back", a.log) == 1 })
 	time.Sleep(time.Second) // the bound: obeyed everywhere within 1 s
 	u.canaryHits.Store(0)
-	for range 5 {
-		if st := b.chat(t, "sk-bulk", "c"); st != 200 {
-			t.Fatalf("B canary request: status %d", st)
-		}
-	}
+	b.chatOK(t, "sk-bulk", "c", 5)
 	if n := u.canaryHits.Load(); n != 0 {
 		t.Errorf("the canary rolled back on A got %d requests from B", n)
 	}
 
 	// Ejection: dead ejected on A (3 failures), skipped by B.
-	for range 3 {
-		if st := a.chat(t, "sk-bulk", "e"); st != 200 {
-			t.Fatalf("A request to e: status %d", st)
-		}
-	}
+	a.chatOK(t, "sk-bulk", "e", 3)
 	time.Sleep(syncWait)
 	u.deadHits.Store(0)
-	for range 3 {
-		if st := b.chat(t, "sk-bulk", "e"); st != 200 {
-			t.Fatalf("B request to e: status %d", st)
-		}
-	}
+	b.chatOK(t, "sk-bulk", "e", 3)
 	if n := u.deadHits.Load(); n != 0 {
 		t.Errorf("the target ejected on A got %d requests from B", n)
 	}
