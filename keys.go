@@ -43,16 +43,17 @@ func (e *keyEntry) expiresSoon(now time.Time) bool {
 	return e.warned.Swap(day) != day
 }
 
-// admits checks the token's own bounds for a request at now from the
-// client address ip (as Caddy resolved it; invalid when unknown).
-func (e *keyEntry) admits(ip netip.Addr, now time.Time) *apiError {
+// admits checks the token's own bounds for request r at now: its dates,
+// and the client's address (as Caddy resolved it) only for a token with an
+// allow_ip, so other requests do not pay for the lookup.
+func (e *keyEntry) admits(r *http.Request, now time.Time) *apiError {
 	if !e.notBefore.IsZero() && now.Before(e.notBefore) || !e.expires.IsZero() && !now.Before(e.expires) {
 		return errKeyExpired
 	}
 	if len(e.allow) == 0 {
 		return nil
 	}
-	ip = ip.Unmap()
+	ip := clientIP(r).Unmap()
 	for _, p := range e.allow {
 		if p.Contains(ip) {
 			return nil

@@ -35,7 +35,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	key := entry.name
 	rec.key = key
 	now := time.Now()
-	if e := entry.admits(clientIP(r), now); e != nil {
+	if e := entry.admits(r, now); e != nil {
 		h.reject(w, rec, e)
 		return
 	}
