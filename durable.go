@@ -55,7 +55,6 @@ type durableFile struct {
 type durableStore struct {
 	mu       sync.Mutex
 	loaded   bool
-	off      bool // `state off`: nothing is read or saved
 	storage  certmagic.Storage
 	path     string
 	instance string
@@ -95,7 +94,6 @@ func (d *durableStore) attach(ctx caddy.Context, logger *zap.Logger, off bool) {
 		return // a context without a config (unit tests): nothing to load into
 	}
 	d.loaded = true
-	d.off = off
 	d.logger = logger
 	d.instance = instanceID()
 	if off {

@@ -27,13 +27,13 @@ type keyLimits struct {
 	inFlight         *atomic.Int64 // shared across reloads, like the buckets
 }
 
-// limitHeaders are the canonical names of the x-ratelimit-* headers, per
-// kind: set straight into the header map, without canonicalising them on
-// every request.
-var limitHeaders = map[string][3]string{
-	"requests": {"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"},
-	"tokens":   {"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"},
-}
+// requestHeaders and tokenHeaders are the canonical names of the
+// x-ratelimit-* headers (limit, remaining, reset): set straight into the
+// header map, without canonicalising them on every request.
+var (
+	requestHeaders = [3]string{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"}
+	tokenHeaders   = [3]string{"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"}
+)
 
 // compileKeyLimits gives every key name with an rpm or tpm its buckets.
 func (h *Relay) compileKeyLimits() error {
@@ -100,7 +100,7 @@ func (kl *keyLimits) takeRequest(w http.ResponseWriter, key string, now time.Tim
 		return nil
 	}
 	ok, wait := kl.requests.Take(1, now)
-	setLimitHeaders(w.Header(), "requests", kl.requests, now)
+	setLimitHeaders(w.Header(), &requestHeaders, kl.requests, now)
 	if !ok {
 		return errKeyRateLimited(key, "requests", kl.requests.Limit(), wait)
 	}
@@ -114,7 +114,7 @@ func (kl *keyLimits) takeTokens(w http.ResponseWriter, key string, estimate int,
 		return nil
 	}
 	ok, wait := kl.tokens.Take(estimate, now)
-	setLimitHeaders(w.Header(), "tokens", kl.tokens, now)
+	setLimitHeaders(w.Header(), &tokenHeaders, kl.tokens, now)
 	if !ok {
 		return errKeyRateLimited(key, "tokens", kl.tokens.Limit(), wait)
 	}
@@ -128,11 +128,10 @@ func (kl *keyLimits) settleTokens(estimate, used int, now time.Time) {
 	}
 }
 
-// setLimitHeaders writes x-ratelimit-limit-<what>, -remaining- and
-// -reset- (a Go duration such as "1s" or "6m0s", as OpenAI writes them).
-func setLimitHeaders(h http.Header, what string, b *ratelimit.Bucket, now time.Time) {
+// setLimitHeaders writes a bucket's limit, remaining and reset (a Go
+// duration such as "1s" or "6m0s", as OpenAI writes them) under names.
+func setLimitHeaders(h http.Header, names *[3]string, b *ratelimit.Bucket, now time.Time) {
 	remaining, reset := b.State(now)
-	names := limitHeaders[what]
 	v := make([]string, 3) // one allocation for the three values' slices
 	v[0], v[1], v[2] = strconv.Itoa(b.Limit()), strconv.Itoa(remaining), reset.Round(time.Millisecond).String()
 	h[names[0]], h[names[1]], h[names[2]] = v[0:1:1], v[1:2:2], v[2:3:3]

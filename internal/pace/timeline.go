@@ -92,33 +92,63 @@ func chunkLane(c *Chunk) MarkLane {
 // scores about 0.7-0.8; an even flow about 0.5. ok is false without two
 // reasoning events apart in time.
 func (t *Timeline) ClusterRate(out bool) (rate float64, ok bool) {
-	var first, last time.Duration
-	n := 0
+	side := 0
+	if out {
+		side = 1
+	}
+	c := t.clusterRates()
+	return c[side].rate, c[side].ok
+}
+
+// sideRate is one side's cluster rate.
+type sideRate struct {
+	rate float64
+	ok   bool
+}
+
+// clusterRates computes both sides' ClusterRate in two passes over the
+// marks: one for each side's reasoning phase, one for its late half.
+func (t *Timeline) clusterRates() (r [2]sideRate) {
+	var first, last [2]time.Duration
+	var n [2]int
 	for _, m := range t.Marks {
-		if m.Out != out || m.Lane != LaneReasoning || m.Runes == 0 {
+		if m.Lane != LaneReasoning || m.Runes == 0 {
 			continue
 		}
-		if n == 0 {
-			first = m.At
+		s := 0
+		if m.Out {
+			s = 1
 		}
-		last = m.At
-		n++
+		if n[s] == 0 {
+			first[s] = m.At
+		}
+		last[s] = m.At
+		n[s]++
 	}
-	if n < 2 || last <= first {
-		return 0, false
+	var mid [2]time.Duration
+	for s := range 2 {
+		mid[s] = first[s] + (last[s]-first[s])/2
 	}
-	mid := first + (last-first)/2
-	var late, all float64
+	var late, all [2]float64
 	for _, m := range t.Marks {
-		if m.Out != out || m.Lane != LaneReasoning {
+		if m.Lane != LaneReasoning {
 			continue
 		}
-		all += float64(m.Runes)
-		if m.At > mid {
-			late += float64(m.Runes)
+		s := 0
+		if m.Out {
+			s = 1
+		}
+		all[s] += float64(m.Runes)
+		if m.At > mid[s] {
+			late[s] += float64(m.Runes)
 		}
 	}
-	return late / all, true
+	for s := range 2 {
+		if n[s] >= 2 && last[s] > first[s] {
+			r[s] = sideRate{rate: late[s] / all[s], ok: true}
+		}
+	}
+	return r
 }
 
 // Clusters are a stream's reasoning cluster rates (ClusterRate): as
@@ -131,7 +161,6 @@ type Clusters struct {
 
 // Clusters returns both sides' ClusterRate.
 func (t *Timeline) Clusters() Clusters {
-	in, okIn := t.ClusterRate(false)
-	out, okOut := t.ClusterRate(true)
-	return Clusters{In: in, Out: out, Known: okIn && okOut}
+	c := t.clusterRates()
+	return Clusters{In: c[0].rate, Out: c[1].rate, Known: c[0].ok && c[1].ok}
 }
