@@ -249,6 +249,19 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err(err.Error())
 			}
 
+		case "capacity":
+			if h.Capacity != nil {
+				return d.Err("capacity is already specified; use one capacity block")
+			}
+			c, err := parseCapacity(d)
+			if err != nil {
+				return err
+			}
+			if _, err := resolveCapacity(c); err != nil {
+				return d.Err(err.Error())
+			}
+			h.Capacity = c
+
 		case "smoothing":
 			if h.Smoothing != nil {
 				return d.Err("smoothing is already specified; use one smoothing block")
@@ -260,7 +273,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Smoothing = s
 
 		default:
-			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, region or state", d.Val())
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, region, state or capacity", d.Val())
 		}
 	}
 
@@ -345,6 +358,12 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 			if d.NextArg() {
 				return nil, d.ArgErr()
 			}
+		case "max_concurrent":
+			n, err := parseMaxConcurrent(d)
+			if err != nil {
+				return nil, d.Errf("upstream %q: %v", u.Name, err)
+			}
+			u.MaxConcurrent = n
 		case "health_check":
 			if u.HealthCheck != nil {
 				return nil, d.Errf("upstream %q: health_check is already specified", u.Name)
@@ -371,7 +390,7 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 			}
 			u.TransportRaw = caddyconfig.JSONModuleObject(unm, "protocol", name, nil)
 		default:
-			return nil, d.Errf("unrecognized upstream subdirective %q; expected api_key, header, transport, region or health_check", d.Val())
+			return nil, d.Errf("unrecognized upstream subdirective %q; expected api_key, header, transport, region, health_check or max_concurrent", d.Val())
 		}
 	}
 	return u, nil
@@ -495,31 +514,9 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 func parseTargetEdits(d *caddyfile.Dispenser, t *Target) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
-		case "set":
-			var field, value string
-			if !d.Args(&field, &value) {
-				return d.Errf("set: expected `set <json_field> <value>`")
-			}
-			if d.NextArg() {
-				return d.Errf("set %s: too many arguments; quote a value with spaces", field)
-			}
-			if err := checkFieldPath(field); err != nil {
-				return d.Errf("set %s: %v", field, err)
-			}
-			if t.Set == nil {
-				t.Set = make(map[string]json.RawMessage)
-			}
-			t.Set[field] = jsonValue(value)
-		case "unset":
-			if !d.NextArg() {
-				return d.Errf("unset: expected `unset <json_field>`")
-			}
-			if err := checkFieldPath(d.Val()); err != nil {
-				return d.Errf("unset %s: %v", d.Val(), err)
-			}
-			t.Unset = append(t.Unset, d.Val())
-			if d.NextArg() {
-				return d.ArgErr()
+		case "set", "unset":
+			if err := parseOneEdit(d, t); err != nil {
+				return err
 			}
 		case "rank", "weight":
 			key := d.Val()
@@ -536,9 +533,48 @@ func parseTargetEdits(d *caddyfile.Dispenser, t *Target) error {
 			} else {
 				t.Weight = n
 			}
+		case "max_concurrent":
+			n, err := parseMaxConcurrent(d)
+			if err != nil {
+				return d.Err(err.Error())
+			}
+			t.MaxConcurrent = n
 		default:
-			return d.Errf("unrecognized target subdirective %q; expected set, unset, rank or weight", d.Val())
+			return d.Errf("unrecognized target subdirective %q; expected set, unset, rank, weight or max_concurrent", d.Val())
 		}
+	}
+	return nil
+}
+
+// parseOneEdit parses one `set <json_field> <value>` or `unset
+// <json_field>` line (the dispenser on its first token) into t.
+func parseOneEdit(d *caddyfile.Dispenser, t *Target) error {
+	if d.Val() == "set" {
+		var field, value string
+		if !d.Args(&field, &value) {
+			return d.Errf("set: expected `set <json_field> <value>`")
+		}
+		if d.NextArg() {
+			return d.Errf("set %s: too many arguments; quote a value with spaces", field)
+		}
+		if err := checkFieldPath(field); err != nil {
+			return d.Errf("set %s: %v", field, err)
+		}
+		if t.Set == nil {
+			t.Set = make(map[string]json.RawMessage)
+		}
+		t.Set[field] = jsonValue(value)
+		return nil
+	}
+	if !d.NextArg() {
+		return d.Errf("unset: expected `unset <json_field>`")
+	}
+	if err := checkFieldPath(d.Val()); err != nil {
+		return d.Errf("unset %s: %v", d.Val(), err)
+	}
+	t.Unset = append(t.Unset, d.Val())
+	if d.NextArg() {
+		return d.ArgErr()
 	}
 	return nil
 }
@@ -1235,4 +1271,77 @@ func parseState(d *caddyfile.Dispenser) (*StateConfig, error) {
 		}
 	}
 	return st, nil
+}
+
+// parseMaxConcurrent parses `max_concurrent <n>` (n >= 1).
+func parseMaxConcurrent(d *caddyfile.Dispenser) (int, error) {
+	var v string
+	if !d.Args(&v) || d.NextArg() {
+		return 0, fmt.Errorf("expected `max_concurrent <n>`, the most requests in flight at once")
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("max_concurrent: %q is not a positive whole number", v)
+	}
+	return n, nil
+}
+
+// parseCapacity parses the relay-level `capacity { ... }` block.
+func parseCapacity(d *caddyfile.Dispenser) (*Capacity, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	c := new(Capacity)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch key := d.Val(); key {
+		case "spill_at", "degrade_at", "shed_at":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return nil, d.Errf("capacity: expected `%s <percent>`, such as `%s 80%%`", key, key)
+			}
+			pct, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+			if err != nil || pct <= 0 || pct > 100 {
+				return nil, d.Errf("capacity: %s %q is not a percentage above 0 and at most 100", key, v)
+			}
+			switch key {
+			case "spill_at":
+				c.SpillAt = pct
+			case "degrade_at":
+				c.DegradeAt = pct
+			default:
+				c.ShedAt = pct
+			}
+		case "queue_timeout":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return nil, d.Errf("capacity: expected `queue_timeout <duration>`, such as `queue_timeout 2s`")
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur < 0 {
+				return nil, d.Errf("capacity: queue_timeout %q is not a duration such as 2s", v)
+			}
+			c.QueueTimeout = caddy.Duration(dur)
+		case "degrade":
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+			if c.Degrade != nil {
+				return nil, d.Err("capacity: degrade is already specified; use one degrade block")
+			}
+			// The same set/unset lines as a target's block.
+			var t Target
+			for nesting := d.Nesting(); d.NextBlock(nesting); {
+				if v := d.Val(); v != "set" && v != "unset" {
+					return nil, d.Errf("capacity: unrecognized degrade subdirective %q; expected set or unset", v)
+				}
+				if err := parseOneEdit(d, &t); err != nil {
+					return nil, err
+				}
+			}
+			c.Degrade = &DegradeEdit{Set: t.Set, Unset: t.Unset}
+		default:
+			return nil, d.Errf("unrecognized capacity subdirective %q; expected spill_at, degrade_at, shed_at, queue_timeout or degrade", d.Val())
+		}
+	}
+	return c, nil
 }

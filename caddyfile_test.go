@@ -276,7 +276,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		note string   // a regression this case guards against, if any
 	}{
 		{"matcher-like argument", "llm_relay upstream", []string{"takes no arguments besides a matcher; put settings in its block", "Testfile:1"}, ""},
-		{"unknown subdirective", ok("\tretries 3"), []string{`unrecognized llm_relay subdirective "retries"; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, region or state`, "Testfile:6"}, ""},
+		{"unknown subdirective", ok("\tretries 3"), []string{`unrecognized llm_relay subdirective "retries"; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, region, state or capacity`, "Testfile:6"}, ""},
 
 		// key
 		{"key without token", ok("\tkey"), []string{"key: expected `key <token> [<name>]`, got 0 arguments", "Testfile:6"}, ""},
@@ -296,7 +296,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		{"duplicate upstream", ok("\tupstream u http://other/v1"), []string{`upstream "u" is defined twice; give each upstream a unique name`, "Testfile:6"}, ""},
 		{"duplicate upstream with a block", ok("\tupstream u http://other/v1 {\n\t\tapi_key k\n\t}"), []string{`upstream "u" is defined twice`, "Testfile:6"},
 			"regression: caddyfile.go: the duplicate check runs after parseUpstream consumed the block, so the error names the closing `}` (Testfile:8), not the `upstream` line (Testfile:6)"},
-		{"unknown upstream subdirective", ok("\tupstream v http://v/v1 {\n\t\tapikey k\n\t}"), []string{`unrecognized upstream subdirective "apikey"; expected api_key, header, transport, region or health_check`, "Testfile:7"}, ""},
+		{"unknown upstream subdirective", ok("\tupstream v http://v/v1 {\n\t\tapikey k\n\t}"), []string{`unrecognized upstream subdirective "apikey"; expected api_key, header, transport, region, health_check or max_concurrent`, "Testfile:7"}, ""},
 		{"api_key without value", ok("\tupstream v http://v/v1 {\n\t\tapi_key\n\t}"), []string{"wrong argument count", "Testfile:7"}, ""},
 		{"api_key twice", ok("\tupstream v http://v/v1 {\n\t\tapi_key a\n\t\tapi_key b\n\t}"), []string{`upstream "v": api_key is already specified`, "Testfile:8"}, ""},
 		{"api_key with 2 args", ok("\tupstream v http://v/v1 {\n\t\tapi_key a b\n\t}"), []string{"wrong argument count", "Testfile:7"}, ""},
@@ -325,7 +325,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		{"set with 3 args", ok("\tmodel n {\n\t\tto u {\n\t\t\tset stop end here\n\t\t}\n\t}"), []string{"set stop: too many arguments; quote a value with spaces", "Testfile:8"}, ""},
 		{"unset without field", ok("\tmodel n {\n\t\tto u {\n\t\t\tunset\n\t\t}\n\t}"), []string{"unset: expected `unset <json_field>`", "Testfile:8"}, ""},
 		{"unset with 2 args", ok("\tmodel n {\n\t\tto u {\n\t\t\tunset a b\n\t\t}\n\t}"), []string{"wrong argument count", "Testfile:8"}, ""},
-		{"unknown target subdirective", ok("\tmodel n {\n\t\tto u {\n\t\t\tdelete top_p\n\t\t}\n\t}"), []string{`unrecognized target subdirective "delete"; expected set, unset, rank or weight`, "Testfile:8"}, ""},
+		{"unknown target subdirective", ok("\tmodel n {\n\t\tto u {\n\t\t\tdelete top_p\n\t\t}\n\t}"), []string{`unrecognized target subdirective "delete"; expected set, unset, rank, weight or max_concurrent`, "Testfile:8"}, ""},
 
 		// failover
 		{"failover twice", ok("\tfailover {\n\t\tattempts 2\n\t}\n\tfailover {\n\t}"), []string{"failover is already specified; use one failover block", "Testfile:9"}, ""},

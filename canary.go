@@ -132,5 +132,10 @@ func (h *Relay) sideTarget(upName, model string, slo health.SLO) (*target, error
 	if err := h.attachHealth(t, slo); err != nil {
 		return nil, err
 	}
+	// A canary on a capped upstream counts there; a shadow's copies are
+	// bounded by its own max_concurrent and do not.
+	if err := h.attachCaps(t, "", 0); err != nil {
+		return nil, err
+	}
 	return t, nil
 }

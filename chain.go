@@ -49,6 +49,12 @@ type chainRun struct {
 	untranslated    int
 	untranslatedMsg string
 	timedOut        bool
+
+	// Capacity (capacity.go): targets skipped at shed_at, in a row and in
+	// all; when the queue_timeout wait for room ends; whether it ran out.
+	fullRun, full int
+	queueUntil    time.Time
+	shed          bool
 }
 
 // chainOutcome is what one iteration of the loop decided.
@@ -64,6 +70,7 @@ func (h *Relay) newChainRun(w http.ResponseWriter, r *http.Request, rec *request
 	c := &chainRun{h: h, w: w, r: r, rec: rec, rt: rt, body: body, rest: rest, pol: pol}
 	c.deadline = rec.start.Add(h.tryDur)
 	c.plan = h.orderTargets(rt, r, body, rec.start)
+	rec.spilled = c.plan.spilledFrom != nil
 	attempts := h.attempts
 	if c.plan.canaryFirst && attempts > 0 {
 		attempts++ // the canary does not use up one of the chain's attempts
@@ -144,6 +151,25 @@ func (c *chainRun) step(st step) chainOutcome {
 		c.rec.status = statusClientClosed
 		return chainFinished
 	}
+	if len(t.caps) > 0 {
+		occ, ok := t.acquire()
+		if !ok {
+			c.rec.note(t, t.fullNote())
+			c.cur.unuse() // nothing was tried: the slot goes back, as for a recovering target
+			return c.noRoom(ctx)
+		}
+		// Counted until the answer is over: commit streams it whole
+		// before step returns.
+		defer t.release()
+		c.fullRun = 0
+		if occ >= c.h.capacity.degrade {
+			if d := t.degraded(c.h.capacity, c.body); d != t {
+				t = d
+				c.rec.degraded = true
+				countCapacity(c.rt.alias, t, capDegrade)
+			}
+		}
+	}
 
 	started := time.Now()
 	res := c.h.attempt(ctx, c.r, t, c.body, x, c.deadline)
@@ -217,6 +243,40 @@ func (c *chainRun) commit(t *target, res *attemptResult) (retryOnStream bool) {
 	return true
 }
 
+// noRoom follows a target skipped at shed_at. When every target of the
+// chain was, in a row, the request waits for room until queue_timeout
+// (from the first time) runs out, then gives up: fail answers 503
+// overloaded.
+func (c *chainRun) noRoom(ctx context.Context) chainOutcome {
+	c.full++
+	c.fullRun++
+	if c.fullRun < len(c.plan.targets) {
+		return chainNext
+	}
+	c.fullRun = 0
+	now := time.Now()
+	if c.queueUntil.IsZero() {
+		c.queueUntil = now.Add(c.h.capacity.queue)
+		if c.queueUntil.After(c.deadline) {
+			c.queueUntil = c.deadline
+		}
+		if c.h.capacity.queue > 0 {
+			c.rec.queued = true
+			countCapacity(c.rt.alias, c.plan.targets[0], capQueued)
+		}
+	}
+	if awaitRoom(ctx, c.queueUntil, c.plan.hasRoom) {
+		return chainNext
+	}
+	if ctx.Err() != nil {
+		c.rec.status = statusClientClosed
+		return chainFinished
+	}
+	c.shed = true
+	countCapacity(c.rt.alias, c.plan.targets[0], capShed)
+	return chainGiveUp
+}
+
 // takeWriter releases the heartbeat hold, if any, so the handler owns the
 // ResponseWriter, and reports whether the response headers are out.
 func (c *chainRun) takeWriter() (headersOut bool) {
@@ -239,6 +299,8 @@ func (c *chainRun) fail() {
 	summary := c.rec.summary()
 	var e *apiError
 	switch {
+	case c.full > 0 && c.failed == 0:
+		e = errOverloaded(summary, c.h.capacity.queue)
 	case c.failed > 0 && c.untranslated == c.failed:
 		e = errUntranslatableRequest(c.untranslatedMsg)
 	case c.timedOut || !time.Now().Before(c.deadline):

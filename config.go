@@ -90,6 +90,7 @@ type ClientKey struct {
 //	    transport http { ... }
 //	    region <code>
 //	    health_check { ... }
+//	    max_concurrent <n>
 //	}
 type Upstream struct {
 	// The name that model routes (`to <name>`), logs and the
@@ -133,6 +134,13 @@ type Upstream struct {
 
 	// `health_check { ... }`: active probes of this upstream.
 	HealthCheck *HealthCheck `json:"health_check,omitempty"`
+
+	// `max_concurrent <n>`: the most requests in flight to this upstream
+	// at once, over every model that routes to it (a provider's
+	// concurrency limit). A stream counts until its end. As it fills,
+	// the `capacity` stages apply: spill-over to the next target of the
+	// chain, degradation, then no new request. Default: 0, no cap.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
 }
 
 // ModelRoute maps a model alias that clients ask for to an ordered failover
@@ -210,6 +218,12 @@ type Target struct {
 
 	// `weight <n>`: the target's share within its pool. Default: 1.
 	Weight int `json:"weight,omitempty"`
+
+	// `max_concurrent <n>`: the most requests in flight to this target
+	// (this `to` line) at once; the upstream's own cap, if any, applies
+	// too, and the fuller of the two sets the target's occupancy.
+	// Default: 0, no cap of its own.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
 }
 
 // Failover says when and how often the relay moves on to the next target.
@@ -526,4 +540,66 @@ type StateConfig struct {
 	// instance is skipped by every instance until its cooldown ends.
 	// Default true.
 	ShareHealth *bool `json:"share_health,omitempty"`
+}
+
+// Capacity is what the relay does as targets with a `max_concurrent` (on
+// the upstream or the `to` line) fill up. A target's occupancy is its
+// requests in flight over its cap (the fuller of the two caps); a target
+// without a cap is never full. Three stages, by occupancy when a request
+// is sent:
+//
+//  1. spill_at: the request prefers the next target of its chain that is
+//     below spill_at (spill-over, before anything waits). When none is,
+//     the chain's order stands.
+//  2. degrade_at: a request sent to the target gets the `degrade` edit
+//     (default: one reasoning effort step down).
+//  3. shed_at: the target takes no new request. When no target of the
+//     chain has room, the request waits up to queue_timeout for one, then
+//     gets 503 `overloaded` with Retry-After.
+//
+// Caddyfile:
+//
+//	capacity {
+//	    spill_at <percent>
+//	    degrade_at <percent>
+//	    shed_at <percent>
+//	    queue_timeout <duration>
+//	    degrade {
+//	        set <json_field> <value>
+//	        unset <json_field>
+//	    }
+//	}
+type Capacity struct {
+	// SpillAt: the occupancy, in percent (0-100], from which new requests
+	// prefer another target of the chain with room. Default 70.
+	SpillAt float64 `json:"spill_at,omitempty"`
+
+	// DegradeAt: the occupancy, in percent, from which a request sent to
+	// the target is degraded. Default 85. At least spill_at.
+	DegradeAt float64 `json:"degrade_at,omitempty"`
+
+	// ShedAt: the occupancy, in percent, from which the target takes no
+	// new request. Default 95: a cap of 20 admits 19 at once, keeping
+	// one slot of headroom; 100 uses every slot. At least degrade_at.
+	ShedAt float64 `json:"shed_at,omitempty"`
+
+	// QueueTimeout: how long a request whose chain has no target with
+	// room waits for one before its 503. Default 0: it does not wait.
+	QueueTimeout caddy.Duration `json:"queue_timeout,omitempty"`
+
+	// Degrade: the edit a degraded request gets, in the client's body
+	// before any translation (like a target's set/unset). Default: one
+	// reasoning effort step down where the request states an effort
+	// (`reasoning_effort` or `reasoning.effort`: xhigh to high, high to
+	// medium, medium to low, low to minimal) and, for Anthropic
+	// Messages, half the thinking budget (at least 1024 tokens).
+	Degrade *DegradeEdit `json:"degrade,omitempty"`
+}
+
+// DegradeEdit is the `degrade { set ...; unset ... }` of a capacity block.
+type DegradeEdit struct {
+	// `set <json_field> <value>`, as on a target.
+	Set map[string]json.RawMessage `json:"set,omitempty"`
+	// `unset <json_field>`, as on a target.
+	Unset []string `json:"unset,omitempty"`
 }

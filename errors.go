@@ -253,3 +253,15 @@ func errKeyConcurrency(key string, max int64) *apiError {
 		Message:    "The key '" + key + "' already has " + strconv.FormatInt(max, 10) + " requests in flight on this relay, its max_concurrent; retry when one ends.",
 		RetryAfter: time.Second}
 }
+
+// errOverloaded answers a request whose chain had no target with room
+// (every capped target at shed_at) within queue_timeout. Anthropic
+// clients get overloaded_error, their SDKs' signal to back off.
+func errOverloaded(summary string, queued time.Duration) *apiError {
+	msg := "Every target for this model is at its concurrency cap"
+	if queued > 0 {
+		msg += " and none had room within queue_timeout " + queued.String()
+	}
+	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "overloaded",
+		Message: msg + ": " + summary + ". Retry shortly.", RetryAfter: time.Second}
+}

@@ -60,6 +60,10 @@ var (
 		Help:    "Per stream with reasoning, the share of the reasoning in the late half of its phase, as received from the upstream (side in) and as sent to the client (side out), by smoothing mode: about 0.7-0.8 clustered, 0.5 even.",
 		Buckets: []float64{.3, .4, .45, .5, .55, .6, .65, .7, .75, .8, .9},
 	}, []string{"mode", "side"})
+	metricCapacity = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llm_relay", Name: "capacity_events_total",
+		Help: "What the capacity stages did, by model alias, target (upstream and model sent) and event: spill (a request went to another target: this one was at spill_at), degrade (a request to it got the degrade edit), queued (a request waited for room, counted on the target it would have gone to), shed (503 overloaded).",
+	}, []string{"alias", "upstream", "model", "event"})
 	metricStateErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "llm_relay", Name: "shared_state_errors_total",
 		Help: "Round trips to the shared state (state redis) that failed; the relay served from its local view meanwhile.",
@@ -67,7 +71,7 @@ var (
 )
 
 var collectors = []prometheus.Collector{metricRequests, metricAttempts, metricFailovers, metricTTFT,
-	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricCluster, metricStateErrors, stateCollector{}}
+	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricCluster, metricCapacity, metricStateErrors, stateCollector{}}
 
 // registerMetrics adds the relay's collectors to a config's registry; a
 // second relay handler in the same config finds them there already.
@@ -99,6 +103,12 @@ var (
 	descBudget = prometheus.NewDesc("llm_relay_budget_remaining_usd",
 		"What a key may still spend in its current budget period.",
 		[]string{"key"}, nil)
+	descOccupancy = prometheus.NewDesc("llm_relay_target_occupancy",
+		"For a target with a max_concurrent (its upstream's or its own), its requests in flight over the fuller cap (0-1), by model alias and target.",
+		[]string{"alias", "upstream", "model"}, nil)
+	descInFlight = prometheus.NewDesc("llm_relay_target_in_flight",
+		"For a target with a max_concurrent, the requests in flight on its fuller cap, by model alias and target.",
+		[]string{"alias", "upstream", "model"}, nil)
 	descSharedState = prometheus.NewDesc("llm_relay_shared_state_up",
 		"1 if the shared state (state redis) answered its last round trip, 0 if not; absent without one.",
 		[]string{"redis"}, nil)
@@ -109,6 +119,8 @@ func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCanary
 	ch <- descBudget
 	ch <- descSharedState
+	ch <- descOccupancy
+	ch <- descInFlight
 }
 
 func (stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -141,6 +153,10 @@ func (stateCollector) Collect(ch chan<- prometheus.Metric) {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descSharedState, prometheus.GaugeValue, v, s.Redis)
+	}
+	for _, o := range occupancies() {
+		ch <- prometheus.MustNewConstMetric(descOccupancy, prometheus.GaugeValue, o.occupancy, o.alias, o.upstream, o.model)
+		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(o.inFlight), o.alias, o.upstream, o.model)
 	}
 	for _, k := range st.Keys { // configured keys only
 		if k.hasBudget {

@@ -20,6 +20,9 @@ type plan struct {
 	targets     []*target
 	halfOpen    []bool // targets[i] was recovering (half-open) when ordered: claim its trial first
 	canaryFirst bool   // targets[0] is the canary
+	// spilledFrom is the target the request would have gone to, had it
+	// not been at spill_at (nil: no spill-over).
+	spilledFrom *target
 }
 
 // orderTargets returns the order in which this request tries its chain:
@@ -60,6 +63,12 @@ func (h *Relay) orderTargets(rt *route, r *http.Request, body *requestBody, now 
 	for _, i := range idx {
 		p.targets = append(p.targets, rt.targets[i])
 		p.halfOpen = append(p.halfOpen, cands[i].Status == health.HalfOpen)
+	}
+	if rt.capped {
+		if from := p.spillOver(h.capacity.spill); from != nil {
+			p.spilledFrom = from
+			countCapacity(rt.alias, from, capSpill)
+		}
 	}
 	return p
 }

@@ -98,6 +98,11 @@ type Relay struct {
 	// them. Default: local (Caddy's storage). See StateConfig.
 	State *StateConfig `json:"state,omitempty"`
 
+	// `capacity { ... }`: what happens as targets with max_concurrent
+	// fill up (spill-over, degradation, queueing and shedding). Default:
+	// the stages at 70, 85 and 95 %, no queueing. See Capacity.
+	Capacity *Capacity `json:"capacity,omitempty"`
+
 	logger      *zap.Logger
 	keys        keyring
 	upstreams   map[string]*upstreamRuntime
@@ -124,6 +129,7 @@ type Relay struct {
 	durable     bool        // attached to the durable store (durable.go)
 	fleet       *fleetState // the shared state (state redis), or nil
 	fleetKey    string      // its key in fleetPool
+	capacity    capacityPolicy
 }
 
 // CaddyModule returns the Caddy module information.
@@ -170,6 +176,10 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("upstream %q: %w", u.Name, err)
 		}
 		h.upstreams[u.Name] = rt
+	}
+
+	if h.capacity, err = resolveCapacity(h.Capacity); err != nil {
+		return err
 	}
 
 	// The saved state first: the routes' canaries and targets adopt it

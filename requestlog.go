@@ -51,6 +51,9 @@ type requestLog struct {
 	idleTimeout bool        // stream_idle_timeout cut the upstream's answer off
 	modelList   bool        // answered GET /v1/models[/<alias>] itself: relays nothing
 	earlier     usage.Usage // usage of streams given up for a reasoning budget failover
+	// What capacity did to the request (capacity.go): it went past a
+	// target at spill_at, was degraded, waited for room.
+	spilled, degraded, queued bool
 
 	limits        *keyLimits // the key's tpm, when it has one
 	tokenEstimate int        // the prompt tokens taken from it when the request came (0: none)
@@ -164,6 +167,9 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 	if rl.effort != "" {
 		fields = append(fields, zap.String("reasoning_effort", rl.effort))
 	}
+	if rl.spilled || rl.degraded || rl.queued {
+		fields = append(fields, zap.String("capacity", rl.capacityWords()))
+	}
 	if rl.budgetHits > 0 {
 		fields = append(fields, zap.Int("reasoning_budget_failovers", rl.budgetHits))
 	}
@@ -180,6 +186,20 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 	clear(fields)      // no strings or objects kept alive by the pool
 	*fp = fields[:0]
 	logFields.Put(fp)
+}
+
+// capacityWords is the log line's capacity field, e.g. "spilled,degraded".
+func (rl *requestLog) capacityWords() string {
+	var w []string
+	for _, s := range []struct {
+		on   bool
+		word string
+	}{{rl.spilled, "spilled"}, {rl.degraded, "degraded"}, {rl.queued, "queued"}} {
+		if s.on {
+			w = append(w, s.word)
+		}
+	}
+	return strings.Join(w, ",")
 }
 
 // logFields are the field slices of request lines, reused: 32 fields of 64

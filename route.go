@@ -20,6 +20,7 @@ import (
 type route struct {
 	alias   string
 	targets []*target
+	capped  bool // a target has a cap: the request's order spills over (capacity.go)
 	smooth  smoothPolicy
 	canary  *canaryRuntime // nil: none
 	shadow  *shadowRuntime // nil: none
@@ -40,6 +41,9 @@ type target struct {
 	health      *health.Target // shared across reloads; see health.go
 	entry       *healthEntry
 	slo         health.SLO
+	// caps are the upstream's and the target's max_concurrent (nil: no
+	// cap), counted across reloads; see capacity.go.
+	caps []*capCounter
 }
 
 // modelJSON is the target's model as a JSON string.
@@ -119,6 +123,10 @@ func (h *Relay) compileRoutes() error {
 			if err := h.attachHealth(ct, slo); err != nil {
 				return fmt.Errorf("model %q: target %d: %w", m.Alias, j+1, err)
 			}
+			if err := h.attachCaps(ct, m.Alias, t.MaxConcurrent); err != nil {
+				return fmt.Errorf("model %q: target %d: %w", m.Alias, j+1, err)
+			}
+			rt.capped = rt.capped || len(ct.caps) > 0
 			for _, field := range slices.Sorted(maps.Keys(t.Set)) {
 				val := t.Set[field]
 				if !json.Valid(val) {

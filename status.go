@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -356,6 +357,12 @@ type chainLink struct {
 	SLOSuccess float64 `json:"slo_success"`
 	// RecentTTFTMS are the last (up to 30) successful TTFTs, oldest first.
 	RecentTTFTMS []float64 `json:"recent_ttft_ms"`
+	// For a target with a max_concurrent (on its upstream or its `to`
+	// line; absent without): its requests in flight and cap, the fuller
+	// of the two, and the occupancy, in flight over cap (0-1).
+	InFlight      int64   `json:"in_flight,omitempty"`
+	MaxConcurrent int64   `json:"max_concurrent,omitempty"`
+	Occupancy     float64 `json:"occupancy,omitempty"`
 }
 
 func chainOf(rt *route, now time.Time) chainView {
@@ -371,6 +378,10 @@ func chainOf(rt *route, now time.Time) chainView {
 		}
 		for _, d := range t.health.RecentTTFT(30) {
 			l.RecentTTFTMS = append(l.RecentTTFTMS, ms(d))
+		}
+		if c := t.fullest(); c != nil {
+			l.InFlight, l.MaxConcurrent = c.inFlight.Load(), c.max
+			l.Occupancy = math.Round(float64(l.InFlight)/float64(l.MaxConcurrent)*1000) / 1000
 		}
 		c.Targets = append(c.Targets, l)
 	}

@@ -233,10 +233,11 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 
 <section id="chains"><h2>Chains</h2>
 {{range .Chains}}<h3>{{.Alias}}</h3><div class="scroll"><table>
-<tr><th>#</th><th>target</th><th>status</th><th>cooldown left</th><th>ttft p50</th><th>ttft p90</th><th>probe rtt</th><th>success</th><th>slo</th><th>recent ttft</th><th>reason</th></tr>
+<tr><th>#</th><th>target</th><th>status</th><th>cooldown left</th><th>ttft p50</th><th>ttft p90</th><th>probe rtt</th><th>in flight</th><th>success</th><th>slo</th><th>recent ttft</th><th>reason</th></tr>
 {{range $i, $t := .Targets}}<tr class="target" data-status="{{.Status}}"><td>{{inc $i}}</td><td>{{.Upstream}} <span class="mute">({{.Model}})</span></td>
 <td><span class="badge {{if eq .Status "healthy"}}ok{{else if eq .Status "ejected"}}bad{{else}}warn{{end}}">{{.Status}}</span></td>
 <td>{{if .CooldownLeftMS}}{{ms .CooldownLeftMS}}{{end}}</td><td>{{ms .TTFTP50MS}}</td><td>{{ms .TTFTP90MS}}</td><td>{{if .ProbeRTTMS}}{{ms .ProbeRTTMS}}{{end}}</td>
+<td class="occupancy">{{if .MaxConcurrent}}{{.InFlight}} <span class="mute">of {{.MaxConcurrent}} ({{pct .Occupancy}})</span>{{end}}</td>
 <td>{{if .Samples}}{{pct .SuccessRatio}} <span class="mute">of {{.Samples}}</span>{{else}}<span class="mute">no samples</span>{{end}}</td>
 <td>{{if .SLOTTFTMS}}p90 ≤ {{ms .SLOTTFTMS}} {{end}}{{if .SLOSuccess}}≥ {{pct .SLOSuccess}}{{end}}</td>
 <td>{{spark .RecentTTFTMS}}</td><td class="wrap">{{.Reason}}</td></tr>

@@ -30,8 +30,13 @@ type upstreamRuntime struct {
 	authHeader, authValue string
 	headers               http.Header
 	transport             http.RoundTripper
-	cleanup               func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
-	closeIdle             func() // closes the transport's idle connections; idempotent
+	// maxConcurrent is the upstream's max_concurrent (0: none); cap
+	// counts its requests in flight, made by the first target that needs
+	// it (see attachCaps).
+	maxConcurrent int
+	cap           *capCounter
+	cleanup       func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
+	closeIdle     func() // closes the transport's idle connections; idempotent
 }
 
 // provisionUpstream resolves the upstream's secrets and loads its transport
@@ -50,6 +55,8 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		dialect: dialectOfAPI(u.API),
 		headers: make(http.Header, len(u.Headers)),
 		cleanup: func() {},
+
+		maxConcurrent: u.MaxConcurrent,
 	}
 	if err := checkAPI(u.API); err != nil {
 		return nil, err

@@ -61,12 +61,20 @@ func (h *Relay) checkConfig() error {
 	if err := h.State.check(); err != nil {
 		return err
 	}
+	if _, err := resolveCapacity(h.Capacity); err != nil {
+		return err
+	}
 	for model, p := range h.Prices {
 		if err := checkPrice(model, p); err != nil {
 			return err
 		}
 	}
 	for _, u := range h.Upstreams {
+		if u != nil {
+			if err := checkMaxConcurrent(u.MaxConcurrent); err != nil {
+				return fmt.Errorf("upstream %q: %w", u.Name, err)
+			}
+		}
 		if u != nil && u.HealthCheck != nil {
 			if err := checkAPI(u.API); err != nil {
 				return fmt.Errorf("upstream %q: %w", u.Name, err)
@@ -483,8 +491,11 @@ func (m *ModelRoute) check() error {
 	return nil
 }
 
-// check checks a target's rank and weight (0: the default).
+// check checks a target's rank, weight and max_concurrent (0: the default).
 func (t Target) check() error {
+	if err := checkMaxConcurrent(t.MaxConcurrent); err != nil {
+		return err
+	}
 	if t.Rank < 0 {
 		return fmt.Errorf("rank %d is negative; give a positive whole number", t.Rank)
 	}
