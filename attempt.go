@@ -123,7 +123,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		return fail(classConnect, err)
 	}
 
-	resp, err := t.up.transport.RoundTrip(req)
+	resp, err := t.up.transportFor(r.Header).RoundTrip(req)
 	if err != nil {
 		return fail(classConnect, &publicError{msg: "connect failed", cause: unwrapURLError(err)})
 	}

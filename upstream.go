@@ -3,6 +3,7 @@ package llmrelay
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,6 +31,10 @@ type upstreamRuntime struct {
 	authHeader, authValue string
 	headers               http.Header
 	transport             http.RoundTripper
+	// http1 is the same transport held to HTTP/1.1, for a request with
+	// `X-HTTP-Version: 1.1` (nil: the transport is not reverse_proxy's
+	// http transport, and the header changes nothing).
+	http1 http.RoundTripper
 	// maxConcurrent is the upstream's max_concurrent (0: none); cap
 	// counts its requests in flight, made by the first target that needs
 	// it (see attachCaps).
@@ -86,6 +91,7 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 	}
 
 	var transport http.RoundTripper
+	raw := u.TransportRaw // LoadModule clears it; the HTTP/1.1 sibling is made from it
 	if u.TransportRaw != nil {
 		mod, err := ctx.LoadModule(u, "TransportRaw")
 		if err != nil {
@@ -106,7 +112,59 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 	}
 	rt.transport = reusing{transport}
 	rt.closeIdle = idleCloser(transport)
+	if ht, ok := transport.(*reverseproxy.HTTPTransport); ok {
+		h1, err := http1Sibling(ctx, ht, raw)
+		if err != nil {
+			return nil, fmt.Errorf("provisioning the HTTP/1.1 transport for X-HTTP-Version: %w", err)
+		}
+		if h1 != ht {
+			rt.http1 = reusing{h1}
+			close1, cleanup := idleCloser(h1), rt.cleanup
+			closeIdle := rt.closeIdle
+			rt.closeIdle = func() { closeIdle(); close1() }
+			rt.cleanup = func() { cleanup(); _ = h1.Cleanup() }
+		} else {
+			rt.http1 = rt.transport
+		}
+	}
 	return rt, nil
+}
+
+// httpVersionHeader lets a client ask for HTTP/1.1 to the upstream for its
+// request (some networks and debugging proxies want it); it is never
+// forwarded.
+const httpVersionHeader = "X-Http-Version"
+
+// http1Sibling is reverse_proxy's http transport ht, configured the same
+// (from raw, its JSON; nil: the defaults) but held to HTTP/1.1. It is ht
+// itself when ht speaks only HTTP/1.1 already.
+func http1Sibling(ctx caddy.Context, ht *reverseproxy.HTTPTransport, raw json.RawMessage) (*reverseproxy.HTTPTransport, error) {
+	if len(ht.Versions) == 1 && ht.Versions[0] == "1.1" {
+		return ht, nil
+	}
+	h1 := new(reverseproxy.HTTPTransport)
+	if raw != nil {
+		if err := json.Unmarshal(raw, h1); err != nil {
+			return nil, err
+		}
+	}
+	h1.Versions = []string{"1.1"}
+	if err := h1.Provision(ctx); err != nil {
+		return nil, err
+	}
+	return h1, nil
+}
+
+// transportFor is the transport for a client's request: HTTP/1.1 when it
+// asks with X-HTTP-Version: 1.1 (or HTTP/1.1), the upstream's own
+// otherwise.
+func (u *upstreamRuntime) transportFor(client http.Header) http.RoundTripper {
+	if u.http1 != nil {
+		if v := client[httpVersionHeader]; len(v) == 1 && (v[0] == "1.1" || v[0] == "HTTP/1.1") {
+			return u.http1
+		}
+	}
+	return u.transport
 }
 
 // Keeping upstream connections alive. The relay stops reading a stream at
@@ -211,8 +269,8 @@ var hopHeaders = []string{
 
 // clientOnlyHeaders carry the client's credentials or state with the relay
 // and must never reach a provider.
-// X-Region-Hint is the relay's own routing hint.
-var clientOnlyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Cookie", "X-Region-Hint"}
+// X-Region-Hint and X-HTTP-Version are the relay's own request knobs.
+var clientOnlyHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Cookie", "X-Region-Hint", httpVersionHeader}
 
 // upstreamHeader builds the headers of an upstream request from the
 // client's: hop-by-hop, credentials and X-Relay-* headers removed (and
