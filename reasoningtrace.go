@@ -68,6 +68,7 @@ type assembly struct {
 	cut     bool // the budget truncated the reasoning
 	end     time.Duration
 	errCode string // an error event's code
+	size    int    // the data read so far, bounded by maxAnswer
 	scratch []byte
 }
 
@@ -82,6 +83,7 @@ const (
 	assemblyUnterminated                    // the stream ended inside an event
 	assemblyErrorEvent                      // the upstream sent an error event
 	assemblyBroken                          // reading failed (the error says why)
+	assemblyTooLarge                        // more than maxAnswer of data: not kept in memory
 )
 
 // read reads the attempt's stream, the events held at its commit point
@@ -122,6 +124,9 @@ func (s *assembly) event(ev *sse.Event, at time.Duration) assemblyEnd {
 		return assemblyErrorEvent
 	}
 	s.end = at
+	if s.size += len(ev.Data); s.size > maxAnswer {
+		return assemblyTooLarge // the answer is held whole, as a translated one is
+	}
 	var c pace.Chunk
 	c, s.scratch = pace.ClassifyFormat(pace.FormatChat, ev, s.scratch[:0])
 	drop := s.hiding
@@ -204,8 +209,13 @@ func (c *chainRun) assemble(t *target, res *attemptResult) chainOutcome {
 		return chainFinished
 	}
 
-	c.h.recordBroken(t, c.rec.start)
 	c.failed++
+	if kind == assemblyTooLarge {
+		// Another target would most likely answer as long: give up.
+		c.rec.note(t, "stream larger than 32 MiB: not assembled")
+		return chainGiveUp
+	}
+	c.h.recordBroken(t, c.rec.start)
 	var why string
 	switch {
 	case kind == assemblyErrorEvent:
