@@ -64,8 +64,9 @@ type attemptResult struct {
 
 	cause func() error // why the attempt's context ended (errStreamIdle), on success
 
-	ttfb time.Duration // time to first byte (headers) of this attempt
-	ttft time.Duration // time to the commit point (first data event), on success
+	started time.Time     // when the attempt began
+	ttfb    time.Duration // time to first byte (headers) of this attempt
+	ttft    time.Duration // time to the commit point (first data event), on success
 }
 
 // attempt sends the request to one target and waits for the commit point:
@@ -79,7 +80,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		wait, cause = rem, errTryDuration
 	}
 	timer := time.AfterFunc(wait, func() { cancel(cause) })
-	res := &attemptResult{x: x}
+	res := &attemptResult{x: x, started: started}
 	res.finish = func() {
 		timer.Stop()
 		if res.idle != nil {
@@ -148,7 +149,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		return fail(classStatus, fmt.Errorf("status %d", resp.StatusCode))
 	}
 
-	if body.stream && !isEventStream(resp.Header) {
+	if body.clientStream() && !isEventStream(resp.Header) {
 		// A clean-looking answer that no stream client can read: SDKs
 		// would see zero chunks and no error. Nothing was sent yet, so
 		// it is a failure like any other before the commit point.

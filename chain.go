@@ -55,6 +55,10 @@ type chainRun struct {
 	fullRun, full int
 	queueUntil    time.Time
 	shed          bool
+
+	// cut is an assembled answer given up for a reasoning budget's
+	// failover: the answer if no later attempt gives one.
+	cut *assembledAnswer
 }
 
 // chainOutcome is what one iteration of the loop decided.
@@ -81,7 +85,7 @@ func (h *Relay) newChainRun(w http.ResponseWriter, r *http.Request, rec *request
 
 // run walks the chain and answers the client.
 func (c *chainRun) run() {
-	if primary := c.h.startShadow(c.rt.shadow, c.r, c.body, c.rest, c.rec.dialect); primary != nil || (!c.body.stream && c.rec.chat) {
+	if primary := c.h.startShadow(c.rt.shadow, c.r, c.body, c.rest, c.rec.dialect); primary != nil || (!c.body.clientStream() && c.rec.chat) {
 		// Keep the client's answer: for its usage (non-stream) and to
 		// compare a shadow's with (parsed on the shadow's goroutine).
 		cw := &captureWriter{ResponseWriter: c.w}
@@ -91,7 +95,7 @@ func (c *chainRun) run() {
 			defer func() { primary <- bytes.Clone(cw.buf.Bytes()) }()
 		}
 	}
-	if c.body.stream && c.pol.earlyCommit > 0 {
+	if c.body.clientStream() && c.pol.earlyCommit > 0 {
 		c.hold = holdEarlyCommit(c.w, c.pol.earlyCommit-time.Since(c.rec.start), c.pol.cfg.Heartbeat)
 	}
 	defer c.takeWriter() // whatever happens, no heartbeat timer outlives the request
@@ -186,6 +190,8 @@ func (c *chainRun) step(st step) chainOutcome {
 	case res.clientGone:
 		c.rec.status = statusClientClosed
 		return chainFinished
+	case res.resp != nil && res.events != nil && c.body.assemble:
+		return c.assemble(t, res)
 	case res.resp != nil:
 		if c.commit(t, res) {
 			return chainNext
@@ -292,6 +298,10 @@ func (c *chainRun) takeWriter() (headersOut bool) {
 // fail answers a request whose attempts all failed: the relay's own error,
 // or, on a response already committed, one in-band error event.
 func (c *chainRun) fail() {
+	if c.cut != nil && !c.takeWriter() {
+		c.writeAssembled(c.cut) // a reasoning budget's failover found no better answer
+		return
+	}
 	if c.rest == restCountTokens && !c.takeWriter() {
 		c.h.estimateTokens(c.w, c.rec, c.body.raw)
 		return

@@ -47,6 +47,8 @@ var (
 		Message: "The request body's 'relay' field must be an object such as {\"mode\": \"pace\"}."}
 	errInvalidDispersion = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_relay_options",
 		Message: "The request body's 'reasoning_dispersion' field must be true or false."}
+	errInvalidTrace = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_relay_options",
+		Message: "The request body's 'return_reasoning_trace' field must be true or false."}
 	errSplitRatioUnsupported = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_relay_option",
 		Message: "relay.split_ratio is not supported by this relay: split-reasoning paces reasoning and answer on lanes of their own, each bounded by its own delay (reasoning_max_delay, max_delay), not by a share. Leave it out; \"relay\": {\"mode\": \"split-reasoning\"} or \"reasoning_dispersion\": true asks for that mode."}
 	errKeyExpired = &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "key_expired",

@@ -202,7 +202,14 @@ type requestBody struct {
 	stream    bool
 	relayMode string // relay.mode, the client's smoothing mode (or split-reasoning, from reasoning_dispersion)
 	dispersed bool   // the body has reasoning_dispersion, which the upstream must not see
+	traced    bool   // the body has return_reasoning_trace, which the upstream must not see
+	trace     bool   // return_reasoning_trace is true (see reasoningtrace.go)
 	budget    int    // the request's reasoning budget, for `set ... {llm_relay.reasoning_budget}`
+	// assemble: a non-stream Chat request sent upstream as a stream, whose
+	// chunks the relay assembles into one answer (see reasoningtrace.go).
+	// stream is then true, as the upstream sees it; clientStream is the
+	// client's view.
+	assemble bool
 }
 
 // parseRequestBody parses a client body. It returns errInvalidJSON,
@@ -244,8 +251,22 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 			return nil, errInvalidDispersion
 		}
 	}
+	if raw, ok := fields[fieldTrace]; ok {
+		rb.traced = true
+		switch string(raw) {
+		case "true":
+			rb.trace = true
+		case "false", "null":
+		default:
+			return nil, errInvalidTrace
+		}
+	}
 	return rb, nil
 }
+
+// clientStream reports whether the client asked for a stream (and gets
+// one): not a request the relay streams only to assemble its answer.
+func (rb *requestBody) clientStream() bool { return rb.stream && !rb.assemble }
 
 // forTarget renders the body sent to one target: its model, the relay's
 // own `relay` field removed, translated into the upstream's dialect when
@@ -265,6 +286,9 @@ func (rb *requestBody) forTarget(t *target, x exchange) (payload, error) {
 	edits = append(edits, jsonobj.Edit{Key: "relay"})
 	if rb.dispersed {
 		edits = append(edits, jsonobj.Edit{Key: "reasoning_dispersion"})
+	}
+	if rb.traced {
+		edits = append(edits, jsonobj.Edit{Key: fieldTrace})
 	}
 	if t.model != "" {
 		edits = append(edits, jsonobj.Edit{Key: "model", Value: t.modelJSON()})
@@ -307,6 +331,7 @@ func (rb *requestBody) forTargetByMap(t *target, x exchange) (payload, error) {
 	}
 	delete(fields, "relay")
 	delete(fields, "reasoning_dispersion")
+	delete(fields, fieldTrace)
 	if t.model != "" {
 		fields["model"] = t.modelJSON()
 	}

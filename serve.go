@@ -141,6 +141,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body.budget, rec.budget = reason.budget, reason.budget
 	pol.cfg.ReasoningBudget, pol.cfg.BudgetAction = reason.budget, reason.action
+	assembleFromStream(body, rest, reason.budget)
 	rec.effort = applyEffort(body, raw, reason.effort, rest)
 	switch {
 	case rec.chatRules:

@@ -47,7 +47,9 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 	primary := make(chan []byte, 1)
 	hdr := r.Header.Clone()
 	query := r.URL.RawQuery
-	stream := body.stream
+	// The client's answer's shape: a request the relay streamed only to
+	// assemble its answer was answered whole.
+	stream := body.clientStream()
 	h.inflight.enter()         // the copy uses the config's transport
 	release := body.buf.hold() // the copy reads the body after the handler is done
 	started := sr.runner.GoThen(func() func() {

@@ -79,8 +79,10 @@ func (h *Relay) account(rec *requestLog, raw json.RawMessage, estimate func() us
 		rec.tokenEstimate = 0 // settled
 	}
 	if rec.budget > 0 && u.Reasoning > rec.budget && !u.Estimated {
-		// The upstream reasoned past the budget: a non-stream answer (only
-		// the upstream's own knob applies), or a stream the relay cut.
+		// The upstream reasoned past the budget: a non-stream answer it
+		// sent whole (only its own knob applies), or a stream (or an
+		// assembled answer) whose reasoning the relay truncated while the
+		// upstream went on.
 		h.logger.Warn("reasoning budget overrun", zap.String("key", rec.key), zap.String("alias", rec.alias),
 			zap.String("upstream", rec.upstream), zap.Int("reasoning_tokens", u.Reasoning), zap.Int("budget", rec.budget),
 			zap.Bool("stream", rec.stream))

@@ -358,8 +358,9 @@ func TestMetricsAcrossReload(t *testing.T) {
 	}
 }
 
-// Non-streaming: the relay cannot cut, so it reports the overrun from the
-// upstream's usage.
+// Non-streaming: the truncating budget cuts the reasoning of the answer
+// the relay assembles (see reasoningtrace_e2e_test.go), but the upstream
+// reasoned on; the overrun is reported from its usage.
 func TestReasoningBudgetOverrunReported(t *testing.T) {
 	logFile := startRelay(t, `llm_relay {
 		upstream big http://127.0.0.1:9083/big/v1

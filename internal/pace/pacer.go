@@ -283,11 +283,7 @@ func emptyArray(v []byte) (empty, ok bool) {
 // countReasoning adds an event's reasoning to the budget count and
 // applies the budget's action once it runs out.
 func (p *Pacer) countReasoning(c *Chunk) {
-	n := max(1, (c.ReasoningRunes+3)/4)
-	if c.Kind == KindText && c.Channel == ChanReasoning {
-		n = max(1, usage.EstimateTokens(c.Text))
-	}
-	p.reasoningTok += n
+	p.reasoningTok += ReasoningTokens(c)
 	if p.cfg.ReasoningBudget <= 0 || p.reasoningTok <= p.cfg.ReasoningBudget || p.overBudget {
 		return
 	}
@@ -299,6 +295,18 @@ func (p *Pacer) countReasoning(c *Chunk) {
 	default:
 		p.hiding = true
 	}
+}
+
+// ReasoningTokens is what a reasoning budget counts for one chunk that
+// carries reasoning (ReasoningRunes > 0): the token estimate of its text,
+// or a quarter of its runes when the text was not decoded. The relay's
+// non-stream answers built from a stream count with it too, so a budget
+// cuts both at the same point.
+func ReasoningTokens(c *Chunk) int {
+	if c.Kind == KindText && c.Channel == ChanReasoning {
+		return max(1, usage.EstimateTokens(c.Text))
+	}
+	return max(1, (c.ReasoningRunes+3)/4)
 }
 
 // OverBudget reports whether the reasoning budget ran out with the error

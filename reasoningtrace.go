@@ -1,0 +1,251 @@
+package llmrelay
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+)
+
+// Non-stream Chat Completions answers built from a stream.
+//
+// A client that asks for one answer (no `stream`) gets it whole, so the
+// relay has nothing to cut and no moment to see: a reasoning budget
+// cannot stop the upstream, and the reasoning's timing is lost. When the
+// request asks for `return_reasoning_trace`, or its route has a reasoning
+// budget, the relay sends the attempt as a stream instead (asking for the
+// usage chunk), reads it to its end itself, and answers the client with
+// the chat.completion the chunks add up to (chat.Assembler). The budget
+// then counts the reasoning as it does on a stream, and each reasoning
+// delta's arrival is kept for the trace.
+//
+// Nothing reaches the client before the stream has ended, so unlike a
+// stream's, every failure of the attempt, before or after its first
+// chunk, can still fail over: an attempt whose stream breaks, stalls past
+// stream_idle_timeout, ends without [DONE] or carries an error event is
+// a failed attempt like one that never answered.
+
+// fieldTrace is the body field that asks for the reasoning trace. The
+// upstream never sees it (see requestBody.forTarget).
+const fieldTrace = "return_reasoning_trace"
+
+// assembleFromStream turns a non-stream Chat Completions request into a
+// stream the relay assembles, when it asks for the reasoning trace or has
+// a reasoning budget. A stream request is left alone: its client sees the
+// reasoning deltas as they come, and the budget already applies.
+func assembleFromStream(body *requestBody, rest string, budget int) {
+	if rest != restChat || body.stream || !body.trace && budget <= 0 {
+		return
+	}
+	body.set("stream", json.RawMessage("true"))
+	body.stream, body.assemble = true, true
+}
+
+// assembledAnswer is a chat.completion ready for the client, and the
+// attempt it came from.
+type assembledAnswer struct {
+	t      *target
+	header http.Header // the upstream's response headers
+	body   []byte
+}
+
+// assembly is the reading of one assembled attempt's stream: the chunks
+// so far, and the reasoning budget's count over them, as the pacer
+// counts it on a stream (pace.Pacer.countReasoning).
+type assembly struct {
+	a       chat.Assembler
+	budget  int
+	action  pace.BudgetAction
+	hiding  bool // reasoning is left out: `reasoning hide`, or a truncating budget ran out
+	tokens  int
+	answer  bool // answer text has come (a failover budget then truncates)
+	cut     bool // the budget truncated the reasoning
+	end     time.Duration
+	errCode string // an error event's code
+	size    int    // the data read so far, bounded by maxAnswer
+	scratch []byte
+}
+
+// assemblyEnd is how an assembled attempt's stream ended.
+type assemblyEnd uint8
+
+const (
+	assemblyMore         assemblyEnd = iota // not yet
+	assemblyDone                            // [DONE]: complete
+	assemblyOverBudget                      // the budget ran out with the error or failover action
+	assemblyEOF                             // the stream ended without [DONE]
+	assemblyUnterminated                    // the stream ended inside an event
+	assemblyErrorEvent                      // the upstream sent an error event
+	assemblyBroken                          // reading failed (the error says why)
+	assemblyTooLarge                        // more than maxAnswer of data: not kept in memory
+)
+
+// read reads the attempt's stream, the events held at its commit point
+// first (they arrived by its time to first token), to its end.
+func (s *assembly) read(res *attemptResult) (assemblyEnd, error) {
+	for i := range res.first {
+		if k := s.event(&res.first[i], res.ttft); k != assemblyMore {
+			return k, nil
+		}
+	}
+	for {
+		ev, err := res.events.Next()
+		at := time.Since(res.started)
+		switch {
+		case err == io.EOF:
+			return assemblyEOF, nil
+		case err != nil:
+			return assemblyBroken, err
+		}
+		if k := s.event(&ev, at); k != assemblyMore {
+			return k, nil
+		}
+	}
+}
+
+// event takes one event that arrived at `at` (since the attempt started).
+func (s *assembly) event(ev *sse.Event, at time.Duration) assemblyEnd {
+	switch {
+	case ev.Unterminated:
+		return assemblyUnterminated
+	case !ev.HasData:
+		return assemblyMore // a keep-alive comment
+	case ev.IsDone():
+		s.end = at
+		return assemblyDone
+	case isErrorEvent(ev):
+		s.errCode = errorEventCode(ev.Data)
+		return assemblyErrorEvent
+	}
+	s.end = at
+	if s.size += len(ev.Data); s.size > maxAnswer {
+		return assemblyTooLarge // the answer is held whole, as a translated one is
+	}
+	var c pace.Chunk
+	c, s.scratch = pace.ClassifyFormat(pace.FormatChat, ev, s.scratch[:0])
+	drop := s.hiding
+	if c.ReasoningRunes > 0 && s.budget > 0 {
+		s.tokens += pace.ReasoningTokens(&c)
+		if s.tokens > s.budget {
+			if s.action == pace.BudgetError || s.action == pace.BudgetFailover && !s.answer {
+				// As on a stream, the chunk that passed the budget goes
+				// without its reasoning, and the answer ends with it.
+				s.a.Add(ev.Data, at, true)
+				s.cut = true
+				return assemblyOverBudget
+			}
+			s.hiding, s.cut, drop = true, true, true
+		}
+	}
+	if c.AnswerRunes > 0 {
+		s.answer = true
+	}
+	s.a.Add(ev.Data, at, drop)
+	return assemblyMore
+}
+
+// result renders the assembled answer. ended: the budget ended it, so
+// every choice finishes with "length", as an upstream's own token limit
+// would end it; a choice whose reasoning the budget cut is marked
+// relay_reasoning_truncated.
+func (s *assembly) result(t *target, res *attemptResult, trace, ended bool) *assembledAnswer {
+	comp := s.a.Completion(s.end, trace)
+	for i := range comp.Choices {
+		ch := &comp.Choices[i]
+		if ended {
+			length := "length"
+			ch.FinishReason = &length
+		}
+		ch.ReasoningTruncated = s.cut
+	}
+	return &assembledAnswer{t: t, header: res.resp.Header.Clone(), body: comp.JSON()}
+}
+
+// assemble reads a committed attempt of an assembled request to its end
+// and answers the client, or reports that the chain goes on: the attempt
+// failed, or its reasoning passed the budget with the failover action
+// before any answer (its answer, cut, is kept in case no later attempt
+// gives one).
+func (c *chainRun) assemble(t *target, res *attemptResult) chainOutcome {
+	s := &assembly{
+		a:      chat.Assembler{Created: time.Now().Unix()},
+		budget: c.pol.cfg.ReasoningBudget,
+		action: c.pol.cfg.BudgetAction,
+		hiding: c.pol.cfg.HideReasoning,
+	}
+	kind, err := s.read(res)
+	res.release()
+	if kind == assemblyDone {
+		// Closed before it is cancelled, so its connection is reused.
+		_ = res.resp.Body.Close()
+		res.finish()
+		c.writeAssembled(s.result(t, res, c.body.trace, false))
+		return chainFinished
+	}
+	cause := res.cause()
+	res.finish() // cancelled first: the close does not wait for the rest
+	_ = res.resp.Body.Close()
+
+	budget := strconv.Itoa(s.budget)
+	switch {
+	case kind == assemblyOverBudget && s.action == pace.BudgetFailover:
+		c.rec.budgetHits++
+		c.rec.note(t, "reasoning passed the budget of "+budget+" tokens before any answer: failing over")
+		c.cut = s.result(t, res, c.body.trace, true)
+		c.deadline = time.Now().Add(c.h.tryDur) // as a stream's budget failover gets
+		return chainNext
+	case kind == assemblyOverBudget:
+		c.rec.note(t, "reasoning passed the budget of "+budget+" tokens: the answer ends there (finish_reason length)")
+		c.writeAssembled(s.result(t, res, c.body.trace, true))
+		return chainFinished
+	case c.r.Context().Err() != nil:
+		c.rec.status = statusClientClosed
+		return chainFinished
+	}
+
+	c.failed++
+	if kind == assemblyTooLarge {
+		// Another target would most likely answer as long: give up.
+		c.rec.note(t, "stream larger than 32 MiB: not assembled")
+		return chainGiveUp
+	}
+	c.h.recordBroken(t, c.rec.start)
+	var why string
+	switch {
+	case kind == assemblyErrorEvent:
+		why = "error event after data: " + s.errCode
+	case kind == assemblyBroken && errors.Is(cause, errStreamIdle):
+		why = "stream idle for stream_idle_timeout " + c.h.streamIdle.String()
+		c.rec.idleTimeout = true
+	case kind == assemblyBroken:
+		why = logDetail(&publicError{msg: "stream broke", cause: err})
+	default:
+		why = "stream ended before it was complete"
+	}
+	c.rec.note(t, why+" (nothing sent yet: failing over)")
+	return chainNext
+}
+
+// writeAssembled answers the client with an assembled chat.completion.
+func (c *chainRun) writeAssembled(ans *assembledAnswer) {
+	c.rec.commit(ans.t, http.StatusOK)
+	hdr := c.w.Header()
+	copyHeader(hdr, ans.header)
+	for _, k := range []string{"Content-Encoding", "Cache-Control", "X-Accel-Buffering"} {
+		hdr.Del(k) // the stream's, not this answer's
+	}
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", strconv.Itoa(len(ans.body)))
+	hdr.Set("X-Relay-Upstream", ans.t.up.name)
+	hdr.Set("X-Relay-Model", c.rec.model)
+	hdr.Set("X-Relay-Attempts", strconv.Itoa(c.rec.attempts))
+	c.w.WriteHeader(http.StatusOK)
+	_, _ = c.w.Write(ans.body)
+	c.headersOut = true
+}
