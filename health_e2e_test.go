@@ -760,7 +760,17 @@ func TestHealthStatusDirective(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		servedBy(t, chatBody, "X-User", fmt.Sprintf("u%d", i))
 	}
-	waitFor(t, 5*time.Second, "the shadow copies", func() bool { return len(s.requests()) == 4 })
+	// Until every copy is recorded, not only sent: a copy still comparing
+	// its answer adds a field (comparing) to one snapshot and not the other.
+	waitFor(t, 5*time.Second, "the shadow copies recorded", func() bool {
+		var st struct {
+			Shadows []struct {
+				Stats struct{ OK, Failed, Comparing int64 }
+			}
+		}
+		_ = json.Unmarshal(getStatusRaw(t, adminStatusURL), &st)
+		return len(st.Shadows) == 1 && st.Shadows[0].Stats.OK+st.Shadows[0].Stats.Failed == 4 && st.Shadows[0].Stats.Comparing == 0
+	})
 
 	site := getStatusRaw(t, relayBase+"/relay-status")
 	admin := getStatusRaw(t, adminStatusURL)
