@@ -44,6 +44,12 @@ import (
 //   - ejections (share_health on): a target ejected anywhere is skipped
 //     everywhere until its cooldown ends; then each instance's own trial
 //     decides.
+//   - key limits (rpm, tpm, max_concurrent): each instance writes what
+//     its buckets took, ever, and its requests in flight, per key name
+//     (one hash field per instance); each drains its own buckets by what
+//     the others' counters grew since it last read them, and counts the
+//     others' requests in flight against max_concurrent. The fleet keeps
+//     to a limit within about a sync interval of traffic.
 //
 // One goroutine per Redis does all of it, every fleetTick, in one
 // pipelined round trip with a short timeout. When Redis is down or slow
@@ -81,6 +87,11 @@ type fleetState struct {
 	targets  map[string]*health.Target // by health key
 	pushed   map[string]string         // field → the JSON last written (canaries, ejections)
 	alerts   []usage.Alert             // raised here, not claimed yet
+	limits   map[string]*keyLimits     // key names with an rpm, tpm or max_concurrent
+	// limitSeen is each other instance's counters (requests and tokens
+	// taken) per key name as last read: what grew since is drained. Only
+	// the run goroutine touches it.
+	limitSeen map[string][2]int64
 	lastSync time.Time                 // spend's last successful round trip
 	lastErr  string
 	down     atomic.Bool
@@ -160,6 +171,8 @@ func newFleetState(c *StateConfig, password string, logger *zap.Logger) *fleetSt
 		canaries:    map[string]*canary.Canary{},
 		targets:     map[string]*health.Target{},
 		pushed:      map[string]string{},
+		limits:      map[string]*keyLimits{},
+		limitSeen:   map[string][2]int64{},
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
 	}
@@ -173,6 +186,9 @@ func (f *fleetState) register(h *Relay) {
 	defer f.mu.Unlock()
 	for name := range h.keyBudgets {
 		f.keys[name] = true
+	}
+	for name, kl := range h.keyLimits {
+		f.limits[name] = kl
 	}
 	canaryPool.Range(func(k, v any) bool {
 		f.canaries[k.(string)] = v.(pooled[*canary.Canary]).v
@@ -252,6 +268,15 @@ type round struct {
 	ejectGet  *redis.MapStringStringCmd // nil with share_health off
 	keys      []string                  // key names whose spend is shared
 	spend     []spendRead               // queued reads: empty in a round without spend
+	limits    []limitRead               // queued reads: empty in a round without spend
+}
+
+// limitRead is one key name's limits as this round wrote them, and every
+// instance's read back.
+type limitRead struct {
+	name string
+	kl   *keyLimits
+	get  *redis.MapStringStringCmd
 }
 
 // spendRead is one key's period as this instance wrote it, and the
@@ -275,6 +300,9 @@ func (f *fleetState) sync(now time.Time, spend bool) bool {
 	f.queueRollouts(ctx, pipe, r)
 	if spend {
 		f.queueSpend(ctx, pipe, r)
+		f.queueLimits(ctx, pipe, r)
+	} else {
+		r.limits = nil
 	}
 	f.queueClaims(ctx, pipe, r)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -291,6 +319,7 @@ func (f *fleetState) sync(now time.Time, spend bool) bool {
 	f.applyClaims(r)
 	f.applyRollouts(ctx, r)
 	f.applySpend(r)
+	f.applyLimits(r)
 	return true
 }
 
@@ -308,6 +337,9 @@ func (f *fleetState) newRound(now time.Time) *round {
 	}
 	for k := range f.keys {
 		r.keys = append(r.keys, k)
+	}
+	for name, kl := range f.limits {
+		r.limits = append(r.limits, limitRead{name: name, kl: kl})
 	}
 	return r
 }
@@ -363,6 +395,69 @@ func (f *fleetState) queueSpend(ctx context.Context, pipe redis.Pipeliner, r *ro
 				pipe.ExpireAt(ctx, hk, w.p.Next(w.Start).Add(time.Hour))
 			}
 			r.spend = append(r.spend, spendRead{key: k, period: w.p, start: w.Start, own: w.NanoUSD, get: pipe.HGetAll(ctx, hk)})
+		}
+	}
+}
+
+// limitStale is how old an instance's figures may be before its requests
+// in flight no longer count: an instance that stopped without a last
+// write (killed) does not hold a key's slots for ever.
+const limitStale = 10 * time.Second
+
+// queueLimits writes this instance's key limit counters (requests and
+// tokens taken, ever; requests in flight; the time) and reads every
+// instance's.
+func (f *fleetState) queueLimits(ctx context.Context, pipe redis.Pipeliner, r *round) {
+	for i := range r.limits {
+		l := &r.limits[i]
+		var req, tok, inFlight int64
+		if l.kl.requests != nil {
+			req = l.kl.requests.Taken()
+		}
+		if l.kl.tokens != nil {
+			tok = l.kl.tokens.Taken()
+		}
+		if l.kl.inFlight != nil {
+			inFlight = l.kl.inFlight.Load()
+		}
+		hk := f.prefix + "limits:" + l.name
+		pipe.HSet(ctx, hk, f.instance, fmt.Sprintf("%d %d %d %d", req, tok, inFlight, r.now.UnixMilli()))
+		pipe.Expire(ctx, hk, 10*time.Minute)
+		l.get = pipe.HGetAll(ctx, hk)
+	}
+}
+
+// applyLimits drains this instance's buckets by what the others took
+// since the last read, and sets the others' requests in flight. An
+// instance seen for the first time, or whose counters went down (it
+// restarted), gives a new baseline, not a drain.
+func (f *fleetState) applyLimits(r *round) {
+	for _, l := range r.limits {
+		var others int64
+		for inst, v := range l.get.Val() {
+			if inst == f.instance {
+				continue
+			}
+			var req, tok, inFlight, at int64
+			if n, _ := fmt.Sscan(v, &req, &tok, &inFlight, &at); n != 4 {
+				continue
+			}
+			k := l.name + "|" + inst
+			if last, seen := f.limitSeen[k]; seen {
+				if l.kl.requests != nil && req >= last[0] {
+					l.kl.requests.Drain(req-last[0], r.now)
+				}
+				if l.kl.tokens != nil && tok >= last[1] {
+					l.kl.tokens.Drain(tok-last[1], r.now)
+				}
+			}
+			f.limitSeen[k] = [2]int64{req, tok}
+			if r.now.Sub(time.UnixMilli(at)) < limitStale {
+				others += inFlight
+			}
+		}
+		if l.kl.othersInFlight != nil {
+			l.kl.othersInFlight.Store(others)
 		}
 	}
 }

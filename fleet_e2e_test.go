@@ -200,6 +200,7 @@ func (p *relayProc) chatOK(t *testing.T, key, model string, n int) {
 // canary fail with 500; each counts what it got.
 type fleetUpstreams struct {
 	ok, dead, canary *fakeUpstream
+	slow             *fakeUpstream // answers ok after slowFor
 	deadHits         atomic.Int64
 	canaryHits       atomic.Int64
 }
@@ -212,6 +213,13 @@ func newFleetUpstreams(t *testing.T) *fleetUpstreams {
 	u.dead = newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		u.deadHits.Add(1)
 		answerJSON(w, 500, `{"error":{"message":"down","type":"server_error"}}`)
+	})
+	u.slow = newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(slowFor):
+		case <-r.Context().Done():
+		}
+		answerJSON(w, 200, okCompletion)
 	})
 	u.canary = newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		u.canaryHits.Add(1)
@@ -226,7 +234,14 @@ func (u *fleetUpstreams) block(state string) string {
 	return fmt.Sprintf(`llm_relay {
 		key sk-team team budget 0.005 per day
 		key sk-bulk bulk
+		key sk-limited limited {
+			rpm 6
+		}
+		key sk-conc conc {
+			max_concurrent 1
+		}
 		upstream ok %s
+		upstream slow %s
 		upstream dead %s
 		upstream canup %s
 		model m {
@@ -235,6 +250,9 @@ func (u *fleetUpstreams) block(state string) string {
 		model e {
 			to dead
 			to ok
+		}
+		model s {
+			to slow
 		}
 		model c {
 			to ok
@@ -254,7 +272,7 @@ func (u *fleetUpstreams) block(state string) string {
 	}
 	handle /status {
 		llm_relay_status
-	}`, u.ok.v1(), u.dead.v1(), u.canary.v1(), state)
+	}`, u.ok.v1(), u.slow.v1(), u.dead.v1(), u.canary.v1(), state)
 }
 
 // metric returns the first line of the admin /metrics that starts with
@@ -315,6 +333,46 @@ func countLines(t *testing.T, msg string, logs ...string) int {
 		n += strings.Count(string(b), `"msg":"`+msg+`"`)
 	}
 	return n
+}
+
+// slowFor is how long the slow upstream takes to answer.
+const slowFor = 4 * time.Second
+
+// TestFleetSharesKeyLimits: a key's rpm and max_concurrent hold for the
+// fleet: what A took is drained from B's bucket, and a request in flight
+// on A counts on B.
+func TestFleetSharesKeyLimits(t *testing.T) {
+	f := startFleet(t, "sync_interval 250ms")
+	a, b := f.a, f.b
+
+	// rpm 6: 4 on A, then B has 2 left (a request every 10s refills
+	// nothing to speak of here).
+	a.chatOK(t, "sk-limited", "m", 4)
+	time.Sleep(syncWait)
+	b.chatOK(t, "sk-limited", "m", 2)
+	if st := b.chat(t, "sk-limited", "m"); st != 429 {
+		t.Errorf("B's 3rd request after A's 4 of rpm 6: status %d, want 429", st)
+	}
+	time.Sleep(syncWait)
+	if st := a.chat(t, "sk-limited", "m"); st != 429 {
+		t.Errorf("A after the fleet's 6 of rpm 6: status %d, want 429", st)
+	}
+
+	// max_concurrent 1: a slow request in flight on A; B refuses the
+	// key's second, and takes it again once A's is over.
+	done := make(chan int)
+	go func() { done <- a.chat(t, "sk-conc", "s") }()
+	time.Sleep(syncWait)
+	if st := b.chat(t, "sk-conc", "m"); st != 429 {
+		t.Errorf("B while A has the key's one request in flight: status %d, want 429", st)
+	}
+	if st := <-done; st != 200 {
+		t.Fatalf("A's slow request: status %d", st)
+	}
+	time.Sleep(syncWait)
+	if st := b.chat(t, "sk-conc", "m"); st != 200 {
+		t.Errorf("B after A's request ended: status %d, want 200", st)
+	}
 }
 
 // syncWait is long enough for a change on one instance to reach another

@@ -15,7 +15,10 @@ import (
 // Per-key rate limits (`rpm`, `tpm` on a key): a token bucket a minute per
 // key name and kind, in a process-wide pool keyed by the name and the
 // limit, so a reload keeps what a key has used and a changed limit starts
-// afresh. They are per instance.
+// afresh. They are per instance; with `state redis` each instance also
+// drains its buckets by what the fleet's others took, and counts their
+// requests in flight (fleet.go's shareLimits), so the limits hold for the
+// fleet within a sync interval.
 
 var keyLimitPool = caddy.NewUsagePool()
 
@@ -25,7 +28,14 @@ type keyLimits struct {
 	requests, tokens *ratelimit.Bucket
 	maxInFlight      int64         // 0: no cap
 	inFlight         *atomic.Int64 // shared across reloads, like the buckets
+	// othersInFlight is the fleet's other instances' requests in flight
+	// for the name, as last read (state redis; else 0).
+	othersInFlight *atomic.Int64
 }
+
+// keyInFlight is a name's requests in flight, here and (as last read)
+// on the fleet's other instances.
+type keyInFlight struct{ own, others atomic.Int64 }
 
 // requestHeaders and tokenHeaders are the canonical names of the
 // x-ratelimit-* headers (limit, remaining, reset): set straight into the
@@ -47,13 +57,14 @@ func (h *Relay) compileKeyLimits() error {
 		if l[2] > 0 {
 			pk := name + "|inflight"
 			v, _, err := keyLimitPool.LoadOrNew(pk, func() (caddy.Destructor, error) {
-				return pooled[*atomic.Int64]{new(atomic.Int64)}, nil
+				return pooled[*keyInFlight]{new(keyInFlight)}, nil
 			})
 			if err != nil {
 				return err
 			}
 			h.poolKeys = append(h.poolKeys, poolKey{keyLimitPool, pk})
-			kl.inFlight = v.(pooled[*atomic.Int64]).v
+			c := v.(pooled[*keyInFlight]).v
+			kl.inFlight, kl.othersInFlight = &c.own, &c.others
 		}
 		for i, b := range []**ratelimit.Bucket{&kl.requests, &kl.tokens} {
 			if l[i] == 0 {
@@ -80,7 +91,7 @@ func (kl *keyLimits) enter(key string) *apiError {
 	if kl == nil || kl.maxInFlight == 0 {
 		return nil
 	}
-	if kl.inFlight.Add(1) > kl.maxInFlight {
+	if kl.inFlight.Add(1)+kl.othersInFlight.Load() > kl.maxInFlight {
 		kl.inFlight.Add(-1)
 		return errKeyConcurrency(key, kl.maxInFlight)
 	}
@@ -197,7 +208,7 @@ func (h *Relay) serveBalance(w http.ResponseWriter, rec *requestLog, key string,
 		v.Limits.RPM, v.Limits.TPM = bucketView(kl.requests, now), bucketView(kl.tokens, now)
 		if kl.maxInFlight > 0 {
 			// This request is one of those in flight; it is not counted.
-			v.Limits.MaxConcurrent = &limitView{Limit: kl.maxInFlight, Remaining: kl.maxInFlight - kl.inFlight.Load() + 1}
+			v.Limits.MaxConcurrent = &limitView{Limit: kl.maxInFlight, Remaining: kl.maxInFlight - kl.inFlight.Load() - kl.othersInFlight.Load() + 1}
 		}
 	}
 	b, _ := json.Marshal(v)

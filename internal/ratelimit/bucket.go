@@ -20,6 +20,7 @@ type Bucket struct {
 	mu     sync.Mutex
 	tokens float64 // may go negative: a debt (Adjust), paid back by the refill
 	last   time.Time
+	taken  float64 // units taken here (Take, Adjust), ever: what a fleet's other instances drain
 }
 
 // NewBucket returns a full bucket of limit units a minute (limit > 0).
@@ -50,6 +51,7 @@ func (b *Bucket) Take(n int, now time.Time) (ok bool, wait time.Duration) {
 	need := math.Min(float64(n), b.limit)
 	if b.tokens >= need {
 		b.tokens -= float64(n)
+		b.taken += float64(n)
 		return true, 0
 	}
 	return false, time.Duration(math.Ceil((need - b.tokens) / b.rate))
@@ -64,6 +66,29 @@ func (b *Bucket) Adjust(n int, now time.Time) {
 	defer b.mu.Unlock()
 	b.refill(now)
 	b.tokens = math.Min(b.limit, b.tokens-float64(n))
+	b.taken += float64(n)
+}
+
+// Drain takes n units (n > 0) that other instances of a fleet took from
+// the same limit, so the fleet as a whole keeps to it. Like Adjust it may
+// put the bucket in debt; unlike it, the units are not counted in Taken.
+func (b *Bucket) Drain(n int64, now time.Time) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	b.tokens -= float64(n)
+}
+
+// Taken returns the units taken here since the bucket was made (Take and
+// Adjust, not Drain): a counter the fleet's other instances read, and
+// drain by what it grew.
+func (b *Bucket) Taken() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int64(math.Round(b.taken))
 }
 
 // State returns what the headers say at now: the units left (0 in debt)

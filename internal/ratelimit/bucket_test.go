@@ -46,6 +46,28 @@ func TestBucket(t *testing.T) {
 	}
 }
 
+func TestDrainAndTaken(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	b := NewBucket(60, t0)
+	b.Take(10, t0)
+	b.Adjust(5, t0)
+	b.Drain(40, t0) // another instance's 40
+	if got := b.Taken(); got != 15 {
+		t.Fatalf("taken %d, want 15 (a drain is not this instance's)", got)
+	}
+	if rem, _ := b.State(t0); rem != 5 {
+		t.Fatalf("remaining %d after 15 taken and 40 drained of 60, want 5", rem)
+	}
+	b.Drain(30, t0)
+	if ok, wait := b.Take(1, t0); ok || wait != 26*time.Second {
+		t.Fatalf("in debt by 25: ok %v, wait %v; want refused, 26s", ok, wait)
+	}
+	b.Drain(-5, t0) // nothing
+	if rem, _ := b.State(t0.Add(26 * time.Second)); rem != 1 {
+		t.Fatalf("26s later: remaining %d, want 1", rem)
+	}
+}
+
 // BenchmarkTake: the cost a limited key adds per request (a take and the
 // headers' state).
 func BenchmarkTake(b *testing.B) {
