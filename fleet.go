@@ -92,9 +92,9 @@ type fleetState struct {
 	// taken) per key name as last read: what grew since is drained. Only
 	// the run goroutine touches it.
 	limitSeen map[string][2]int64
-	lastSync time.Time                 // spend's last successful round trip
-	lastErr  string
-	down     atomic.Bool
+	lastSync  time.Time // spend's last successful round trip
+	lastErr   string
+	down      atomic.Bool
 
 	stop chan struct{}
 	done chan struct{}
