@@ -2,9 +2,13 @@ package llmrelay
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/ratelimit"
 )
 
 // cappedTarget is a target named name with one cap of max, n in flight.
@@ -151,5 +155,34 @@ func BenchmarkCapacity(b *testing.B) {
 			b.Fatal("refused")
 		}
 		a.release()
+	}
+}
+
+// BenchmarkLimitsAndCaps: everything a request pays for issue 15's
+// controls together, on a key with rpm, tpm and max_concurrent and a
+// chain of two capped targets: both takes and their six headers, the
+// key's in-flight count, the spill-over check, acquire and release, and
+// the tokens settled at the end (the issue's bound: 1 µs).
+func BenchmarkLimitsAndCaps(b *testing.B) {
+	t0 := time.Now()
+	inFlight := new(keyInFlight)
+	kl := &keyLimits{requests: ratelimit.NewBucket(1_000_000_000, t0), tokens: ratelimit.NewBucket(1_000_000_000, t0),
+		maxInFlight: 1000, inFlight: &inFlight.own, othersInFlight: &inFlight.others}
+	w := headerSink(http.Header{})
+	a, c := cappedTarget("a", 1000, 0, .95), cappedTarget("b", 1000, 0, .95)
+	targets, halfOpen := []*target{a, c}, []bool{false, false}
+	for b.Loop() {
+		now := time.Now()
+		if kl.takeRequest(w, "team", now) != nil || kl.takeTokens(w, "team", 100, now) != nil || kl.enter("team") != nil {
+			b.Fatal("refused")
+		}
+		p := plan{targets: targets, halfOpen: halfOpen}
+		p.spillOver(.7)
+		if _, ok := a.acquire(); !ok {
+			b.Fatal("refused")
+		}
+		a.release()
+		kl.leave()
+		kl.settleTokens(100, 120, now)
 	}
 }
