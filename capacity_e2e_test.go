@@ -303,3 +303,33 @@ func TestCapacityQueueAndDegradeEdit(t *testing.T) {
 		t.Errorf("queued count %v, want 2", q)
 	}
 }
+
+// TestCapacityAcrossReload: streams the old config serves keep counting
+// after a reload: the new config's target is still full.
+func TestCapacityAcrossReload(t *testing.T) {
+	held := newHeldUpstream(t)
+	cfg := func(extra string) string {
+		return fmt.Sprintf(`llm_relay {
+			upstream held %s {
+				max_concurrent 2
+			}
+			model cap-reload {
+				to held
+			}
+			%s
+		}`, held.v1(), extra)
+	}
+	startRelay(t, cfg(""))
+	holdStreams(t, held, "cap-reload", 2)
+	startRelay(t, cfg("model other {\n\t\t\t\tto held\n\t\t\t}"))
+	resp := post(t, `{"model":"cap-reload","messages":[{"role":"user","content":"hi"}]}`)
+	if body := readAll(t, resp); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("after a reload, with the old config's 2 streams of 2 in flight: %d %s; want 503", resp.StatusCode, body)
+	}
+	held.free()
+	waitFor(t, 10*time.Second, "room after the streams ended", func() bool {
+		resp := post(t, `{"model":"cap-reload","messages":[{"role":"user","content":"hi"}]}`)
+		readAll(t, resp)
+		return resp.StatusCode == 200
+	})
+}
