@@ -131,6 +131,13 @@ func (c *chainRun) step(st step) chainOutcome {
 		}
 		c.canaryTried = true
 	}
+	// A full target is passed before anything is claimed for it (a
+	// recovering target's one trial); acquire below decides for good.
+	if len(t.caps) > 0 && !t.hasRoom() {
+		c.rec.note(t, t.fullNote())
+		c.cur.unuse()
+		return c.noRoom(c.r.Context())
+	}
 	// A recovering target takes one trial request at a time, unless it is
 	// the last resort: health may reorder a chain, never make a request
 	// fail that would otherwise be tried. Its status is re-read only when
