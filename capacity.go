@@ -116,7 +116,7 @@ type capCounter struct {
 }
 
 // newCapCounter gives the cap named key its shared counter.
-func (h *Relay) newCapCounter(key string, max int) (*capCounter, error) {
+func (h *Relay) newCapCounter(key string, limit int) (*capCounter, error) {
 	v, _, err := capPool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return pooled[*atomic.Int64]{new(atomic.Int64)}, nil
 	})
@@ -124,15 +124,13 @@ func (h *Relay) newCapCounter(key string, max int) (*capCounter, error) {
 		return nil, err
 	}
 	h.poolKeys = append(h.poolKeys, poolKey{capPool, key})
-	return &capCounter{inFlight: v.(pooled[*atomic.Int64]).v, max: int64(max),
-		admit: max64(1, int64(math.Ceil(float64(max)*h.capacity.shed-1e-9)))}, nil
+	return &capCounter{inFlight: v.(pooled[*atomic.Int64]).v, max: int64(limit), admit: admitted(int64(limit), h.capacity.shed)}, nil
 }
 
-func max64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
+// admitted is how many requests a cap of limit takes at once: the target
+// is at shed_at from ceil(limit * shed) in flight, and takes at least one.
+func admitted(limit int64, shed float64) int64 {
+	return max(1, int64(math.Ceil(float64(limit)*shed-1e-9)))
 }
 
 // attachCaps gives a target its caps: the upstream's and its own.
@@ -162,10 +160,13 @@ func (h *Relay) attachCaps(t *target, alias string, own int) error {
 func (t *target) occupancy() float64 {
 	var o float64
 	for _, c := range t.caps {
-		o = max(o, float64(c.inFlight.Load())/float64(c.max))
+		o = max(o, c.occupancy())
 	}
 	return o
 }
+
+// occupancy is the cap's requests in flight over its max.
+func (c *capCounter) occupancy() float64 { return float64(c.inFlight.Load()) / float64(c.max) }
 
 // acquire counts one more request in flight on every cap of the target,
 // or on none when one of them is at shed_at (ok false). occ is the
@@ -200,9 +201,10 @@ func (t *target) release() {
 // fullest is the target's fuller cap (nil: none).
 func (t *target) fullest() *capCounter {
 	var f *capCounter
+	var fo float64
 	for _, c := range t.caps {
-		if f == nil || float64(c.inFlight.Load())/float64(c.max) > float64(f.inFlight.Load())/float64(f.max) {
-			f = c
+		if o := c.occupancy(); f == nil || o > fo {
+			f, fo = c, o
 		}
 	}
 	return f
@@ -261,31 +263,37 @@ func (p *plan) spillOver(spill float64) (from *target) {
 		start = 1
 	}
 	ts, ho := p.targets[start:], p.halfOpen[start:]
-	busy := -1 // the first busy target
+	var buf [16]bool // a chain's length: on the stack
+	busy := buf[:0]
+	first, room := -1, 0 // the first busy target; how many have room
 	for i, t := range ts {
-		if len(t.caps) > 0 && t.occupancy() >= spill {
-			busy = i
-			break
+		b := t.occupancy() >= spill // a target without a cap is never busy
+		busy = append(busy, b)
+		switch {
+		case !b:
+			room++
+		case first < 0:
+			first = i
 		}
 	}
-	if busy < 0 {
-		return nil
+	if first < 0 || room == first {
+		return nil // none busy, or nothing with room behind the first busy one
 	}
-	var roomT, busyT []*target
-	var roomH, busyH []bool
+	from = ts[first]
+	// A stable partition: those with room first.
+	moved := make([]*target, 0, len(ts)-room)
+	movedH := make([]bool, 0, len(ts)-room)
+	k := 0
 	for i, t := range ts {
-		if i >= busy && len(t.caps) > 0 && t.occupancy() >= spill {
-			busyT, busyH = append(busyT, t), append(busyH, ho[i])
+		if busy[i] {
+			moved, movedH = append(moved, t), append(movedH, ho[i])
 			continue
 		}
-		roomT, roomH = append(roomT, t), append(roomH, ho[i])
+		ts[k], ho[k] = t, ho[i]
+		k++
 	}
-	if len(roomT) == busy {
-		return nil // nothing with room behind the busy ones
-	}
-	from = ts[busy]
-	copy(ts, append(roomT, busyT...))
-	copy(ho, append(roomH, busyH...))
+	copy(ts[k:], moved)
+	copy(ho[k:], movedH)
 	return from
 }
 

@@ -11,9 +11,9 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/ratelimit"
 )
 
-// cappedTarget is a target named name with one cap of max, n in flight.
-func cappedTarget(name string, max, n int64, shed float64) *target {
-	c := &capCounter{inFlight: new(atomic.Int64), max: max, admit: max64(1, int64(float64(max)*shed+0.999999))}
+// cappedTarget is a target named name with one cap of limit, n in flight.
+func cappedTarget(name string, limit, n int64, shed float64) *target {
+	c := &capCounter{inFlight: new(atomic.Int64), max: limit, admit: admitted(limit, shed)}
 	c.inFlight.Store(n)
 	return &target{up: &upstreamRuntime{name: name}, caps: []*capCounter{c}}
 }

@@ -134,9 +134,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	// A full target is passed before anything is claimed for it (a
 	// recovering target's one trial); acquire below decides for good.
 	if len(t.caps) > 0 && !t.hasRoom() {
-		c.rec.note(t, t.fullNote())
-		c.cur.unuse()
-		return c.noRoom(c.r.Context())
+		return c.passFull(t)
 	}
 	// A recovering target takes one trial request at a time, unless it is
 	// the last resort: health may reorder a chain, never make a request
@@ -165,9 +163,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	if len(t.caps) > 0 {
 		occ, ok := t.acquire()
 		if !ok {
-			c.rec.note(t, t.fullNote())
-			c.cur.unuse() // nothing was tried: the slot goes back, as for a recovering target
-			return c.noRoom(ctx)
+			return c.passFull(t)
 		}
 		// Counted until the answer is over: commit streams it whole
 		// before step returns.
@@ -256,11 +252,15 @@ func (c *chainRun) commit(t *target, res *attemptResult) (retryOnStream bool) {
 	return true
 }
 
-// noRoom follows a target skipped at shed_at. When every target of the
-// chain was, in a row, the request waits for room until queue_timeout
+// passFull skips a target at shed_at. Nothing was tried: the slot goes
+// back, as for a recovering target. When every target of the chain was
+// skipped so, in a row, the request waits for room until queue_timeout
 // (from the first time) runs out, then gives up: fail answers 503
 // overloaded.
-func (c *chainRun) noRoom(ctx context.Context) chainOutcome {
+func (c *chainRun) passFull(t *target) chainOutcome {
+	c.rec.note(t, t.fullNote())
+	c.cur.unuse()
+	ctx := c.r.Context()
 	c.full++
 	c.fullRun++
 	if c.fullRun < len(c.plan.targets) {
