@@ -228,7 +228,7 @@ func errUntranslatable(err error) *apiError {
 
 // errUntranslatableRequest answers a request that no target of its chain
 // could take: each that needed a translation refused a field (see the
-// README's mapping tables).
+// mapping tables in docs/anthropic.md and docs/responses.md).
 func errUntranslatableRequest(msg string) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "untranslatable_request",
 		Message: msg}

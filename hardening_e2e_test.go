@@ -331,7 +331,7 @@ func TestAllRateLimitedGives429(t *testing.T) {
 }
 
 // Item 14: a CORS preflight carries no credentials; the relay hands it to
-// Caddy's own handlers, as in the README's snippet.
+// Caddy's own handlers, as in the CORS snippet of docs/configuration.md.
 func TestCORSPreflightReachesCaddy(t *testing.T) {
 	up := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		answerJSON(w, 200, okCompletion)

@@ -56,7 +56,7 @@ func startRelay(t *testing.T, relayBlock string, extraSites ...string) string {
 	tester := caddytest.NewTester(t)
 	tester.InitServer(cfg, "caddyfile")
 	// A reload closes the old servers' idle keep-alive connections (see
-	// the README on reloads); a POST sent on one gets EOF and Go does not
+	// docs/errors.md on reloads); a POST sent on one gets EOF and Go does not
 	// retry it. Start each config on fresh connections.
 	httpClient.CloseIdleConnections()
 	return logFile

@@ -133,7 +133,7 @@ var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goo
 // (`{http.request.header.X-Api-Key}` in a deferred `header`, a
 // `log_append`, an error route) or upstream sees the client's key.
 // (Caddy's access log is not covered: it records a copy of the request
-// taken before any handler runs; the README shows the log filter.)
+// taken before any handler runs; docs/configuration.md shows the log filter.)
 func (kr keyring) authenticate(r *http.Request) (*keyEntry, bool) {
 	if kr.open() {
 		stripCredentials(r.Header)

@@ -114,8 +114,8 @@ func TestBasicAuthInFrontOfKeyedRelay(t *testing.T) {
 // TestClientKeyHiddenFromLaterHandlers: once the relay has let a request
 // in, its key headers are gone from the request: a deferred `header` op
 // that reads them (as any later handler, error route or log_append
-// placeholder would) finds nothing. And with the README's access log
-// filter, the token is not in the access log.
+// placeholder would) finds nothing. And with the access log filter of
+// docs/configuration.md, the token is not in the access log.
 func TestClientKeyHiddenFromLaterHandlers(t *testing.T) {
 	up := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		answerJSON(w, 200, okCompletion)

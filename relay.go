@@ -299,7 +299,7 @@ func (h *Relay) Cleanup() error {
 // ServeHTTP relays the request. The relay is terminal, except for CORS
 // preflights: an OPTIONS request carries no credentials by design, so it
 // goes to the next handler, where Caddy's own `header` and `respond`
-// answer it (see the README's CORS snippet).
+// answer it (see the CORS snippet in docs/configuration.md).
 func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if r.Method == http.MethodOptions {
 		return next.ServeHTTP(w, r)

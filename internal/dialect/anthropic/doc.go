@@ -17,6 +17,6 @@
 // see the client's dialect only.
 //
 // mapping.go holds the tables both directions share (stop reasons, error
-// types and statuses, usage, reasoning effort and thinking budgets); the
-// README's "Anthropic Messages" section repeats them for operators.
+// types and statuses, usage, reasoning effort and thinking budgets);
+// docs/anthropic.md repeats them for operators.
 package anthropic
