@@ -149,12 +149,8 @@ func TestCapacityStages(t *testing.T) {
 		t.Fatalf("at 70 %%: %d from %q, want 200 from spare", resp.StatusCode, resp.Header.Get("X-Relay-Upstream"))
 	}
 
-	// 8 in flight (80 %): no degradation yet.
+	// 7 in flight: one more on the chain without a spare (70 %).
 	holdStreams(t, held, "cap-alone", 1)
-	last := held.requests()[len(held.requests())-1]
-	if last.body["reasoning_effort"] != nil {
-		t.Errorf("at 70 %%, the request was changed: %v", last.body)
-	}
 	// 8 in flight: a request with an effort is not degraded below 85 %.
 	effortStream := `{"model":"cap-alone","stream":true,"reasoning_effort":"high","messages":[{"role":"user","content":"hi"}]}`
 	go func() { readAll(t, post(t, effortStream)) }()

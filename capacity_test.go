@@ -3,11 +3,13 @@ package llmrelay
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/health"
 	"github.com/llmrelay/caddy-llm-relay/internal/ratelimit"
 )
 
@@ -184,5 +186,36 @@ func BenchmarkLimitsAndCaps(b *testing.B) {
 		a.release()
 		kl.leave()
 		kl.settleTokens(100, 120, now)
+	}
+}
+
+// TestFullRecoveringTargetKeepsItsTrial: a recovering (half-open) target
+// at shed_at is passed before its one trial request is claimed, so the
+// trial is there for the next request that can go to it, not spent on
+// one that never did.
+func TestFullRecoveringTargetKeepsItsTrial(t *testing.T) {
+	now := time.Now()
+	full := cappedTarget("recovering", 1, 1, 1)
+	full.health = health.NewTarget("recovering (*)", 10)
+	start := now.Add(-time.Minute)
+	full.health.Adopt(health.Ejection{Until: start.Add(time.Second), Cooldown: time.Second, Reason: "test"}, "test", start, health.SLO{}, defaultPolicy)
+	if st := full.health.Status(now, health.SLO{}); st != health.HalfOpen {
+		t.Fatalf("status %v, want half-open", st)
+	}
+	spare := newTarget(&upstreamRuntime{name: "spare", api: apiOpenAI}, "")
+	full.up.api = apiOpenAI
+	body, err := parseRequestBody([]byte(`{"model":"m","messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &chainRun{h: &Relay{capacity: capacityPolicy{spill: .7, degrade: .85, shed: 1}}, r: httptest.NewRequest("POST", "/v1/chat/completions", nil),
+		rec: newRequestLog(), rt: &route{alias: "m"}, body: body, rest: restChat, deadline: now.Add(time.Minute),
+		plan: plan{targets: []*target{full, spare}, halfOpen: []bool{true, false}}, cur: newChainCursor(2, 2)}
+	st, _ := c.cur.nextStep(now, c.deadline, backoffPolicy{}, nil)
+	if out := c.step(st); out != chainNext {
+		t.Fatalf("step on the full target: %v, want chainNext", out)
+	}
+	if !full.health.ClaimTrial(time.Now()) {
+		t.Error("the recovering target's trial was claimed by a request that was not sent to it")
 	}
 }

@@ -293,7 +293,7 @@ type spendRead struct {
 // fleet holds and adopts it (spend too when spend is set). It reports
 // whether Redis answered.
 func (f *fleetState) sync(now time.Time, spend bool) bool {
-	r := f.newRound(now)
+	r := f.newRound(now, spend)
 	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout)
 	defer cancel()
 	pipe := f.client.Pipeline()
@@ -301,8 +301,6 @@ func (f *fleetState) sync(now time.Time, spend bool) bool {
 	if spend {
 		f.queueSpend(ctx, pipe, r)
 		f.queueLimits(ctx, pipe, r)
-	} else {
-		r.limits = nil
 	}
 	f.queueClaims(ctx, pipe, r)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -324,7 +322,7 @@ func (f *fleetState) sync(now time.Time, spend bool) bool {
 }
 
 // newRound takes what the handlers registered, under the lock.
-func (f *fleetState) newRound(now time.Time) *round {
+func (f *fleetState) newRound(now time.Time, spend bool) *round {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := &round{now: now, canaries: make(map[string]*canary.Canary, len(f.canaries)),
@@ -338,8 +336,10 @@ func (f *fleetState) newRound(now time.Time) *round {
 	for k := range f.keys {
 		r.keys = append(r.keys, k)
 	}
-	for name, kl := range f.limits {
-		r.limits = append(r.limits, limitRead{name: name, kl: kl})
+	if spend { // limits go with spend, every sync_interval
+		for name, kl := range f.limits {
+			r.limits = append(r.limits, limitRead{name: name, kl: kl})
+		}
 	}
 	return r
 }

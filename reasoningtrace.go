@@ -242,9 +242,7 @@ func (c *chainRun) writeAssembled(ans *assembledAnswer) {
 	}
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(ans.body)))
-	hdr.Set("X-Relay-Upstream", ans.t.up.name)
-	hdr.Set("X-Relay-Model", c.rec.model)
-	hdr.Set("X-Relay-Attempts", strconv.Itoa(c.rec.attempts))
+	setRelayHeaders(hdr, ans.t, c.rec)
 	c.w.WriteHeader(http.StatusOK)
 	_, _ = c.w.Write(ans.body)
 	c.headersOut = true

@@ -23,9 +23,7 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 
 	hdr := w.Header()
 	copyHeader(hdr, res.resp.Header)
-	hdr.Set("X-Relay-Upstream", t.up.name)
-	hdr.Set("X-Relay-Model", rec.model)
-	hdr.Set("X-Relay-Attempts", strconv.Itoa(rec.attempts))
+	setRelayHeaders(hdr, t, rec)
 
 	if res.events == nil && res.x.rewritesAnswer() {
 		return h.respondTranslated(w, r, rec, t, res)
@@ -199,6 +197,14 @@ var upstreamOnlyHeaders = []string{"Set-Cookie", "Openai-Organization", "Openai-
 
 // copyHeader copies upstream response headers, except hop-by-hop ones and
 // the provider account's.
+// setRelayHeaders says which upstream and model answered, after how many
+// attempts (rec.commit has set the model).
+func setRelayHeaders(hdr http.Header, t *target, rec *requestLog) {
+	hdr.Set("X-Relay-Upstream", t.up.name)
+	hdr.Set("X-Relay-Model", rec.model)
+	hdr.Set("X-Relay-Attempts", strconv.Itoa(rec.attempts))
+}
+
 func copyHeader(dst, src http.Header) {
 	for k, v := range src {
 		// Caddy names itself in Server; the provider's server software is
