@@ -613,6 +613,9 @@ func parseFailover(d *caddyfile.Dispenser) (*Failover, error) {
 			if err != nil || n < 1 {
 				return nil, d.Errf("attempts: %q is not a positive whole number", d.Val())
 			}
+			if err := checkAttempts(n); err != nil {
+				return nil, d.Err(err.Error())
+			}
 			f.Attempts = n
 			if d.NextArg() {
 				return nil, d.ArgErr()
@@ -645,6 +648,10 @@ func parseFailover(d *caddyfile.Dispenser) (*Failover, error) {
 			}
 			if d.NextArg() {
 				return nil, d.ArgErr()
+			}
+			fl := map[string]floor{"first_byte_timeout": floorFirstByte, "try_duration": floorTryDuration, "stream_idle_timeout": floorStreamIdle}[name]
+			if err := fl.check(dur); err != nil {
+				return nil, d.Err(err.Error())
 			}
 			switch name {
 			case "first_byte_timeout":
@@ -703,6 +710,9 @@ func parseSLO(d *caddyfile.Dispenser) (*SLO, error) {
 			if err != nil || n < 1 {
 				return nil, d.Errf("slo %s: %q is not a positive whole number", key, v)
 			}
+			if err := checkWindow(key, n); err != nil {
+				return nil, d.Errf("slo %v", err)
+			}
 			if key == "window" {
 				s.Window = n
 			} else {
@@ -759,6 +769,9 @@ func parseHealthCheck(d *caddyfile.Dispenser) (*HealthCheck, error) {
 			dur, err := parseDurationArg(d, "health_check "+key, v)
 			if err != nil {
 				return nil, err
+			}
+			if err := map[string]floor{"interval": floorProbeInterval, "timeout": floorProbeTimeout}[key].check(dur); err != nil {
+				return nil, d.Errf("health_check %v", err)
 			}
 			if key == "interval" {
 				hc.Interval = dur
@@ -870,6 +883,9 @@ func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
 				return d.Errf("guard %s: %q is not a positive whole number", key, v)
+			}
+			if err := checkWindow(key, n); err != nil {
+				return d.Errf("guard %v", err)
 			}
 			if key == "window" {
 				g.Window = n
@@ -1137,6 +1153,11 @@ func parseSmoothing(d *caddyfile.Dispenser, model *string) (*Smoothing, error) {
 			if err != nil {
 				return nil, err
 			}
+			if key == "min_interval" {
+				if err := floorMinInterval.check(dur); err != nil {
+					return nil, d.Err(err.Error())
+				}
+			}
 			switch key {
 			case "max_delay":
 				s.MaxDelay = dur
@@ -1151,6 +1172,9 @@ func parseSmoothing(d *caddyfile.Dispenser, model *string) (*Smoothing, error) {
 			dur, err := caddy.ParseDuration(v)
 			if err != nil || dur < 0 {
 				return nil, d.Errf("%s: %q is not a duration; write it like 15s, or 0 to turn it off", key, v)
+			}
+			if err := map[string]floor{"heartbeat": floorHeartbeat, "early_commit": floorEarlyCommit}[key].check(caddy.Duration(dur)); err != nil {
+				return nil, d.Err(err.Error())
 			}
 			if key == "heartbeat" {
 				cd := caddy.Duration(dur)

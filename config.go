@@ -249,7 +249,7 @@ type Failover struct {
 
 	// `attempts <n>`: the total number of attempts over the chain; beyond
 	// the chain's length the chain repeats from its start. Default: the
-	// chain's length.
+	// chain's length. At most 20: each attempt is a request to a provider.
 	Attempts int `json:"attempts,omitempty"`
 
 	// `backoff <base> <max>`: before a target is tried again by the same
@@ -260,11 +260,12 @@ type Failover struct {
 
 	// `first_byte_timeout <duration>`: per attempt, how long to wait for the
 	// first upstream data event of a stream (or the first byte of a
-	// non-stream body). Default: `30s`.
+	// non-stream body). Default: `30s`. At least `100ms`.
 	FirstByteTimeout caddy.Duration `json:"first_byte_timeout,omitempty"`
 
 	// `try_duration <duration>`: how long all attempts of one request may
-	// take together, until the response is committed. Default: `60s`.
+	// take together, until the response is committed. Default: `60s`. At
+	// least `100ms`.
 	TryDuration caddy.Duration `json:"try_duration,omitempty"`
 
 	// `stream_idle_timeout <duration>`: after the commit point, the longest
@@ -272,7 +273,7 @@ type Failover struct {
 	// runs out, a stream ends with one in-band `upstream_timeout` error
 	// event and a non-stream body aborts the client's connection (as
 	// reverse_proxy does with a broken body). The relay's own heartbeats
-	// do not count as activity. Default: `5m` (Envoy's stream idle
+	// do not count as activity. At least `100ms`. Default: `5m` (Envoy's stream idle
 	// default).
 	StreamIdleTimeout caddy.Duration `json:"stream_idle_timeout,omitempty"`
 }
@@ -294,10 +295,12 @@ type HealthCheck struct {
 	// `/models`.
 	URI string `json:"uri,omitempty"`
 
-	// `interval <duration>`: time between probes. Default: `30s`.
+	// `interval <duration>`: time between probes. Default: `30s`. At least
+	// `1s`: each probe is a request to the provider, with its key.
 	Interval caddy.Duration `json:"interval,omitempty"`
 
 	// `timeout <duration>`: a probe that takes longer fails. Default: `5s`.
+	// At least `100ms`.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 }
 
@@ -323,7 +326,8 @@ type SLO struct {
 	// at least this, e.g. `0.95`. Default: not judged.
 	Success float64 `json:"success,omitempty"`
 
-	// `window <n>`: how many recent attempts are judged. Default: 50.
+	// `window <n>`: how many recent attempts are judged. Default: 50. At
+	// most 10000.
 	Window int `json:"window,omitempty"`
 
 	// `min_samples <n>`: no judgement on fewer attempts. Default: 10.
@@ -380,7 +384,7 @@ type CanaryGuard struct {
 	ErrorRate float64 `json:"error_rate,omitempty"`
 	// `min_samples <n>`: no judgement on fewer attempts. Default: 20.
 	MinSamples int `json:"min_samples,omitempty"`
-	// `window <n>`: attempts judged. Default: 100.
+	// `window <n>`: attempts judged. Default: 100. At most 10000.
 	Window int `json:"window,omitempty"`
 }
 

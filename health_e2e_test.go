@@ -503,8 +503,9 @@ func TestHealthActiveChecks(t *testing.T) {
 	relay := func(checks bool) string {
 		hcA, hcC := "", ""
 		if checks {
-			hcA = "health_check {\n\t\t\t\turi /models\n\t\t\t\tinterval 100ms\n\t\t\t\ttimeout 1s\n\t\t\t}"
-			hcC = "health_check {\n\t\t\t\tinterval 100ms\n\t\t\t}"
+			// 1s: the probe interval's floor.
+			hcA = "health_check {\n\t\t\t\turi /models\n\t\t\t\tinterval 1s\n\t\t\t\ttimeout 1s\n\t\t\t}"
+			hcC = "health_check {\n\t\t\t\tinterval 1s\n\t\t\t}"
 		}
 		return fmt.Sprintf(`llm_relay {
 		key sk-client-e2e-health
@@ -531,10 +532,10 @@ func TestHealthActiveChecks(t *testing.T) {
 			t.Fatalf("served by %q, want b", up)
 		}
 	}
-	waitFor(t, 5*time.Second, "failing probes to eject a", func() bool {
+	waitFor(t, 10*time.Second, "failing probes to eject a", func() bool {
 		return getRelayStatus(t).target("a").Status == "ejected"
 	})
-	waitFor(t, 5*time.Second, "a good probe of c", func() bool { return probesC.Load() >= 2 })
+	waitFor(t, 10*time.Second, "a good probe of c", func() bool { return probesC.Load() >= 2 })
 	doc := getRelayStatus(t)
 	if sa := mustTarget(t, doc, "a"); sa.Reason != "3 consecutive failures" || sa.Samples != 0 {
 		t.Errorf("a: %+v; want ejected by 3 consecutive failures with no live samples", sa)
@@ -579,7 +580,7 @@ func TestHealthActiveChecks(t *testing.T) {
 	// The same upstreams without health_check: the old probes stop.
 	startRelay(t, relay(false))
 	n := len(a.requests())
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond) // two and a half probe intervals
 	if m := len(a.requests()); m > n+1 {
 		t.Errorf("a got %d more probes after a reload removed its health_check", m-n)
 	}

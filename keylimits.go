@@ -207,8 +207,8 @@ func (h *Relay) serveBalance(w http.ResponseWriter, rec *requestLog, key string,
 	if kl != nil {
 		v.Limits.RPM, v.Limits.TPM = bucketView(kl.requests, now), bucketView(kl.tokens, now)
 		if kl.maxInFlight > 0 {
-			// This request is one of those in flight; it is not counted.
-			v.Limits.MaxConcurrent = &limitView{Limit: kl.maxInFlight, Remaining: kl.maxInFlight - kl.inFlight.Load() - kl.othersInFlight.Load() + 1}
+			// This request is not one of those in flight (see serve).
+			v.Limits.MaxConcurrent = &limitView{Limit: kl.maxInFlight, Remaining: max(kl.maxInFlight-kl.inFlight.Load()-kl.othersInFlight.Load(), 0)}
 		}
 	}
 	b, _ := json.Marshal(v)

@@ -273,18 +273,96 @@ func TestKeyMaxConcurrentAndBalance(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &b); err != nil {
 		t.Fatalf("%v: %s", err, raw)
 	}
-	// Four requests took one each (the refused one too: rpm is taken
-	// first); the bucket refills one every 0.6s, which a loaded machine
-	// may have given back by now.
+	// Three requests took one each (the refused one too: rpm is taken
+	// first; the balance itself takes none); the bucket refills one every
+	// 0.6s, which a loaded machine may have given back by now.
 	refilled := int64(time.Since(began) / (600 * time.Millisecond))
 	if b.Object != "balance" || b.Key != "solo" || b.Budget == nil || b.Budget.USD != 5 || b.Budget.Period != "day" ||
 		b.Budget.SpentUSD <= 0 || b.Budget.RemainingUSD >= 5 || b.Limits.RPM == nil || b.Limits.RPM.Limit != 100 ||
-		b.Limits.RPM.Remaining < 96 || b.Limits.RPM.Remaining > 96+refilled ||
+		b.Limits.RPM.Remaining < 97 || b.Limits.RPM.Remaining > 97+refilled ||
 		b.Limits.MaxConcurrent == nil || b.Limits.MaxConcurrent.Remaining != 1 {
-		t.Errorf("balance (rpm remaining should be 96, up to %d after %v): %s", 96+refilled, time.Since(began), raw)
+		t.Errorf("balance (rpm remaining should be 97, up to %d after %v): %s", 97+refilled, time.Since(began), raw)
 	}
 	if strings.Contains(raw, "sk-one") {
 		t.Errorf("the balance shows the token: %s", raw)
+	}
+}
+
+// TestBalanceAndModelsTakeNoLimit: GET /v1/balance and GET /v1/models are
+// the relay's own answers: they take nothing from the key's rpm or
+// max_concurrent and are answered when the rpm, or the budget, is spent,
+// when the key most needs to read them.
+func TestBalanceAndModelsTakeNoLimit(t *testing.T) {
+	up := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		answerJSON(w, 200, okCompletion)
+	})
+	startRelay(t, fmt.Sprintf(`llm_relay {
+		key sk-few few {
+			rpm 2
+		}
+		key sk-broke broke {
+			budget 0.000001 per day
+		}
+		upstream a %s
+		model chat {
+			to a
+		}
+		price chat {
+			input 1000
+			output 1000
+		}
+	}`, up.v1()))
+	get := func(path, token string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", relayBase+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, readAll(t, resp)
+	}
+	// Reads first: were they counted, the two chat requests below could
+	// not both pass.
+	for range 3 {
+		for _, path := range []string{"/v1/balance", "/v1/models", "/v1/models/chat"} {
+			if code, body := get(path, "sk-few"); code != 200 {
+				t.Fatalf("GET %s with rpm 2: %d %s", path, code, body)
+			}
+		}
+	}
+	for i := range 2 {
+		if resp := post(t, chatBody, "Authorization", "Bearer sk-few"); resp.StatusCode != 200 {
+			t.Fatalf("chat request %d of the rpm's 2: %d %s", i+1, resp.StatusCode, readAll(t, resp))
+		} else {
+			readAll(t, resp)
+		}
+	}
+	resp := post(t, chatBody, "Authorization", "Bearer sk-few")
+	if body := readAll(t, resp); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a third chat request with rpm 2: %d %s", resp.StatusCode, body)
+	}
+	code, body := get("/v1/balance", "sk-few")
+	if code != 200 || !strings.Contains(body, `"rpm":{"limit":2,"remaining":0`) {
+		t.Errorf("balance once the rpm is spent: %d %s", code, body)
+	}
+	if code, body := get("/v1/models", "sk-few"); code != 200 {
+		t.Errorf("models once the rpm is spent: %d %s", code, body)
+	}
+
+	// A key over its budget still reads its balance, which says so.
+	if resp := post(t, chatBody, "Authorization", "Bearer sk-broke"); resp.StatusCode != 200 {
+		t.Fatalf("the broke key's first request: %d %s", resp.StatusCode, readAll(t, resp))
+	} else {
+		readAll(t, resp)
+	}
+	waitFor(t, 5*time.Second, "the budget spent", func() bool {
+		resp := post(t, chatBody, "Authorization", "Bearer sk-broke")
+		readAll(t, resp)
+		return resp.StatusCode == http.StatusTooManyRequests
+	})
+	if code, body := get("/v1/balance", "sk-broke"); code != 200 || !strings.Contains(body, `"remaining_usd":0`) {
+		t.Errorf("balance once the budget is spent: %d %s", code, body)
 	}
 }
 

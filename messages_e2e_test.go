@@ -433,7 +433,7 @@ func TestAnthropicProbeHeaders(t *testing.T) {
 			api anthropic
 			api_key sk-ant-probe
 			health_check {
-				interval 50ms
+				interval 1s
 			}
 		}
 		model claude-x {

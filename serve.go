@@ -43,21 +43,6 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.logger.Warn("key expires soon", zap.String("key", key), zap.Time("expires", entry.expires),
 			zap.Int("days_left", int(entry.expires.Sub(now).Hours()/24)))
 	}
-	if period, over := h.overBudget(key); over {
-		h.reject(w, rec, errBudgetExceeded(key, period, now))
-		return
-	}
-	limits := h.keyLimits[key]
-	if e := limits.takeRequest(w, key, now); e != nil {
-		h.reject(w, rec, e)
-		return
-	}
-	if e := limits.enter(key); e != nil {
-		h.reject(w, rec, e)
-		return
-	}
-	defer limits.leave() // a stream is in flight until it ends
-
 	rest, ok, bad := v1Rest(r.URL)
 	if bad {
 		h.reject(w, rec, errInvalidPath(r.URL.EscapedPath()))
@@ -67,6 +52,11 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, rec, errUnknownURL(r.Method, r.URL.Path))
 		return
 	}
+	// The relay's own answers about the key and its aliases cost the
+	// provider nothing: they take nothing from the key's budget, rpm, tpm
+	// or max_concurrent, and are answered even when those are spent, which
+	// is when a client most needs to read them.
+	limits := h.keyLimits[key]
 	if rest == "balance" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		h.serveBalance(w, rec, key, limits, now)
 		return
@@ -75,6 +65,19 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.serveModels(w, r, rec, rest)
 		return
 	}
+	if period, over := h.overBudget(key); over {
+		h.reject(w, rec, errBudgetExceeded(key, period, now))
+		return
+	}
+	if e := limits.takeRequest(w, key, now); e != nil {
+		h.reject(w, rec, e)
+		return
+	}
+	if e := limits.enter(key); e != nil {
+		h.reject(w, rec, e)
+		return
+	}
+	defer limits.leave() // a stream is in flight until it ends
 	if isStored(rest) {
 		h.serveStored(w, r, rec, rest)
 		return

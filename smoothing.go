@@ -56,13 +56,15 @@ type Smoothing struct {
 	ReasoningDrain caddy.Duration `json:"reasoning_drain,omitempty"`
 
 	// `min_interval <duration>`: while a backlog is paced out, at most one
-	// emission per interval. At most max_delay. Default: `30ms`.
+	// emission per interval. At most max_delay, at least `1ms`. Default:
+	// `30ms`.
 	MinInterval caddy.Duration `json:"min_interval,omitempty"`
 
 	// `heartbeat <duration>`: after this much silence towards the client,
 	// send the SSE comment `: keep-alive`, so proxies and load balancers
 	// do not cut the stream. `0` turns it off. Applies in every mode,
-	// `off` included, once the stream is committed. Default: `15s`.
+	// `off` included, once the stream is committed. Default: `15s`. At
+	// least `50ms` when on.
 	Heartbeat *caddy.Duration `json:"heartbeat,omitempty"`
 
 	// `reasoning show|hide`: `hide` removes reasoning text
@@ -73,7 +75,8 @@ type Smoothing struct {
 	// `early_commit <duration>`: when a stream's first upstream data event
 	// has not come after this long, answer `200` with SSE headers and start
 	// heartbeats; failover goes on behind them, and if every attempt fails
-	// the stream ends with an in-band error event. Default: off.
+	// the stream ends with an in-band error event. Default: off. At least
+	// `50ms` when on.
 	EarlyCommit caddy.Duration `json:"early_commit,omitempty"`
 
 	at string // where the Caddyfile block was, for load errors
@@ -156,6 +159,12 @@ func resolveSmoothing(relay, model *Smoothing) (smoothPolicy, error) {
 	switch {
 	case c.MaxDelay < 0 || c.ReasoningMaxDelay < 0 || c.ReasoningDrain < 0 || c.MinInterval < 0 || c.Heartbeat < 0 || pol.earlyCommit < 0:
 		return pol, fmt.Errorf("durations must not be negative")
+	case floorHeartbeat.check(caddy.Duration(c.Heartbeat)) != nil:
+		return pol, floorHeartbeat.check(caddy.Duration(c.Heartbeat))
+	case floorEarlyCommit.check(caddy.Duration(pol.earlyCommit)) != nil:
+		return pol, floorEarlyCommit.check(caddy.Duration(pol.earlyCommit))
+	case floorMinInterval.check(caddy.Duration(c.MinInterval)) != nil:
+		return pol, floorMinInterval.check(caddy.Duration(c.MinInterval))
 	case c.MinInterval > c.MaxDelay:
 		return pol, fmt.Errorf("min_interval %s is longer than max_delay %s; pacing could not keep the bound", c.MinInterval, c.MaxDelay)
 	case c.MinInterval > c.ReasoningMaxDelay:

@@ -263,7 +263,7 @@ func (AdminStatus) Routes() []caddy.AdminRoute {
 				return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: errMethodNotAllowed(r.Method, r.URL.Path)}
 			}
 			if wantsHTML(r) {
-				return writeStatusPage(w)
+				return writeStatusPage(w, r)
 			}
 			return writeStatus(w)
 		}),
@@ -289,7 +289,7 @@ func (StatusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyht
 		return nil
 	}
 	if wantsHTML(r) {
-		return writeStatusPage(w)
+		return writeStatusPage(w, r)
 	}
 	return writeStatus(w)
 }

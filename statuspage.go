@@ -35,12 +35,48 @@ func wantsHTML(r *http.Request) bool {
 	return false
 }
 
+// The page's own refresh, `?refresh=<seconds>`: the default, and the
+// bounds a value is held to. Each refresh renders the whole page on the
+// server; one a second is the most a person can read, and a value such as
+// 0 (a browser then refetches about 250 times a second) or a word is no
+// reason to load the relay.
+const (
+	defaultPageRefresh = 5 * time.Second
+	minPageRefresh     = time.Second
+	maxPageRefresh     = time.Hour
+)
+
+// pageRefresh is the refresh a page asks for: its `refresh` query value in
+// seconds, held within [minPageRefresh, maxPageRefresh]; the default when
+// absent or not a number.
+func pageRefresh(query string) time.Duration {
+	f, err := strconv.ParseFloat(query, 64)
+	if err != nil || math.IsNaN(f) {
+		return defaultPageRefresh
+	}
+	if f < minPageRefresh.Seconds() {
+		return minPageRefresh
+	}
+	if f > maxPageRefresh.Seconds() {
+		return maxPageRefresh
+	}
+	return time.Duration(f * float64(time.Second)).Round(time.Millisecond)
+}
+
+// statusPageData is what the page's template reads: the status, and the
+// page's own refresh.
+type statusPageData struct {
+	Status
+	Refresh time.Duration
+}
+
 // writeStatusPage renders the page.
-func writeStatusPage(w http.ResponseWriter) error {
+func writeStatusPage(w http.ResponseWriter, r *http.Request) error {
 	buf := pageBuffers.Get().(*bytes.Buffer)
 	defer pageBuffers.Put(buf)
 	buf.Reset()
-	if err := renderStatusPage(buf, buildStatus(time.Now(), true)); err != nil {
+	page := statusPageData{Status: buildStatus(time.Now(), true), Refresh: pageRefresh(r.URL.Query().Get("refresh"))}
+	if err := renderStatusPage(buf, page); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -52,8 +88,8 @@ func writeStatusPage(w http.ResponseWriter) error {
 
 var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func renderStatusPage(buf *bytes.Buffer, st Status) error {
-	return statusPage.Execute(buf, st)
+func renderStatusPage(buf *bytes.Buffer, page statusPageData) error {
+	return statusPage.Execute(buf, page)
 }
 
 // The chart geometry, in SVG user units (the SVGs scale to their box).
@@ -229,7 +265,7 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 </defs></svg><main id="status">
 <header><h1>llm_relay</h1><span class="mute" id="updated">as of {{clock .Time}} UTC</span>
 {{with .State}}<span>state: <b>{{.Backend}}</b>{{if .Up}}{{if deref .Up}} <span class="ok">up</span>{{else}} <span class="bad">down</span>{{end}}{{end}}</span>{{end}}
-<label class="mute"><input type="checkbox" id="auto" checked> refresh every 5s</label></header>
+<label class="mute"><input type="checkbox" id="auto" checked> refresh every {{.Refresh}}</label></header>
 
 <section id="chains"><h2>Chains</h2>
 {{range .Chains}}<h3>{{.Alias}}</h3><div class="scroll"><table>
@@ -295,7 +331,7 @@ th{font-weight:600;color:var(--mute);font-size:12px}
       document.body.dataset.refreshes=String((+document.body.dataset.refreshes||0)+1);
     }).catch(function(){});
   }
-  setInterval(refresh,+(new URLSearchParams(location.search).get('refresh')||5)*1000);
+  setInterval(refresh,{{.Refresh.Milliseconds}});
 })();
 </script>
 </body></html>

@@ -318,4 +318,18 @@ func TestStatusPageInChromium(t *testing.T) {
 		}
 		t.Logf("screenshot: %s", filepath.Join(dir, name))
 	}
+
+	// ?refresh=0 refreshes once a second, the floor (it refetched about
+	// 250 times a second): within 1.5 s, at most two refreshes.
+	if err := chromedp.Do(browser, chromedp.Navigate(relayBase+"/status?refresh=0"), chromedp.WaitVisible(chromedp.CSS(`#failovers`))); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	n, err := chromedp.Run(browser, chromedp.Evaluate[float64](`+(document.body.dataset.refreshes||0)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 2 {
+		t.Errorf("with ?refresh=0 the page refreshed %v times in 1.5 s; want at most 2 (once a second)", n)
+	}
 }

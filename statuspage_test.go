@@ -57,7 +57,7 @@ func bigStatus() Status {
 // recent streams, and draws one mark per event.
 func TestStatusPageSize(t *testing.T) {
 	var buf bytes.Buffer
-	if err := renderStatusPage(&buf, bigStatus()); err != nil {
+	if err := renderStatusPage(&buf, statusPageData{Status: bigStatus(), Refresh: defaultPageRefresh}); err != nil {
 		t.Fatal(err)
 	}
 	if buf.Len() > 200_000 {
@@ -93,7 +93,7 @@ func BenchmarkStatusPage(b *testing.B) {
 	var buf bytes.Buffer
 	for b.Loop() {
 		buf.Reset()
-		if err := renderStatusPage(&buf, st); err != nil {
+		if err := renderStatusPage(&buf, statusPageData{Status: st, Refresh: defaultPageRefresh}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -112,5 +112,28 @@ func TestWantsHTML(t *testing.T) {
 		if got := wantsHTML(r); got != want {
 			t.Errorf("Accept %q: wantsHTML = %v, want %v", accept, got, want)
 		}
+	}
+}
+
+// TestPageRefresh: the page's own refresh is held between a second and an
+// hour; 0 (which made an open page refetch itself about 250 times a
+// second) and words get the bound or the default, never 0.
+func TestPageRefresh(t *testing.T) {
+	for q, want := range map[string]time.Duration{
+		"": 5 * time.Second, "5": 5 * time.Second, "2.5": 2500 * time.Millisecond, "60": time.Minute,
+		"0": time.Second, "-3": time.Second, "0.001": time.Second, "1e-9": time.Second,
+		"abc": 5 * time.Second, "NaN": 5 * time.Second, "Inf": time.Hour, "99999": time.Hour,
+	} {
+		if got := pageRefresh(q); got != want {
+			t.Errorf("refresh=%q: %v, want %v", q, got, want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := renderStatusPage(&buf, statusPageData{Status: bigStatus(), Refresh: pageRefresh("0")}); err != nil {
+		t.Fatal(err)
+	}
+	// html/template writes a number in a script with a space either side.
+	if page := buf.String(); !strings.Contains(page, "setInterval(refresh, 1000 )") || !strings.Contains(page, "refresh every 1s") {
+		t.Errorf("the page for refresh=0 does not refresh every second:\n%s", page[strings.LastIndex(page, "<script>"):])
 	}
 }

@@ -229,12 +229,23 @@ func (f *Failover) check() error {
 	if f.Attempts < 0 {
 		return fmt.Errorf("attempts %d is negative; give a positive whole number, or leave it out for the chain's length", f.Attempts)
 	}
+	if err := checkAttempts(f.Attempts); err != nil {
+		return err
+	}
 	for _, d := range []struct {
 		name string
 		v    caddy.Duration
 	}{{"backoff_base", f.BackoffBase}, {"backoff_max", f.BackoffMax}, {"first_byte_timeout", f.FirstByteTimeout},
 		{"try_duration", f.TryDuration}, {"stream_idle_timeout", f.StreamIdleTimeout}} {
 		if err := checkDuration(d.name, d.v); err != nil {
+			return err
+		}
+	}
+	for _, d := range []struct {
+		f floor
+		v caddy.Duration
+	}{{floorFirstByte, f.FirstByteTimeout}, {floorTryDuration, f.TryDuration}, {floorStreamIdle, f.StreamIdleTimeout}} {
+		if err := d.f.check(d.v); err != nil {
 			return err
 		}
 	}
@@ -246,6 +257,65 @@ func (f *Failover) check() error {
 func checkDuration(name string, d caddy.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("%s %s is negative; give a positive duration such as 2s, or leave it out for the default", name, time.Duration(d))
+	}
+	return nil
+}
+
+// Floors and ceilings. Every interval a config may set has a floor and
+// every count a ceiling, refused at load with the fix: a typo (1ns for 1s,
+// a zero too many) must not become load on a provider (probes and
+// attempts carry the provider's key), on a client (keep-alive lines) or
+// on the relay itself (a window of a billion samples is gigabytes).
+var (
+	floorProbeInterval = floor{"interval", time.Second, "30s", "each probe is a request to the provider, with its key"}
+	floorProbeTimeout  = floor{"timeout", 100 * time.Millisecond, "5s", "a probe cannot answer sooner"}
+	floorHeartbeat     = floor{"heartbeat", 50 * time.Millisecond, "15s, or 0 to turn it off", "keep-alive lines more often than 20 a second keep no connection open any longer"}
+	floorEarlyCommit   = floor{"early_commit", 50 * time.Millisecond, "no early commit", "it starts heartbeats; sooner than that, failover behind them has not begun"}
+	floorMinInterval   = floor{"min_interval", time.Millisecond, "30ms", "emissions closer than that are one to any client"}
+	floorFirstByte     = floor{"first_byte_timeout", 100 * time.Millisecond, "30s", "every attempt cut off sooner is a request the provider still works on"}
+	floorTryDuration   = floor{"try_duration", 100 * time.Millisecond, "60s", "no chain can answer sooner"}
+	floorStreamIdle    = floor{"stream_idle_timeout", 100 * time.Millisecond, "5m", "reasoning models pause for longer between events"}
+)
+
+// The ceilings of counts.
+const (
+	// maxAttempts bounds failover.attempts: each attempt is a request
+	// to a provider.
+	maxAttempts = 20
+	// maxWindow bounds the samples an SLO or canary window keeps (each
+	// target holds a ring of this many).
+	maxWindow = 10000
+)
+
+// floor is the least value an interval may be set to.
+type floor struct {
+	name string
+	min  time.Duration
+	dflt string // what leaving it out means
+	why  string // why less is refused
+}
+
+// check rejects d below the floor; 0 is "not set" (the default, or off).
+func (f floor) check(d caddy.Duration) error {
+	if d == 0 || time.Duration(d) >= f.min {
+		return nil
+	}
+	return fmt.Errorf("%s %s is below its floor of %s (%s); give %s or more, or leave it out for %s", f.name, time.Duration(d), f.min, f.why, f.min, f.dflt)
+}
+
+// checkAttempts checks failover.attempts against its ceiling.
+func checkAttempts(n int) error {
+	if n > maxAttempts {
+		return fmt.Errorf("attempts %d is above its ceiling of %d (each attempt is a request to a provider); give %d or fewer, or leave it out for the chain's length", n, maxAttempts, maxAttempts)
+	}
+	return nil
+}
+
+// checkWindow checks an SLO's or canary guard's window or min_samples
+// against its ceiling.
+func checkWindow(name string, n int) error {
+	if n > maxWindow {
+		return fmt.Errorf("%s %d is above its ceiling of %d samples (each target keeps a ring of them); give %d or fewer", name, n, maxWindow, maxWindow)
 	}
 	return nil
 }
@@ -381,6 +451,12 @@ func (s *SLO) check() error {
 	if s.Window < 0 || s.MinSamples < 0 {
 		return fmt.Errorf("window %d, min_samples %d: give positive whole numbers, or leave them out for 50 and 10", s.Window, s.MinSamples)
 	}
+	if err := checkWindow("window", s.Window); err != nil {
+		return err
+	}
+	if err := checkWindow("min_samples", s.MinSamples); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -417,7 +493,13 @@ func (hc *HealthCheck) check() error {
 	if err := checkDuration("interval", hc.Interval); err != nil {
 		return err
 	}
-	return checkDuration("timeout", hc.Timeout)
+	if err := checkDuration("timeout", hc.Timeout); err != nil {
+		return err
+	}
+	if err := floorProbeInterval.check(hc.Interval); err != nil {
+		return err
+	}
+	return floorProbeTimeout.check(hc.Timeout)
 }
 
 func checkHealthURI(uri string) error {
@@ -522,7 +604,10 @@ func (c *Canary) check() error {
 			return err
 		}
 	}
-	return nil
+	if err := checkWindow("guard window", c.Guard.Window); err != nil {
+		return err
+	}
+	return checkWindow("guard min_samples", c.Guard.MinSamples)
 }
 
 func checkCanaryHeader(name string) error {
