@@ -231,7 +231,8 @@ func (x exchange) refusal(param, msg string) string {
 func (x exchange) translateStream(src pace.Source, model string, includeUsage bool, inputTokens int) pace.Source {
 	if x.crosses() {
 		if x.upstream == dialectMessages { // upstream → Chat
-			src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{Model: model, Created: time.Now().Unix(), IncludeUsage: includeUsage || x.client != dialectChat})
+			src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{Model: model, Created: time.Now().Unix(),
+				IncludeUsage: includeUsage || x.client != dialectChat, KeepPauseTurn: x.client == dialectResponses})
 		}
 		switch x.client { // Chat → client
 		case dialectMessages:
@@ -294,7 +295,7 @@ func (x exchange) translateBody(status int, body []byte) (int, []byte) {
 	var err error
 	if x.upstream == dialectMessages { // upstream → Chat
 		if ok {
-			body, err = anthropic.ToChatResponse(body, time.Now().Unix())
+			body, err = anthropic.ToChatResponseWith(body, anthropic.ChatResponseOptions{Created: time.Now().Unix(), KeepPauseTurn: x.client == dialectResponses})
 		} else {
 			status, body = anthropic.ToChatError(status, body)
 		}
