@@ -42,8 +42,8 @@ import (
 //	                                      refuses both without signed thinking)
 //
 // Refused as Invalid (a *RequestError with Invalid set: not a valid Chat
-// request, whatever the target): an unknown role, a message whose content
-// is null or absent (an assistant message may have tool_calls instead), a
+// request, whatever the target): an unknown role, tool_calls on another
+// message than an assistant one, a message whose content is null or absent (an assistant message may have tool_calls instead), a
 // function tool without a name or with parameters that are not an object,
 // a tool_choice of an unknown value or a function one without a name, an
 // unknown reasoning_effort or reasoning.effort, stop of another type than
@@ -243,13 +243,18 @@ type chatTool struct {
 }
 
 // check refuses a message that is not valid Chat: a role Chat does not
-// know, content null or absent (an assistant message may have tool calls
-// instead). Such a turn would vanish in translation.
+// know, tool_calls on another role than assistant, content null or absent
+// (an assistant message may have tool calls instead). Each would vanish
+// in translation.
 func (m *chatMessage) check(param string) error {
 	switch m.Role {
 	case "system", "developer", "user", "assistant", "tool", "function":
 	default:
 		return invalid(param+".role", "role %q is not known (system, developer, user, assistant, tool)", m.Role)
+	}
+	if len(m.ToolCalls) > 0 && m.Role != "assistant" {
+		// Found by FuzzFromChatRequestKeeps: they were dropped unseen.
+		return invalid(param+".tool_calls", "only assistant messages carry tool_calls, not %s messages", m.Role)
 	}
 	if isNullOrAbsent(m.Content) && (m.Role != "assistant" || len(m.ToolCalls) == 0) {
 		if m.Role == "assistant" {

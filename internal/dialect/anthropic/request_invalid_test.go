@@ -105,6 +105,7 @@ func TestFromChatRequestInvalid(t *testing.T) {
 		{"tool content null", `{"messages":[` + user + `,{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":null}]}`, "messages[2].content", true},
 		{"assistant with neither content nor calls", `{"messages":[` + user + `,{"role":"assistant","content":null},` + user + `]}`, "messages[1].content", true},
 		{"unknown role", `{"messages":[{"role":"bot","content":"x"}]}`, "messages[0].role", true},
+		{"tool_calls on a system message", `{"messages":[{"role":"system","content":"s","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},` + user + `]}`, "messages[0].tool_calls", true},
 		{"tool_choice function without a name", `{"messages":[` + user + `],` + tools + `,"tool_choice":{"type":"function","function":{}}}`, "tool_choice.function.name", true},
 		{"tool_choice function without a name, no tools", `{"messages":[` + user + `],"tool_choice":{"type":"function","function":{}}}`, "tool_choice.function.name", true},
 		{"tool_choice unknown string", `{"messages":[` + user + `],` + tools + `,"tool_choice":"always"}`, "tool_choice", true},
