@@ -87,7 +87,10 @@ func TestAnthropicUpstreamFaithfulToOpenAIClients(t *testing.T) {
 		t.Errorf("Chat stream, pause_turn: finish %q content %q; want length", c.Choices[0].FinishReason, c.Choices[0].Message.Content)
 	}
 	whole, err := client.Chat.Completions.New(ctx, chatParams("paused-whole"))
-	if err != nil || len(whole.Choices) != 1 || whole.Choices[0].FinishReason != "length" {
+	if err != nil {
+		t.Fatalf("Chat, pause_turn, whole: %v", err)
+	}
+	if len(whole.Choices) != 1 || whole.Choices[0].FinishReason != "length" {
 		t.Errorf("Chat, pause_turn, whole: %v %s; want finish length", err, whole.RawJSON())
 	}
 
@@ -121,7 +124,10 @@ func TestAnthropicUpstreamFaithfulToOpenAIClients(t *testing.T) {
 		t.Errorf("Responses stream, pause_turn: status %q reason %q text %q; want incomplete, pause_turn", r.Status, r.IncompleteDetails.Reason, r.OutputText())
 	}
 	wr, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "paused-whole", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
-	if err != nil || wr.Status != "incomplete" || wr.IncompleteDetails.Reason != "pause_turn" {
+	if err != nil {
+		t.Fatalf("Responses, pause_turn, whole: %v", err)
+	}
+	if wr.Status != "incomplete" || wr.IncompleteDetails.Reason != "pause_turn" {
 		t.Errorf("Responses, pause_turn, whole: %v %s; want incomplete, pause_turn", err, wr.RawJSON())
 	}
 }
