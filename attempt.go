@@ -57,6 +57,7 @@ type attemptResult struct {
 	clientGone   bool          // the client went away; stop everything
 	notStreaming bool          // a stream request was answered 2xx without SSE
 	untranslated string        // the request could not be translated for this target (the client's 400 message)
+	invalid      *apiError     // the request is not valid in the client's dialect: the client's 400, now
 
 	// idle watches the committed body (stream_idle_timeout); idleOut
 	// reports whether it cut the body off.
@@ -113,6 +114,10 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 
 	payload, err := body.forTarget(t, x)
 	if err != nil {
+		if ie, ok := errors.AsType[*invalidRequestError](err); ok {
+			res.invalid = errInvalidRequest(ie.param, ie.msg)
+			return fail(classStatus, fmt.Errorf("the request is not valid: %s", ie.msg))
+		}
 		if ue, ok := errors.AsType[*untranslatableError](err); ok {
 			res.untranslated = ue.msg
 			return fail(classStatus, fmt.Errorf("cannot translate the request to %s: %s", x.upstream, ue.msg))

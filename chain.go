@@ -48,7 +48,10 @@ type chainRun struct {
 	// refusal's message (the client's 400 when no target took it).
 	untranslated    int
 	untranslatedMsg string
-	timedOut        bool
+	// invalid is the client's 400 for a request that is not valid in its
+	// own dialect: the chain gives up at once.
+	invalid  *apiError
+	timedOut bool
 
 	// Capacity (capacity.go): targets skipped at shed_at, in a row and in
 	// all; when the queue_timeout wait for room ends; whether it ran out.
@@ -180,10 +183,21 @@ func (c *chainRun) step(st step) chainOutcome {
 
 	started := time.Now()
 	res := c.h.attempt(ctx, c.r, t, c.body, x, c.deadline)
-	c.h.recordAttempt(t, res, started)
-	observeAttempt(t, res)
-	if isCanary {
-		c.rt.canary.record(res, started)
+	if res.invalid != nil {
+		// Not valid in the client's own dialect: no target can serve it,
+		// and no upstream was called.
+		c.invalid = res.invalid
+		c.rec.note(t, res.err.Error())
+		return chainGiveUp
+	}
+	if res.untranslated == "" {
+		// A request never sent says nothing of the upstream: no health
+		// sample, no canary record, no attempt counted as failed.
+		c.h.recordAttempt(t, res, started)
+		observeAttempt(t, res)
+		if isCanary {
+			c.rt.canary.record(res, started)
+		}
 	}
 	c.rec.attempts++
 	c.cur.tried(st.idx, time.Now(), res.retryAfter)
@@ -316,6 +330,8 @@ func (c *chainRun) fail() {
 	summary := c.rec.summary()
 	var e *apiError
 	switch {
+	case c.invalid != nil:
+		e = c.invalid
 	case c.full > 0 && c.failed == 0:
 		e = errOverloaded(summary, c.h.capacity.queue)
 	case c.failed > 0 && c.untranslated == c.failed:

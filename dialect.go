@@ -179,15 +179,26 @@ func (d dialect) format() pace.Format {
 	return pace.FormatChat
 }
 
-// untranslatableError is a request a translator refused: a field that
-// cannot be translated without changing the answer. The target is skipped.
+// untranslatableError is a request a translator refused: valid in the
+// client's dialect, but a field the upstream's dialect cannot express
+// without changing the answer. The target is skipped (the next one may
+// speak the client's dialect).
 type untranslatableError struct{ msg string }
 
 func (e *untranslatableError) Error() string { return e.msg }
 
+// invalidRequestError is a request that is not valid in the client's own
+// dialect, found while translating it (a turn with no content, a
+// tool_choice without a name...): the client's mistake, which no target
+// could serve as sent. The client gets a 400 at once, naming param, and
+// no upstream is called.
+type invalidRequestError struct{ param, msg string }
+
+func (e *invalidRequestError) Error() string { return e.msg }
+
 // translateRequest turns a client body (already given the target's model)
 // into the upstream's dialect, through Chat Completions. Refusals are
-// *untranslatableError.
+// *invalidRequestError or *untranslatableError.
 func (x exchange) translateRequest(b []byte) ([]byte, error) {
 	if !x.crosses() {
 		return b, nil
@@ -198,6 +209,11 @@ func (x exchange) translateRequest(b []byte) ([]byte, error) {
 		opt.MaxTokensField = "max_completion_tokens"
 	}
 	var err error
+	// own: err comes from the translator that reads the client's own
+	// dialect. Only it can tell the client's request invalid: a member
+	// the second step (Chat → Messages, for a Responses client) finds at
+	// fault is the first step's Chat, which the client never wrote.
+	own := true
 	switch x.client { // client → Chat
 	case dialectMessages:
 		b, err = anthropic.ToChatRequest(b, opt)
@@ -206,23 +222,28 @@ func (x exchange) translateRequest(b []byte) ([]byte, error) {
 	}
 	if err == nil && x.upstream == dialectMessages { // Chat → upstream
 		b, err = anthropic.FromChatRequest(b)
+		own = x.client == dialectChat
 	}
 	if re, ok := errors.AsType[*anthropic.RequestError](err); ok {
-		return nil, &untranslatableError{x.refusal(re.Param, re.Message)}
+		return nil, x.refused(re.Param, re.Message, re.Invalid && own)
 	}
 	if re, ok := errors.AsType[*responses.RequestError](err); ok {
-		return nil, &untranslatableError{x.refusal(re.Param, re.Message)}
+		return nil, x.refused(re.Param, re.Message, re.Invalid && own)
 	}
 	return b, err
 }
 
-// refusal is the client's message for a member that cannot be translated:
-// the member, the reason, and the upstream's api it was translated for.
-func (x exchange) refusal(param, msg string) string {
+// refused is the error of a member a translator refused: the client's
+// message names the member, says why, and for a refusal that is this
+// upstream's, the api it was translated for.
+func (x exchange) refused(param, msg string, invalid bool) error {
 	if param != "" && !strings.HasPrefix(msg, param) {
 		msg = param + ": " + msg
 	}
-	return msg + " (translating for an api " + x.api + " upstream)"
+	if invalid {
+		return &invalidRequestError{param: param, msg: msg}
+	}
+	return &untranslatableError{msg + " (translating for an api " + x.api + " upstream)"}
 }
 
 // translateStream wraps an upstream stream so that it yields the client's
@@ -231,7 +252,8 @@ func (x exchange) refusal(param, msg string) string {
 func (x exchange) translateStream(src pace.Source, model string, includeUsage bool, inputTokens int) pace.Source {
 	if x.crosses() {
 		if x.upstream == dialectMessages { // upstream → Chat
-			src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{Model: model, Created: time.Now().Unix(), IncludeUsage: includeUsage || x.client != dialectChat})
+			src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{Model: model, Created: time.Now().Unix(),
+				IncludeUsage: includeUsage || x.client != dialectChat, KeepPauseTurn: x.client == dialectResponses})
 		}
 		switch x.client { // Chat → client
 		case dialectMessages:
@@ -294,7 +316,7 @@ func (x exchange) translateBody(status int, body []byte) (int, []byte) {
 	var err error
 	if x.upstream == dialectMessages { // upstream → Chat
 		if ok {
-			body, err = anthropic.ToChatResponse(body, time.Now().Unix())
+			body, err = anthropic.ToChatResponseWith(body, anthropic.ChatResponseOptions{Created: time.Now().Unix(), KeepPauseTurn: x.client == dialectResponses})
 		} else {
 			status, body = anthropic.ToChatError(status, body)
 		}

@@ -18,6 +18,10 @@ type apiError struct {
 	Message string
 	Type    string
 	Code    string
+	// Param names the request member at fault (OpenAI's "param"); ""
+	// is null. Anthropic's shape has no place for it: the message names
+	// it too.
+	Param string
 
 	// RetryAfter, when positive, is sent as a Retry-After header (whole
 	// seconds, rounded up), which the official SDKs' retry logic honours.
@@ -146,8 +150,16 @@ func errUpstreamTimeout(summary string) *apiError {
 func (e *apiError) body() []byte {
 	b, _ := json.Marshal(struct {
 		Error errorObject `json:"error"`
-	}{errorObject{Message: e.Message, Type: e.Type, Code: e.Code}})
+	}{errorObject{Message: e.Message, Type: e.Type, Param: e.param(), Code: e.Code}})
 	return b
+}
+
+// param is e.Param as the wire has it: null when there is none.
+func (e *apiError) param() *string {
+	if e.Param == "" {
+		return nil
+	}
+	return &e.Param
 }
 
 // bodyIn renders e in a client's dialect: OpenAI's {"error":{...}}, or
@@ -175,7 +187,7 @@ func (e *apiError) responsesErrorData() []byte {
 		Message string      `json:"message"`
 		Param   *string     `json:"param"`
 		Error   errorObject `json:"error"`
-	}{"error", e.Code, e.Message, nil, errorObject{Message: e.Message, Type: e.Type, Code: e.Code}})
+	}{"error", e.Code, e.Message, e.param(), errorObject{Message: e.Message, Type: e.Type, Param: e.param(), Code: e.Code}})
 	return b
 }
 
@@ -232,6 +244,14 @@ func errUntranslatable(err error) *apiError {
 func errUntranslatableRequest(msg string) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "untranslatable_request",
 		Message: msg}
+}
+
+// errInvalidRequest answers a request that is not valid in the client's
+// own dialect, found while translating it; param is the member at fault,
+// and message already names it. No upstream was called.
+func errInvalidRequest(param, message string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",
+		Param: param, Message: message}
 }
 
 // asAPIError returns err as an *apiError if it is one.

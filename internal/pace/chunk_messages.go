@@ -187,6 +187,12 @@ func ClassifyMessages(ev *sse.Event, scratch []byte) (Chunk, []byte) {
 	return c, out
 }
 
+// BlockIndex is the block index of a Messages content_block_start,
+// _delta or _stop event classified by ClassifyMessages: -1 when it has
+// none, or one that is not a plain non-negative integer given once. A
+// translator checks a text delta's block without parsing it again.
+func (c *Chunk) BlockIndex() int { return c.msg.index }
+
 // msgScan walks the JSON data of one Messages event once.
 type msgScan struct {
 	valid        bool // a valid JSON object

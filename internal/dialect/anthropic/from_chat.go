@@ -41,10 +41,19 @@ import (
 //	                                      assistant turn called tools (Messages
 //	                                      refuses both without signed thinking)
 //
+// Refused as Invalid (a *RequestError with Invalid set: not a valid Chat
+// request, whatever the target): an unknown role, tool_calls on another
+// message than an assistant one, a message whose content is null or absent (an assistant message may have tool_calls instead), a
+// function tool without a name or with parameters that are not an object,
+// a tool_choice of an unknown value or a function one without a name, an
+// unknown reasoning_effort or reasoning.effort, stop of another type than
+// a string or strings, a member of the wrong type.
+//
 // Refused (a *RequestError: the answer would not be what was asked): n > 1,
 // logprobs, top_logprobs, response_format json_object or json_schema,
 // audio output, prediction, input_audio and file parts, role function,
-// tool types other than function, arguments that are not a JSON object.
+// tool types other than function, tool_choice allowed_tools or custom,
+// arguments that are not a JSON object.
 //
 // Dropped (they tune sampling, billing or storage, not the answer's
 // shape): stream_options (the stream translator honours include_usage),
@@ -68,6 +77,9 @@ func FromChatRequest(chat []byte) ([]byte, error) {
 	var system []part
 	for i, m := range in.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
+		if err := m.check(param); err != nil {
+			return nil, err
+		}
 		switch m.Role {
 		case "system", "developer":
 			parts, err := textParts(m.Content, param+".content")
@@ -93,7 +105,7 @@ func FromChatRequest(chat []byte) ([]byte, error) {
 				return nil, err
 			}
 			out.add("user", []block{result})
-		default:
+		case "function":
 			return nil, reqErr(param+".role", "role %q has no Messages equivalent; use tool messages for tool results", m.Role)
 		}
 	}
@@ -130,8 +142,14 @@ func FromChatRequest(chat []byte) ([]byte, error) {
 		return nil, err
 	}
 	effort := in.ReasoningEffort
+	if effort != "" && !knownEffort(effort) {
+		return nil, invalid("reasoning_effort", "reasoning_effort %q is not known (none, minimal, low, medium, high, xhigh)", effort)
+	}
 	if effort == "" && in.Reasoning != nil {
 		effort = in.Reasoning.Effort
+		if effort != "" && !knownEffort(effort) {
+			return nil, invalid("reasoning.effort", "reasoning.effort %q is not known (none, minimal, low, medium, high, xhigh)", effort)
+		}
 	}
 	if budget, ok := BudgetForEffort(effort); ok && !out.forcesTool() && !out.midToolLoop() {
 		out.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
@@ -222,6 +240,29 @@ type chatTool struct {
 		Description string          `json:"description"`
 		Parameters  json.RawMessage `json:"parameters"`
 	} `json:"function"`
+}
+
+// check refuses a message that is not valid Chat: a role Chat does not
+// know, tool_calls on another role than assistant, content null or absent
+// (an assistant message may have tool calls instead). Each would vanish
+// in translation.
+func (m *chatMessage) check(param string) error {
+	switch m.Role {
+	case "system", "developer", "user", "assistant", "tool", "function":
+	default:
+		return invalid(param+".role", "role %q is not known (system, developer, user, assistant, tool)", m.Role)
+	}
+	if len(m.ToolCalls) > 0 && m.Role != "assistant" {
+		// Found by FuzzFromChatRequestKeeps: they were dropped unseen.
+		return invalid(param+".tool_calls", "only assistant messages carry tool_calls, not %s messages", m.Role)
+	}
+	if isNullOrAbsent(m.Content) && (m.Role != "assistant" || len(m.ToolCalls) == 0) {
+		if m.Role == "assistant" {
+			return invalid(param+".content", "an assistant message needs content or tool_calls")
+		}
+		return invalid(param+".content", "a %s message needs content", m.Role)
+	}
+	return nil
 }
 
 // refuse returns the RequestError of the first member Messages cannot
@@ -386,13 +427,13 @@ func stopSequences(raw json.RawMessage) ([]string, error) {
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, reqErr("stop", "%v", err)
+			return nil, invalid("stop", "%v", err)
 		}
 		return []string{s}, nil
 	}
 	var list []string
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, reqErr("stop", "want a string or an array of strings")
+		return nil, invalid("stop", "want a string or an array of strings")
 	}
 	return list, nil
 }
@@ -400,18 +441,25 @@ func stopSequences(raw json.RawMessage) ([]string, error) {
 // tools translates tools, tool_choice and parallel_tool_calls.
 func (in *chatRequest) tools(out *messagesRequest) error {
 	for i, t := range in.Tools {
+		param := fmt.Sprintf("tools[%d]", i)
 		if t.Type != "function" {
-			return reqErr(fmt.Sprintf("tools[%d].type", i), "tools of type %q are not translated to Anthropic Messages (function tools are)", t.Type)
+			return reqErr(param+".type", "tools of type %q are not translated to Anthropic Messages (function tools are)", t.Type)
 		}
+		if t.Function.Name == "" {
+			return invalid(param+".function.name", "a function tool needs a name")
+		}
+		// No parameters is a function without any (Chat's own rule); a
+		// schema of another kind than an object is the client's mistake.
 		schema := t.Function.Parameters
-		if !isObject(schema) {
+		if isNullOrAbsent(schema) {
 			schema = json.RawMessage(`{"type":"object"}`)
+		} else if !isObject(schema) {
+			return invalid(param+".function.parameters", "a function's parameters must be a JSON Schema object")
 		}
 		out.Tools = append(out.Tools, tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
 	}
-	if len(in.Tools) == 0 {
-		return nil // a tool_choice without tools means nothing
-	}
+	// tool_choice is checked even without tools: a client's mistake is
+	// not dropped unseen.
 	var choice *toolChoice
 	raw := trimJSON(in.ToolChoice)
 	switch {
@@ -427,7 +475,7 @@ func (in *chatRequest) tools(out *messagesRequest) error {
 		case "none":
 			choice = &toolChoice{Type: "none"}
 		default:
-			return reqErr("tool_choice", "tool_choice %q is not known (auto, required, none)", s)
+			return invalid("tool_choice", "tool_choice %q is not known (auto, required, none)", s)
 		}
 	default:
 		var c struct {
@@ -436,10 +484,23 @@ func (in *chatRequest) tools(out *messagesRequest) error {
 				Name string `json:"name"`
 			} `json:"function"`
 		}
-		if err := json.Unmarshal(raw, &c); err != nil || c.Type != "function" || c.Function.Name == "" {
-			return reqErr("tool_choice", "only {\"type\":\"function\",\"function\":{\"name\":...}} is translated to Anthropic Messages")
+		if raw[0] != '{' || json.Unmarshal(raw, &c) != nil {
+			return invalid("tool_choice", "want auto, required, none or {\"type\":\"function\",\"function\":{\"name\":...}}")
 		}
-		choice = &toolChoice{Type: "tool", Name: c.Function.Name}
+		switch c.Type {
+		case "function":
+			if c.Function.Name == "" {
+				return invalid("tool_choice.function.name", "a tool_choice of type function names the function to call")
+			}
+			choice = &toolChoice{Type: "tool", Name: c.Function.Name}
+		case "allowed_tools", "custom":
+			return reqErr("tool_choice.type", "tool_choice %q is not translated to Anthropic Messages (auto, required, none and a named function are)", c.Type)
+		default:
+			return invalid("tool_choice.type", "tool_choice %q is not known (function, allowed_tools, custom)", c.Type)
+		}
+	}
+	if len(in.Tools) == 0 {
+		return nil // a tool_choice without tools means nothing
 	}
 	if in.ParallelToolCalls != nil && !*in.ParallelToolCalls {
 		if choice == nil {

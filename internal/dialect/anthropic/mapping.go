@@ -14,18 +14,32 @@ const DefaultMaxTokens = 4096
 
 // FinishReason maps a Messages stop_reason to a Chat Completions
 // finish_reason.
+//
+// pause_turn (Anthropic paused a long turn of its server tools; sending
+// the answer back continues it) is not a finished answer, and Chat has no
+// word for it: it becomes "length", the one finish_reason Chat clients
+// read as "not done" (the OpenAI SDKs' parse helpers raise on it, agents
+// continue or report a cut answer), where "stop" would pass the paused
+// turn off as complete.
 func FinishReason(stopReason string) string {
 	switch stopReason {
-	case "max_tokens", "model_context_window_exceeded":
+	case "max_tokens", "model_context_window_exceeded", "pause_turn":
 		return "length"
 	case "tool_use":
 		return "tool_calls"
 	case "refusal":
 		return "content_filter"
-	default: // end_turn, stop_sequence, pause_turn, anything new
+	default: // end_turn, stop_sequence, anything new
 		return "stop"
 	}
 }
+
+// FinishPauseTurn is the finish_reason that carries pause_turn, instead
+// of "length", to a translator after ChatStream or ToChatResponse that
+// can say it better than Chat can: the Responses translator makes it
+// status incomplete with incomplete_details.reason "pause_turn" (see
+// ChatStreamOptions.KeepPauseTurn, ChatResponseOptions.KeepPauseTurn).
+const FinishPauseTurn = "pause_turn"
 
 // StopReason maps a Chat Completions finish_reason to a Messages
 // stop_reason.

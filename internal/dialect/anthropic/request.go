@@ -3,20 +3,27 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
 // RequestError says why a request cannot be translated without changing
-// what it asks for. The relay skips the target (the next one may speak
-// the client's dialect) and, when no target is left, answers 400 in the
-// client's dialect with Message.
+// what it asks for. Either the request is not valid in its own dialect
+// (Invalid: the client's mistake, which no target could serve as sent;
+// the relay answers 400 at once, naming Param), or it is valid but the
+// other dialect cannot express it (the relay skips the target, as the
+// next one may speak the client's dialect, and answers 400 when no
+// target is left).
 type RequestError struct {
 	// Param is the JSON path of the member at fault, such as
 	// "messages[2].content[0].type"; "" for the whole body.
 	Param string
 	// Message says what is wrong and what to do, for the client's user.
 	Message string
+	// Invalid says the request is not valid in its own dialect.
+	Invalid bool
 }
 
 func (e *RequestError) Error() string {
@@ -30,10 +37,76 @@ func reqErr(param, format string, args ...any) *RequestError {
 	return &RequestError{Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
+// invalid is the RequestError of a request that is not valid in its own
+// dialect.
+func invalid(param, format string, args ...any) *RequestError {
+	e := reqErr(param, format, args...)
+	e.Invalid = true
+	return e
+}
+
 // notValid is the RequestError of a body that is not JSON of the expected
-// shape at all.
+// shape at all; a member of the wrong type is named (without the indexes
+// of the arrays it is in: encoding/json does not say them).
 func notValid(dialect string, err error) *RequestError {
-	return reqErr("", "the body is not a valid %s request: %v", dialect, err)
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+		return invalid(te.Field, "the body is not a valid %s request: %s where %s belongs", dialect, te.Value, jsonKind(te.Type))
+	}
+	return invalid("", "the body is not a valid %s request: %v", dialect, err)
+}
+
+// jsonKind names the JSON a Go type decodes from, for a client's message
+// (Go's own error names the relay's types).
+func jsonKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == nil:
+		return "a value"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		return "a value" // json.RawMessage
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		return "an array"
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
+		return "an object"
+	case t.Kind() == reflect.String:
+		return "a string"
+	case t.Kind() == reflect.Bool:
+		return "a boolean"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		return "an integer"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "a number"
+	}
+	return "a value"
+}
+
+// knownEffort reports whether effort is a reasoning effort some dialect
+// names: OpenAI's (none to xhigh) and Anthropic's max.
+func knownEffort(effort string) bool {
+	switch effort {
+	case "none", "minimal", "low", "medium", "high", "xhigh", "max":
+		return true
+	}
+	return false
+}
+
+// emptyContent reports whether parts carry nothing: no part, or text
+// parts with no text.
+func emptyContent(parts []part) bool {
+	for _, p := range parts {
+		if p.Type != "text" || p.Text != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// isNullOrAbsent reports whether raw is JSON null or was not there.
+func isNullOrAbsent(raw json.RawMessage) bool {
+	raw = trimJSON(raw)
+	return len(raw) == 0 || string(raw) == "null"
 }
 
 // text content: a JSON string, or an array of parts or blocks, each with a
@@ -78,13 +151,13 @@ func contentParts(raw json.RawMessage, param string) ([]part, error) {
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, reqErr(param, "not a valid string: %v", err)
+			return nil, invalid(param, "not a valid string: %v", err)
 		}
 		return []part{{Type: "text", Text: s}}, nil
 	}
 	var parts []part
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, reqErr(param, "want a string or an array of content parts: %v", err)
+		return nil, invalid(param, "want a string or an array of content parts: %v", err)
 	}
 	return parts, nil
 }

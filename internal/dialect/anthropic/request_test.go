@@ -90,7 +90,7 @@ func TestFromChatRequestRefuses(t *testing.T) {
 		{`{"messages":[{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`, "messages[0].tool_calls[0].function.arguments"},
 		{`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x"}}]}]}`, "messages[0].content[0].image_url.url"},
 		{`{"messages":[],"tools":[{"type":"custom","custom":{}}]}`, "tools[0].type"},
-		{`{"messages":"nope"}`, ""},
+		{`{"messages":"nope"}`, "messages"},
 		{`not json`, ""},
 	} {
 		_, err := FromChatRequest([]byte(tc.in))

@@ -17,7 +17,8 @@ import (
 //	text blocks                 message.content (joined; null when none)
 //	thinking blocks             message.reasoning_content (joined)
 //	tool_use blocks             message.tool_calls (arguments = compact input)
-//	stop_reason                 finish_reason (FinishReason)
+//	stop_reason                 finish_reason (FinishReason; pause_turn is
+//	                            "length", or FinishPauseTurn on request)
 //	usage.input_tokens +        usage.prompt_tokens
 //	  cache_read + cache_creation
 //	usage.output_tokens         usage.completion_tokens
@@ -25,6 +26,21 @@ import (
 //	cache_creation_input_tokens usage.cache_creation_input_tokens (when > 0,
 //	                            so cache writes can be priced)
 func ToChatResponse(msg []byte, created int64) ([]byte, error) {
+	return ToChatResponseWith(msg, ChatResponseOptions{Created: created})
+}
+
+// ChatResponseOptions tune ToChatResponseWith.
+type ChatResponseOptions struct {
+	// Created is the Unix time to stamp (Messages answers carry none).
+	Created int64
+	// KeepPauseTurn gives pause_turn the finish_reason FinishPauseTurn
+	// instead of "length": for an answer that goes on to a Responses
+	// client (see ChatStreamOptions.KeepPauseTurn).
+	KeepPauseTurn bool
+}
+
+// ToChatResponseWith is ToChatResponse with options.
+func ToChatResponseWith(msg []byte, opt ChatResponseOptions) ([]byte, error) {
 	var in messageOut
 	if err := json.Unmarshal(msg, &in); err != nil {
 		return nil, errors.New("the Anthropic answer is not a message: " + err.Error())
@@ -57,9 +73,13 @@ func ToChatResponse(msg []byte, created int64) ([]byte, error) {
 		m.ReasoningContent = strings.Join(thoughts, "")
 	}
 	u := in.Usage.chat()
+	finish := FinishReason(in.StopReason)
+	if in.StopReason == "pause_turn" && opt.KeepPauseTurn {
+		finish = FinishPauseTurn
+	}
 	out := chatCompletion{
-		ID: in.ID, Object: "chat.completion", Created: created, Model: in.Model,
-		Choices: []chatChoice{{Message: m, FinishReason: FinishReason(in.StopReason)}},
+		ID: in.ID, Object: "chat.completion", Created: opt.Created, Model: in.Model,
+		Choices: []chatChoice{{Message: m, FinishReason: finish}},
 		Usage:   &u,
 	}
 	return marshal(out), nil

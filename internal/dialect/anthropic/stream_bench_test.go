@@ -60,9 +60,12 @@ func benchMessages() string {
 	}
 	b.WriteString(msgEv("content_block_stop", `{"type":"content_block_stop","index":1}`))
 	b.WriteString(msgBlockStart("2", `{"type":"tool_use","id":"toolu_01","name":"search","input":{}}`))
-	for i := range 20 {
-		b.WriteString(msgBlockDelta("2", fmt.Sprintf(`{"type":"input_json_delta","partial_json":"{\"q%d\": "}`, i)))
+	// Arguments a client can parse: ChatStream checks them at the end.
+	b.WriteString(msgBlockDelta("2", `{"type":"input_json_delta","partial_json":"{\"q\": \""}`))
+	for i := range 18 {
+		b.WriteString(msgBlockDelta("2", fmt.Sprintf(`{"type":"input_json_delta","partial_json":"word%d "}`, i)))
 	}
+	b.WriteString(msgBlockDelta("2", `{"type":"input_json_delta","partial_json":"\"}"}`))
 	b.WriteString(msgEv("content_block_stop", `{"type":"content_block_stop","index":2}`))
 	b.WriteString(msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":420}}`))
 	b.WriteString(msgEv("message_stop", `{"type":"message_stop"}`))

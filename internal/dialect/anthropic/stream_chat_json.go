@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
@@ -11,18 +12,19 @@ import (
 // struct, not a map: encoding/json fills only the members named here.
 type msgStreamEvent struct {
 	Type    string `json:"type"`
-	Index   int    `json:"index"`
+	Index   *int   `json:"index"`
 	Message struct {
 		ID    string         `json:"id"`
 		Model string         `json:"model"`
 		Usage msgStreamUsage `json:"usage"`
 	} `json:"message"`
 	ContentBlock struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
-		ID       string `json:"id"`
-		Name     string `json:"name"`
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking string          `json:"thinking"`
+		ID       string          `json:"id"`
+		Name     string          `json:"name"`
+		Input    json.RawMessage `json:"input"`
 	} `json:"content_block"`
 	Delta struct {
 		Type        string `json:"type"`

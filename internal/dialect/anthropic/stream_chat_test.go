@@ -3,6 +3,7 @@ package anthropic
 import (
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,13 +48,13 @@ func TestChatStreamEvents(t *testing.T) {
 		{name: "empty text block start", in: msgBlockStart("0", `{"type":"text","text":""}`)},
 		{name: "text block start with text", in: msgBlockStart("0", `{"type":"text","text":"Hi"}`),
 			want: []string{ckRole, ck(`"content":"Hi"`)}},
-		{name: "text_delta, escaped", in: msgBlockDelta("0", `{"type":"text_delta","text":"say \"x\"\n\u00e9<"}`),
+		{name: "text_delta, escaped", in: msgBlockStart("0", `{"type":"text","text":""}`) + msgBlockDelta("0", `{"type":"text_delta","text":"say \"x\"\n\u00e9<"}`),
 			want: []string{ckRole, ck(`"content":"say \"x\"\né<"`)}},
-		{name: "empty text_delta", in: msgBlockDelta("0", `{"type":"text_delta","text":""}`)},
+		{name: "empty text_delta", in: msgBlockStart("0", `{"type":"text","text":""}`) + msgBlockDelta("0", `{"type":"text_delta","text":""}`)},
 		{name: "thinking", in: msgBlockStart("0", `{"type":"thinking","thinking":"","signature":""}`) +
 			msgBlockDelta("0", `{"type":"thinking_delta","thinking":"hmm"}`),
 			want: []string{ckRole, ck(`"reasoning_content":"hmm"`)}},
-		{name: "signature_delta", in: msgBlockDelta("0", `{"type":"signature_delta","signature":"EqQBCgIYAh"}`)},
+		{name: "signature_delta", in: msgBlockStart("0", `{"type":"thinking","thinking":"","signature":""}`) + msgBlockDelta("0", `{"type":"signature_delta","signature":"EqQBCgIYAh"}`)},
 		{name: "redacted_thinking", in: msgBlockStart("0", `{"type":"redacted_thinking","data":"EmwKAhgB"}`)},
 		{name: "content_block_stop", in: msgEv("content_block_stop", `{"type":"content_block_stop","index":0}`)},
 		{name: "tool_use", in: msgBlockStart("1", `{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}`) +
@@ -73,7 +74,6 @@ func TestChatStreamEvents(t *testing.T) {
 				ck(`"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"g","arguments":""}}]`),
 				ck(`"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]`),
 				ck(`"tool_calls":[{"index":1,"function":{"arguments":"[]"}}]`)}},
-		{name: "input_json_delta of no tool block", in: msgBlockDelta("3", `{"type":"input_json_delta","partial_json":"{}"}`)},
 		{name: "message_delta", in: msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}}`),
 			want: []string{ckRole, ckFinish("tool_calls")}},
 		{name: "max_tokens", in: msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens"}}`) + stop,
@@ -93,12 +93,12 @@ func TestChatStreamEvents(t *testing.T) {
 				tHead + `],"usage":{"prompt_tokens":123,"completion_tokens":7,"total_tokens":130,"prompt_tokens_details":{"cached_tokens":100},"cache_creation_input_tokens":20}}`,
 				"[DONE]"}, wantErr: io.EOF},
 		{name: "model and created from options", opt: ChatStreamOptions{Model: "alias", Created: 5},
-			in:   msgBlockDelta("0", `{"type":"text_delta","text":"x"}`),
+			in:   msgBlockStart("0", `{"type":"text","text":""}`) + msgBlockDelta("0", `{"type":"text_delta","text":"x"}`),
 			want: []string{strings.Replace(strings.Replace(ckRole, "claude-t", "alias", 1), "1700000000", "5", 1), strings.Replace(strings.Replace(ck(`"content":"x"`), "claude-t", "alias", 1), "1700000000", "5", 1)}},
 		{name: "error event", in: msgEv("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`) + stop,
 			want:    []string{`{"error":{"message":"Overloaded","type":"server_error","param":null,"code":"overloaded_error"}}`},
 			wantErr: io.EOF},
-		{name: "error after content", in: msgBlockDelta("0", `{"type":"text_delta","text":"a"}`) +
+		{name: "error after content", in: msgBlockStart("0", `{"type":"text","text":""}`) + msgBlockDelta("0", `{"type":"text_delta","text":"a"}`) +
 			msgEv("error", `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`),
 			want:    []string{ckRole, ck(`"content":"a"`), `{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":"rate_limit_error"}}`},
 			wantErr: io.EOF},
@@ -108,7 +108,6 @@ func TestChatStreamEvents(t *testing.T) {
 		{name: "error event with junk data", in: "event: error\ndata: oops\n\n",
 			want:    []string{`{"error":{"message":"upstream stream error: api_error","type":"server_error","param":null,"code":"api_error"}}`},
 			wantErr: io.EOF},
-		{name: "not JSON", in: msgEv("content_block_delta", `{"type":"content_block_delta",`)},
 		{name: "comment and data-less block", in: ": keep-alive\n\nevent: ping\n\n"},
 		{name: "unknown type", in: msgEv("future_event", `{"type":"future_event","x":1}`)},
 		{name: "unterminated message_stop", in: "event: message_stop\ndata: {\"type\":\"message_stop\"}",
@@ -162,12 +161,13 @@ func TestChatStreamTextIsPaceable(t *testing.T) {
 	var in strings.Builder
 	in.WriteString(msgEv("message_start", tStart))
 	for i, s := range texts {
-		typ, field := "text_delta", "text"
+		typ, field, block := "text_delta", "text", `{"type":"text","text":""}`
 		if i%2 == 1 {
-			typ, field = "thinking_delta", "thinking"
+			typ, field, block = "thinking_delta", "thinking", `{"type":"thinking","thinking":""}`
 		}
 		d := `{"type":"` + typ + `","` + field + `":` + streamJSONStr(s) + `}`
-		in.WriteString(msgBlockDelta("0", d))
+		index := strconv.Itoa(i)
+		in.WriteString(msgBlockStart(index, block) + msgBlockDelta(index, d) + blockStop(index))
 	}
 	got, _ := drainStream(t, ChatStream(newReusingSource(in.String()), ChatStreamOptions{}))
 	if len(got) != len(texts)+1 {

@@ -36,6 +36,20 @@ func streamJSONStr(s string) string {
 	return string(b)
 }
 
+// splitRunes cuts s into at most n non-empty pieces at random rune
+// boundaries.
+func splitRunes(r *rand.Rand, s string, n int) []string {
+	rs := []rune(s)
+	var out []string
+	for n > 1 && len(rs) > 1 {
+		k := 1 + r.IntN(len(rs)-1)
+		out = append(out, string(rs[:k]))
+		rs = rs[k:]
+		n--
+	}
+	return append(out, string(rs))
+}
+
 // genChat makes a random Chat stream and the answer it carries.
 func genChat(r *rand.Rand) (string, streamAnswer) {
 	var b strings.Builder
@@ -65,16 +79,22 @@ func genChat(r *rand.Rand) (string, streamAnswer) {
 		default:
 			i := len(want.tools)
 			tl := streamTool{id: fmt.Sprintf("call_%d", r.IntN(1000)), name: fmt.Sprintf("fn_%d", i)}
+			// Arguments are a JSON object, in fragments cut anywhere
+			// between runes, the first in the call's first chunk or not;
+			// or none at all, which a Chat client reads as "{}".
+			var frags []string
+			tl.args = "{}"
+			if r.IntN(4) > 0 {
+				tl.args = `{"k":` + streamJSONStr(propText(r)) + `}`
+				frags = splitRunes(r, tl.args, 1+r.IntN(4))
+			}
 			first := ""
-			if r.IntN(2) == 0 {
-				first = propText(r)
+			if len(frags) > 0 && r.IntN(2) == 0 {
+				first, frags = frags[0], frags[1:]
 			}
 			chunk(fmt.Sprintf(`"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":%s}}]`, i, streamJSONStr(tl.id), streamJSONStr(tl.name), streamJSONStr(first)))
-			tl.args = first
-			for k := r.IntN(4); k > 0; k-- {
-				t := propText(r)
-				tl.args += t
-				chunk(fmt.Sprintf(`"tool_calls":[{"index":%d,"function":{"arguments":%s}}]`, i, streamJSONStr(t)))
+			for _, f := range frags {
+				chunk(fmt.Sprintf(`"tool_calls":[{"index":%d,"function":{"arguments":%s}}]`, i, streamJSONStr(f)))
 			}
 			want.tools = append(want.tools, tl)
 		}

@@ -170,6 +170,7 @@ func TestBeforeReadForwarded(t *testing.T) {
 func TestSourceErrorPassesThrough(t *testing.T) {
 	boom := errors.New("boom")
 	src := newReusingSource(msgEv("message_start", `{"type":"message_start","message":{"id":"m","model":"x"}}`) +
+		msgBlockStart("0", `{"type":"text","text":""}`) +
 		msgEv("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`))
 	src.err = boom
 	got, err := drainStream(t, ChatStream(src, ChatStreamOptions{}))

@@ -49,11 +49,21 @@ type ChatRequestOptions struct {
 //	  .effort                             (max: high); adaptive alone: none set
 //	thinking {disabled}                   no reasoning_effort
 //
-// Refused (a *RequestError): document, search_result and other block
-// types Chat cannot carry, images inside tool results, server tools (a
-// tool with a type such as web_search_20250305 or bash_20250124: the
-// provider would have to run them), role values other than user,
-// assistant and system.
+// Refused as Invalid (a *RequestError with Invalid set: not a valid
+// Messages request, whatever the target): a message whose content is
+// null or absent, a user or assistant turn with no content (but the final
+// assistant turn), roles other than user, assistant and system, a tool
+// without a name or an object input_schema, a tool_choice that is not an
+// object of a known type or of type tool without a name, thinking of
+// another type than enabled, adaptive or disabled, budget_tokens that is
+// not an integer of at least 1024, an unknown output_config.effort, an
+// image without a source, a member of the wrong type.
+//
+// Refused (a *RequestError: valid, but Chat cannot express it): document,
+// search_result and other block types Chat cannot carry, images inside
+// tool results, server tools (a tool with a type such as
+// web_search_20250305 or bash_20250124: the provider would have to run
+// them), image sources other than base64 and url.
 //
 // Dropped: cache_control everywhere, top_k, context_management,
 // output_config other than effort, container, mcp_servers, service_tier,
@@ -76,9 +86,22 @@ func ToChatRequest(msg []byte, opt ChatRequestOptions) ([]byte, error) {
 	}
 	for i, m := range in.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "user", "assistant", "system":
+		default:
+			return nil, invalid(param+".role", "role %q is not known (user, assistant, system)", m.Role)
+		}
+		if isNullOrAbsent(m.Content) {
+			return nil, invalid(param+".content", "a message needs content: a string or an array of content blocks")
+		}
 		parts, err := contentParts(m.Content, param+".content")
 		if err != nil {
 			return nil, err
+		}
+		if m.Role != "system" && emptyContent(parts) && (m.Role != "assistant" || i < len(in.Messages)-1) {
+			// Only the final assistant turn may be empty; any other would
+			// vanish in translation, and Messages refuses it anyway.
+			return nil, invalid(param+".content", "a %s turn with no content: only the final assistant turn may be empty", m.Role)
 		}
 		var msgs []json.RawMessage
 		switch m.Role {
@@ -92,8 +115,6 @@ func ToChatRequest(msg []byte, opt ChatRequestOptions) ([]byte, error) {
 			if text != "" {
 				msgs = []json.RawMessage{marshal(chatText{Role: "system", Content: text})}
 			}
-		default:
-			err = reqErr(param+".role", "role %q is not known (user, assistant, system)", m.Role)
 		}
 		if err != nil {
 			return nil, err
@@ -119,10 +140,17 @@ func ToChatRequest(msg []byte, opt ChatRequestOptions) ([]byte, error) {
 		req.Stream = true
 		req.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
+	if in.OutputConfig != nil && in.OutputConfig.Effort != "" && !knownEffort(in.OutputConfig.Effort) {
+		return nil, invalid("output_config.effort", "effort %q is not known (low, medium, high, max)", in.OutputConfig.Effort)
+	}
 	if in.Thinking != nil {
 		switch in.Thinking.Type {
 		case "enabled":
-			req.ReasoningEffort = EffortForBudget(in.Thinking.BudgetTokens)
+			budget, err := thinkingBudget(in.Thinking.BudgetTokens)
+			if err != nil {
+				return nil, err
+			}
+			req.ReasoningEffort = EffortForBudget(budget)
 		case "adaptive":
 			if in.OutputConfig != nil && in.OutputConfig.Effort != "" {
 				req.ReasoningEffort = in.OutputConfig.Effort
@@ -130,6 +158,9 @@ func ToChatRequest(msg []byte, opt ChatRequestOptions) ([]byte, error) {
 					req.ReasoningEffort = "high"
 				}
 			}
+		case "disabled":
+		default:
+			return nil, invalid("thinking.type", "thinking type %q is not known (enabled, adaptive, disabled)", in.Thinking.Type)
 		}
 	}
 	if err := in.toolsToChat(&req); err != nil {
@@ -150,8 +181,8 @@ type messagesRequestIn struct {
 	Temperature   *float64        `json:"temperature"`
 	TopP          *float64        `json:"top_p"`
 	Thinking      *struct {
-		Type         string `json:"type"`
-		BudgetTokens int    `json:"budget_tokens"`
+		Type         string          `json:"type"`
+		BudgetTokens json.RawMessage `json:"budget_tokens"`
 	} `json:"thinking"`
 	OutputConfig *struct {
 		Effort string `json:"effort"`
@@ -224,6 +255,20 @@ type chatAssistant struct {
 	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"`
 }
 
+// thinkingBudget reads budget_tokens: an integer, at least Anthropic's
+// least (BudgetMinimal). Anything else was once read as "minimal".
+func thinkingBudget(raw json.RawMessage) (int, error) {
+	const param = "thinking.budget_tokens"
+	if isNullOrAbsent(raw) {
+		return 0, invalid(param, "thinking of type enabled needs budget_tokens, an integer of at least %d", BudgetMinimal)
+	}
+	var n int
+	if err := json.Unmarshal(raw, &n); err != nil || n < BudgetMinimal {
+		return 0, invalid(param, "budget_tokens must be an integer of at least %d, not %s", BudgetMinimal, excerpt(raw))
+	}
+	return n, nil
+}
+
 // onlyText joins text parts with a blank line; ok is false (with an error)
 // when a part is not text.
 func onlyText(parts []part, param string) (string, bool, error) {
@@ -292,10 +337,14 @@ func userToChat(parts []part, param string) ([]json.RawMessage, error) {
 func imageURL(src *imageSource, param string) (string, error) {
 	switch {
 	case src == nil:
-		return "", reqErr(param, "an image block needs a source")
-	case src.Type == "base64" && src.MediaType != "":
+		return "", invalid(param, "an image block needs a source")
+	case src.Type == "base64" && src.MediaType == "":
+		return "", invalid(param+".media_type", "a base64 image source needs its media_type")
+	case src.Type == "base64":
 		return "data:" + src.MediaType + ";base64," + src.Data, nil
-	case src.Type == "url" && src.URL != "":
+	case src.Type == "url" && src.URL == "":
+		return "", invalid(param+".url", "a url image source needs its url")
+	case src.Type == "url":
 		return src.URL, nil
 	}
 	return "", reqErr(param+".type", "image sources of type %q are not translated to Chat Completions (base64 and url are)", src.Type)
@@ -353,20 +402,26 @@ func assistantToChat(parts []part, param string) ([]json.RawMessage, error) {
 // toolsToChat translates tools and tool_choice.
 func (in *messagesRequestIn) toolsToChat(out *chatRequestOut) error {
 	for i, t := range in.Tools {
+		param := fmt.Sprintf("tools[%d]", i)
 		if t.Type != "" && t.Type != "custom" {
-			return reqErr(fmt.Sprintf("tools[%d].type", i), "the server tool %q runs at Anthropic; a Chat Completions provider cannot run it", t.Type)
+			return reqErr(param+".type", "the server tool %q runs at Anthropic; a Chat Completions provider cannot run it", t.Type)
+		}
+		if t.Name == "" {
+			return invalid(param+".name", "a tool needs a name")
+		}
+		if !isObject(t.InputSchema) {
+			return invalid(param+".input_schema", "a tool's input_schema must be a JSON Schema object")
 		}
 		var ct chat.Tool
 		ct.Type = "function"
 		ct.Function.Name, ct.Function.Description = t.Name, t.Description
 		ct.Function.Parameters = t.InputSchema
-		if !isObject(ct.Function.Parameters) {
-			ct.Function.Parameters = json.RawMessage(`{"type":"object"}`)
-		}
 		out.Tools = append(out.Tools, ct)
 	}
+	// tool_choice is checked even without tools: a client's mistake is
+	// not dropped unseen.
 	raw := trimJSON(in.ToolChoice)
-	if len(in.Tools) == 0 || len(raw) == 0 || string(raw) == "null" {
+	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
 	var c struct {
@@ -374,21 +429,29 @@ func (in *messagesRequestIn) toolsToChat(out *chatRequestOut) error {
 		Name                   string `json:"name"`
 		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 	}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return reqErr("tool_choice", "want an object with a type: %v", err)
+	if raw[0] != '{' || json.Unmarshal(raw, &c) != nil {
+		return invalid("tool_choice", "want an object with a type (auto, any, tool, none)")
 	}
+	var choice json.RawMessage
 	switch c.Type {
 	case "auto":
-		out.ToolChoice = json.RawMessage(`"auto"`)
+		choice = json.RawMessage(`"auto"`)
 	case "any":
-		out.ToolChoice = json.RawMessage(`"required"`)
+		choice = json.RawMessage(`"required"`)
 	case "none":
-		out.ToolChoice = json.RawMessage(`"none"`)
+		choice = json.RawMessage(`"none"`)
 	case "tool":
-		out.ToolChoice = marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
+		if c.Name == "" {
+			return invalid("tool_choice.name", "a tool_choice of type tool names the tool to use")
+		}
+		choice = marshal(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}})
 	default:
-		return reqErr("tool_choice.type", "tool_choice %q is not known (auto, any, tool, none)", c.Type)
+		return invalid("tool_choice.type", "tool_choice %q is not known (auto, any, tool, none)", c.Type)
 	}
+	if len(in.Tools) == 0 {
+		return nil // nothing to choose from: Chat providers refuse a tool_choice without tools
+	}
+	out.ToolChoice = choice
 	if c.DisableParallelToolUse {
 		f := false
 		out.ParallelToolCalls = &f

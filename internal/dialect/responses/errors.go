@@ -15,14 +15,18 @@ import (
 )
 
 // RequestError says why a request cannot be translated without changing
-// what it asks for. It mirrors anthropic.RequestError: the relay skips the
-// target and, when no target is left, answers 400 with Message.
+// what it asks for. It mirrors anthropic.RequestError: a request that is
+// not valid Responses (Invalid) is answered 400 at once; for a valid one
+// Chat cannot express, the relay skips the target and, when no target is
+// left, answers 400 with Message.
 type RequestError struct {
 	// Param is the JSON path of the member at fault, such as
 	// "input[2].type"; "" for the whole body.
 	Param string
 	// Message says what is wrong and what to do, for the client's user.
 	Message string
+	// Invalid says the request is not valid in its own dialect.
+	Invalid bool
 }
 
 func (e *RequestError) Error() string {

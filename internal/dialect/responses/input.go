@@ -20,7 +20,7 @@ func inputToChat(input json.RawMessage) ([]json.RawMessage, error) {
 	}
 	var items []itemIn
 	if err := json.Unmarshal(input, &items); err != nil {
-		return nil, reqErr("input", "input is neither a string nor an array of items: %v", err)
+		return nil, invalid("input", "input is neither a string nor an array of items")
 	}
 	var msgs []chatMsg
 	// calls is the index in msgs of the assistant message that collects
@@ -41,8 +41,11 @@ func inputToChat(input json.RawMessage) ([]json.RawMessage, error) {
 				calls = len(msgs) - 1
 			}
 		case "function_call":
-			if it.CallID == "" || it.Name == "" {
-				return nil, reqErr(param, "a function_call item needs call_id and name")
+			if it.CallID == "" {
+				return nil, invalid(param+".call_id", "a function_call item needs its call_id")
+			}
+			if it.Name == "" {
+				return nil, invalid(param+".name", "a function_call item needs the name of the function")
 			}
 			var tc chat.ToolCall
 			tc.ID, tc.Type = it.CallID, "function"
@@ -54,7 +57,7 @@ func inputToChat(input json.RawMessage) ([]json.RawMessage, error) {
 			msgs[calls].ToolCalls = append(msgs[calls].ToolCalls, tc)
 		case "function_call_output":
 			if it.CallID == "" {
-				return nil, reqErr(param+".call_id", "a function_call_output item needs the call_id of its call")
+				return nil, invalid(param+".call_id", "a function_call_output item needs the call_id of its call")
 			}
 			out, err := toolOutputText(it.Output, param+".output")
 			if err != nil {
@@ -84,7 +87,11 @@ func messageToChat(it *itemIn, param string) (chatMsg, error) {
 	switch it.Role {
 	case "user", "assistant", "system", "developer":
 	default:
-		return chatMsg{}, reqErr(param+".role", "role %q is not known (user, assistant, system, developer)", it.Role)
+		return chatMsg{}, invalid(param+".role", "role %q is not known (user, assistant, system, developer)", it.Role)
+	}
+	if len(it.Content) == 0 || isNull(it.Content) {
+		// Once read as "": the turn went to the provider empty.
+		return chatMsg{}, invalid(param+".content", "a message item needs content: a string or an array of parts")
 	}
 	if it.Role == "developer" {
 		// Chat providers other than OpenAI know "system" only (DeepSeek
@@ -98,7 +105,7 @@ func messageToChat(it *itemIn, param string) (chatMsg, error) {
 	}
 	var parts []partIn
 	if err := json.Unmarshal(it.Content, &parts); err != nil {
-		return chatMsg{}, reqErr(param+".content", "content is neither a string nor an array of parts: %v", err)
+		return chatMsg{}, invalid(param+".content", "content is neither a string nor an array of parts")
 	}
 	var out []chatPart
 	text := true
@@ -144,7 +151,7 @@ func toolOutputText(raw json.RawMessage, param string) (string, error) {
 	}
 	var parts []partIn
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", reqErr(param, "output is neither a string nor an array of parts")
+		return "", invalid(param, "output is neither a string nor an array of parts")
 	}
 	var b strings.Builder
 	for j, p := range parts {

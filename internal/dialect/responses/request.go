@@ -3,6 +3,8 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
@@ -42,21 +44,33 @@ type ChatRequestOptions struct {
 //	safety_identifier, user                user
 //	stream                                 stream, stream_options.include_usage
 //
-// Refused (a *RequestError): previous_response_id, store: true,
-// background: true and conversation (they need a provider that keeps
-// responses), a tool_choice that forces a tool other than a function,
-// item and part types not listed.
+// Refused as Invalid (a *RequestError with Invalid set: not a valid
+// Responses request, whatever the target): a message item whose content
+// is null or absent, an unknown role, a function_call without call_id or
+// name, a function_call_output without call_id or with an output that is
+// neither a string nor parts, a function tool without a name or with
+// parameters that are not an object, a tool_choice of an unknown value or
+// a function one without a name, an unknown reasoning.effort or
+// text.format type, a member of the wrong type.
+//
+// Refused (a *RequestError: valid, but Chat cannot express it):
+// previous_response_id, store: true, background: true and conversation
+// (they need a provider that keeps responses), a tool_choice that forces
+// a tool other than a function, tool_choice required when hosted tools
+// are offered (the provider can run none of them), item and part types
+// not listed.
 //
 // Dropped: tools other than function tools (web_search, file_search,
 // computer_use, code_interpreter, mcp, local_shell, namespace, custom...:
 // the Chat provider can neither run nor call them, and Codex CLI offers
-// some with every request), reasoning.summary, metadata, include,
+// some with every request) unless tool_choice is required,
+// reasoning.summary, metadata, include,
 // truncation, service_tier, prompt_cache_key, and any member not named
 // here.
 func ToChatRequest(resp []byte, opt ChatRequestOptions) ([]byte, error) {
 	var in requestIn
 	if err := json.Unmarshal(resp, &in); err != nil {
-		return nil, reqErr("", "the body is not a valid OpenAI Responses request: %v", err)
+		return nil, notValid(err)
 	}
 	if err := in.refuseState(); err != nil {
 		return nil, err
@@ -79,6 +93,9 @@ func ToChatRequest(resp []byte, opt ChatRequestOptions) ([]byte, error) {
 		}
 	}
 	if in.Reasoning != nil && in.Reasoning.Effort != nil {
+		if !knownEffort(*in.Reasoning.Effort) {
+			return nil, invalid("reasoning.effort", "reasoning.effort %q is not known (none, minimal, low, medium, high, xhigh)", *in.Reasoning.Effort)
+		}
 		out.ReasoningEffort = *in.Reasoning.Effort
 	}
 	out.User = in.User
@@ -94,11 +111,19 @@ func ToChatRequest(resp []byte, opt ChatRequestOptions) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if out.Tools, err = toolsToChat(in.Tools); err != nil {
+	var dropped int
+	if out.Tools, dropped, err = toolsToChat(in.Tools); err != nil {
 		return nil, err
 	}
 	if out.ToolChoice, err = toolChoiceToChat(in.ToolChoice); err != nil {
 		return nil, err
+	}
+	if string(out.ToolChoice) == `"required"` && (dropped > 0 || len(out.Tools) == 0) && len(in.Tools) > 0 {
+		// "Call one of these tools", where some are hosted tools the Chat
+		// provider cannot run: dropping them would force a function
+		// call the model may not have chosen, or, with no function left,
+		// drop the demand itself.
+		return nil, reqErr("tool_choice", "tool_choice required with hosted tools (%d of %d tools): a Chat Completions provider can run none of them, so the choice cannot be kept", dropped, len(in.Tools))
 	}
 	if len(out.Tools) == 0 {
 		// OpenAI's Chat refuses both without tools, and Responses clients
@@ -128,6 +153,39 @@ func (in *requestIn) refuseState() error {
 
 func isNull(b json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }
 
+// isObject reports whether b is a JSON object.
+func isObject(b json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return len(bytes.TrimSpace(b)) > 0 && bytes.TrimSpace(b)[0] == '{' && json.Unmarshal(b, &m) == nil
+}
+
+// invalid is the RequestError of a request that is not valid Responses.
+func invalid(param, format string, args ...any) *RequestError {
+	e := reqErr(param, format, args...)
+	e.Invalid = true
+	return e
+}
+
+// notValid is the RequestError of a body that is not a Responses request
+// at all; a member of the wrong type is named (without the indexes of
+// the arrays it is in: encoding/json does not say them).
+func notValid(err error) *RequestError {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+		return invalid(te.Field, "the body is not a valid OpenAI Responses request: this member cannot be a %s", te.Value)
+	}
+	return invalid("", "the body is not a valid OpenAI Responses request: %v", err)
+}
+
+// knownEffort reports whether effort is a reasoning effort: OpenAI's, and
+// Anthropic's max (the anthropic package reads it).
+func knownEffort(effort string) bool {
+	switch effort {
+	case "none", "minimal", "low", "medium", "high", "xhigh", "max":
+		return true
+	}
+	return false
+}
+
 // formatToChat translates text.format; text (the default) needs nothing.
 func formatToChat(f *formatIn) (json.RawMessage, error) {
 	switch f.Type {
@@ -150,14 +208,15 @@ func formatToChat(f *formatIn) (json.RawMessage, error) {
 		js.JSONSchema.Schema, js.JSONSchema.Strict = f.Schema, f.Strict
 		return marshal(js), nil
 	default:
-		return nil, reqErr("text.format.type", "format %q is not known (text, json_object, json_schema)", f.Type)
+		return nil, invalid("text.format.type", "format %q is not known (text, json_object, json_schema)", f.Type)
 	}
 }
 
-func toolsToChat(tools []toolIn) ([]chat.Tool, error) {
-	var out []chat.Tool
-	for _, t := range tools {
+// toolsToChat translates the function tools; dropped counts the others.
+func toolsToChat(tools []toolIn) (out []chat.Tool, dropped int, err error) {
+	for i, t := range tools {
 		if t.Type != "function" {
+			dropped++
 			// Hosted tools (web_search, file_search, mcp, namespaces...)
 			// and custom tools are offers, not demands: the Chat provider
 			// can neither run nor call them, so the model is simply not
@@ -166,16 +225,22 @@ func toolsToChat(tools []toolIn) ([]chat.Tool, error) {
 			// A tool_choice that forces one is still refused.
 			continue
 		}
+		param := fmt.Sprintf("tools[%d]", i)
+		if t.Name == "" {
+			return nil, 0, invalid(param+".name", "a function tool needs a name")
+		}
 		var c chat.Tool
 		c.Type = "function"
 		c.Function.Name, c.Function.Description, c.Function.Strict = t.Name, t.Description, t.Strict
 		c.Function.Parameters = t.Parameters
 		if len(c.Function.Parameters) == 0 || isNull(c.Function.Parameters) {
 			c.Function.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
+		} else if !isObject(c.Function.Parameters) {
+			return nil, 0, invalid(param+".parameters", "a function's parameters must be a JSON Schema object")
 		}
 		out = append(out, c)
 	}
-	return out, nil
+	return out, dropped, nil
 }
 
 func toolChoiceToChat(tc json.RawMessage) (json.RawMessage, error) {
@@ -188,14 +253,20 @@ func toolChoiceToChat(tc json.RawMessage) (json.RawMessage, error) {
 		case "auto", "required", "none":
 			return marshal(s), nil
 		}
-		return nil, reqErr("tool_choice", "tool_choice %q is not known (auto, required, none)", s)
+		return nil, invalid("tool_choice", "tool_choice %q is not known (auto, required, none)", s)
 	}
 	var o struct {
 		Type string `json:"type"`
 		Name string `json:"name"`
 	}
-	if err := json.Unmarshal(tc, &o); err != nil || o.Type != "function" || o.Name == "" {
-		return nil, reqErr("tool_choice", "only auto, required, none and {\"type\":\"function\",\"name\":...} can be translated")
+	if err := json.Unmarshal(tc, &o); err != nil || bytes.TrimSpace(tc)[0] != '{' {
+		return nil, invalid("tool_choice", "want auto, required, none or an object with a type")
+	}
+	if o.Type == "function" && o.Name == "" {
+		return nil, invalid("tool_choice.name", "a tool_choice of type function names the function to call")
+	}
+	if o.Type != "function" {
+		return nil, reqErr("tool_choice", "only auto, required, none and {\"type\":\"function\",\"name\":...} can be translated, not a tool_choice of type %q", o.Type)
 	}
 	var c struct {
 		Type     string `json:"type"`

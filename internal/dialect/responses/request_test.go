@@ -106,7 +106,7 @@ func TestToChatRequestRefusals(t *testing.T) {
 		{"conversation", `{"input":"x","conversation":"conv_1"}`, "conversation"},
 		{"item_reference", `{"input":[{"type":"item_reference","id":"msg_1"}]}`, "input[0].type"},
 		{"output without call_id", `{"input":[{"type":"function_call_output","output":"x"}]}`, "input[0].call_id"},
-		{"call without name", `{"input":[{"type":"function_call","call_id":"c","arguments":"{}"}]}`, "input[0]"},
+		{"call without name", `{"input":[{"type":"function_call","call_id":"c","arguments":"{}"}]}`, "input[0].name"},
 		{"bad role", `{"input":[{"role":"tool","content":"x"}]}`, "input[0].role"},
 		{"input_file", `{"input":[{"role":"user","content":[{"type":"input_file","file_id":"f"}]}]}`, "input[0].content[0].type"},
 		{"image by file_id", `{"input":[{"role":"user","content":[{"type":"input_image","file_id":"f"}]}]}`, "input[0].content[0]"},

@@ -29,6 +29,7 @@ type ResponseOptions struct {
 //	message.tool_calls                   function_call items (call_id = the call's id)
 //	finish_reason length                 status incomplete, max_output_tokens
 //	finish_reason content_filter         status incomplete, content_filter
+//	finish_reason pause_turn             status incomplete, pause_turn
 //	other finish_reason                  status completed
 //	usage prompt/completion/total,       usage input/output/total_tokens,
 //	  cached_tokens, reasoning_tokens      cached_tokens, reasoning_tokens
@@ -113,6 +114,11 @@ func (r *result) status() (string, json.RawMessage) {
 		return "incomplete", json.RawMessage(`{"reason":"max_output_tokens"}`)
 	case "content_filter":
 		return "incomplete", json.RawMessage(`{"reason":"content_filter"}`)
+	case "pause_turn":
+		// Anthropic paused a long turn (anthropic.FinishPauseTurn): sending
+		// the answer back continues it. Not max_output_tokens, which would
+		// send the user to raise a limit that is not the cause.
+		return "incomplete", json.RawMessage(`{"reason":"pause_turn"}`)
 	}
 	return "completed", nil
 }
