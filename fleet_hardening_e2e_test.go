@@ -431,6 +431,27 @@ func TestFleetWithoutScripts(t *testing.T) {
 	}
 }
 
+// TestFleetRefusedEverywhereIsDown: a Redis that answers but refuses
+// every key (here an ACL that gives the relay's user no key under the
+// prefix; READONLY or OOM alike) is an outage, not a problem per key:
+// state down, with Redis's answer as last_error.
+func TestFleetRefusedEverywhereIsDown(t *testing.T) {
+	f := startFleetOn(t, "sync_interval 250ms", func(c *redis.Client) {
+		if err := c.Do(context.Background(), "ACL", "SETUSER", "default", "resetkeys", "~elsewhere:*").Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	waitFor(t, 5*time.Second, "A's state down", func() bool {
+		st := f.a.state(t)
+		return st.Up != nil && !*st.Up
+	})
+	st := f.a.state(t)
+	if !strings.Contains(st.LastError, "NOPERM") || len(st.Problems) != 0 {
+		t.Errorf("state: last_error %q, %d problems; want Redis's NOPERM and no key named", st.LastError, len(st.Problems))
+	}
+	f.a.chatOK(t, "sk-bulk", "m", 1) // served all the same
+}
+
 // countMatching counts the lines of raw with msg that also contain every
 // one of also.
 func countMatching(raw, msg string, also ...string) int {
