@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/canary"
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
+	"github.com/llmrelay/caddy-llm-relay/internal/sharedstate"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
@@ -55,6 +55,15 @@ import (
 // pipelined round trip with a short timeout. When Redis is down or slow
 // the relay keeps serving from its local view; the outage is logged once,
 // and the state metric and the status view show it.
+//
+// Others write under the prefix too: another application, a relay of an
+// older layout, an instance whose clock is off. So every key is a
+// command of its own in the round trip (the shared state script of
+// internal/sharedstate: it writes and reads a hash within size bounds and
+// leaves a key of another type alone), and every value read is checked
+// before it is used. A key or field that fails is skipped and named, in
+// one WARN line and in the status view, until it changes or is put
+// right; everything else keeps syncing.
 
 // fleetTick is how often canary roll-outs and ejections are pushed and
 // read: a rollback decided on one instance is obeyed by the others within
@@ -88,13 +97,20 @@ type fleetState struct {
 	pushed   map[string]string         // field → the JSON last written (canaries, ejections)
 	alerts   []usage.Alert             // raised here, not claimed yet
 	limits   map[string]*keyLimits     // key names with an rpm, tpm or max_concurrent
-	// limitSeen is each other instance's counters (requests and tokens
-	// taken) per key name as last read: what grew since is drained. Only
-	// the run goroutine touches it.
-	limitSeen map[string][2]int64
+	// limitSeen is each other instance's key limit figures per key name
+	// and instance as last read: what the counters grew since is drained,
+	// and when they last changed says whether its requests in flight
+	// count. Only the run goroutine touches it.
+	limitSeen map[string]map[string]sharedstate.Peer
 	lastSync  time.Time // spend's last successful round trip
-	lastErr   string
+	lastErr   string    // the last failed round's error, until a round goes through
 	down      atomic.Bool
+	// problems are the keys and fields skipped, as last read.
+	problems sharedstate.Problems
+	// noScriptsUntil: Redis refused the shared state script; plain
+	// commands until then. scriptsWarned: that was logged.
+	noScriptsUntil time.Time
+	scriptsWarned  bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -172,7 +188,7 @@ func newFleetState(c *StateConfig, password string, logger *zap.Logger) *fleetSt
 		targets:     map[string]*health.Target{},
 		pushed:      map[string]string{},
 		limits:      map[string]*keyLimits{},
-		limitSeen:   map[string][2]int64{},
+		limitSeen:   map[string]map[string]sharedstate.Peer{},
 		stop:        make(chan struct{}),
 		done:        make(chan struct{}),
 	}
@@ -256,19 +272,24 @@ type sharedEjection struct {
 }
 
 // round is one round trip's work: what was queued in the pipeline, and
-// what to do with the answers.
+// what to do with the answers. Every key is one command of its own (the
+// shared state script, or plain commands where Redis refuses scripts),
+// so a key that cannot be read or written is that key's problem, not the
+// round's.
 type round struct {
-	now       time.Time
-	canaries  map[string]*canary.Canary // by field
-	targets   map[string]*health.Target // by field
-	alerts    []usage.Alert             // being claimed
-	claims    []*redis.BoolCmd
-	pushes    map[string]string // hash+field → value written
-	canaryGet *redis.MapStringStringCmd
-	ejectGet  *redis.MapStringStringCmd // nil with share_health off
-	keys      []string                  // key names whose spend is shared
-	spend     []spendRead               // queued reads: empty in a round without spend
-	limits    []limitRead               // queued reads: empty in a round without spend
+	now      time.Time
+	canaries map[string]*canary.Canary // by field
+	targets  map[string]*health.Target // by field
+	alerts   []usage.Alert             // being claimed
+	claims   []*claimOp
+	canaryOp *hashOp
+	ejectOp  *hashOp     // nil with share_health off
+	keys     []string    // key names whose spend is shared
+	spend    []spendRead // queued: empty in a round without spend
+	limits   []limitRead // queued: empty in a round without spend
+	load     *redis.StringCmd
+	ops      []fleetOp
+	problems map[string][]sharedstate.Problem // by key, for every key read
 }
 
 // limitRead is one key name's limits as this round wrote them, and every
@@ -276,7 +297,7 @@ type round struct {
 type limitRead struct {
 	name string
 	kl   *keyLimits
-	get  *redis.MapStringStringCmd
+	op   *hashOp
 }
 
 // spendRead is one key's period as this instance wrote it, and the
@@ -286,38 +307,51 @@ type spendRead struct {
 	period usage.Period
 	start  time.Time
 	own    int64
-	get    *redis.MapStringStringCmd
+	op     *hashOp
 }
 
 // sync makes one round trip: it pushes what changed here, reads what the
 // fleet holds and adopts it (spend too when spend is set). It reports
-// whether Redis answered.
+// whether the round went through.
 func (f *fleetState) sync(now time.Time, spend bool) bool {
 	r := f.newRound(now, spend)
 	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout)
 	defer cancel()
 	pipe := f.client.Pipeline()
-	f.queueRollouts(ctx, pipe, r)
-	if spend {
-		f.queueSpend(ctx, pipe, r)
-		f.queueLimits(ctx, pipe, r)
+	scripted := f.scripted(now)
+	if scripted {
+		r.load = pipe.ScriptLoad(ctx, sharedstate.Script)
 	}
-	f.queueClaims(ctx, pipe, r)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		f.failed(err)
+	f.queueRollouts(ctx, pipe, r, scripted)
+	if spend {
+		f.queueSpend(ctx, pipe, r, scripted)
+		f.queueLimits(ctx, pipe, r, scripted)
+	}
+	f.queueClaims(ctx, pipe, r, scripted)
+	cmds, _ := pipe.Exec(ctx)
+	// Only a failed round trip fails the round: an error Redis answered
+	// to one command is that key's problem, and the others go on.
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !isReply(err) {
+			f.failed(err)
+			return false
+		}
+	}
+	if r.load != nil && r.load.Err() != nil {
+		f.refuseScripts(now, r.load.Err())
+		return false // the next round, at once, without the script
+	}
+	if err := everyOpRefused(r.ops); err != nil {
+		f.failed(err) // READONLY, OOM, NOPERM...: Redis answers, but takes nothing
 		return false
 	}
 	f.recovered(now, spend)
-	f.mu.Lock()
-	for k, v := range r.pushes {
-		f.pushed[k] = v
-	}
-	f.alerts = f.alerts[len(r.alerts):] // claimed; newer ones wait for the next round
-	f.mu.Unlock()
+	r.problems = map[string][]sharedstate.Problem{}
 	f.applyClaims(r)
 	f.applyRollouts(ctx, r)
 	f.applySpend(r)
 	f.applyLimits(r)
+	f.settle(r)
 	return true
 }
 
@@ -326,7 +360,7 @@ func (f *fleetState) newRound(now time.Time, spend bool) *round {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := &round{now: now, canaries: make(map[string]*canary.Canary, len(f.canaries)),
-		targets: make(map[string]*health.Target, len(f.targets)), alerts: f.alerts, pushes: map[string]string{}}
+		targets: make(map[string]*health.Target, len(f.targets)), alerts: f.alerts}
 	for k, c := range f.canaries {
 		r.canaries[field(k)] = c
 	}
@@ -346,8 +380,9 @@ func (f *fleetState) newRound(now time.Time, spend bool) *round {
 
 // queueRollouts pushes the canary steps and rollbacks and the ejections
 // decided here that Redis does not have yet, and reads the fleet's.
-func (f *fleetState) queueRollouts(ctx context.Context, pipe redis.Pipeliner, r *round) {
+func (f *fleetState) queueRollouts(ctx context.Context, pipe redis.Pipeliner, r *round, scripted bool) {
 	canaryHash, ejectHash := f.prefix+"canary", f.prefix+"eject"
+	r.canaryOp = &hashOp{key: canaryHash}
 	for fld, c := range r.canaries {
 		p := c.Persist()
 		if p.Step == 0 && p.State != canary.StateRolledBack {
@@ -355,14 +390,14 @@ func (f *fleetState) queueRollouts(ctx context.Context, pipe redis.Pipeliner, r 
 		}
 		b, _ := json.Marshal(sharedCanary{Name: c.Name(), Persisted: p})
 		if f.pushedValue(canaryHash+fld) != string(b) {
-			pipe.HSet(ctx, canaryHash, fld, b)
-			r.pushes[canaryHash+fld] = string(b)
+			r.canaryOp.pairs = append(r.canaryOp.pairs, fld, string(b))
 		}
 	}
-	r.canaryGet = pipe.HGetAll(ctx, canaryHash)
+	r.ops = append(r.ops, r.canaryOp.queue(ctx, pipe, scripted))
 	if !f.shareHealth {
 		return
 	}
+	r.ejectOp = &hashOp{key: ejectHash}
 	for fld, t := range r.targets {
 		e, ok := t.Ejection(r.now)
 		if !ok || strings.HasPrefix(e.Reason, fleetReasonPrefix) {
@@ -370,16 +405,15 @@ func (f *fleetState) queueRollouts(ctx context.Context, pipe redis.Pipeliner, r 
 		}
 		b, _ := json.Marshal(sharedEjection{Name: t.Name(), By: f.instance, Ejection: e})
 		if f.pushedValue(ejectHash+fld) != string(b) {
-			pipe.HSet(ctx, ejectHash, fld, b)
-			r.pushes[ejectHash+fld] = string(b)
+			r.ejectOp.pairs = append(r.ejectOp.pairs, fld, string(b))
 		}
 	}
-	r.ejectGet = pipe.HGetAll(ctx, ejectHash)
+	r.ops = append(r.ops, r.ejectOp.queue(ctx, pipe, scripted))
 }
 
 // queueSpend writes this instance's own spend per key and period (an
 // absolute figure: idempotent) and reads every instance's.
-func (f *fleetState) queueSpend(ctx context.Context, pipe redis.Pipeliner, r *round) {
+func (f *fleetState) queueSpend(ctx context.Context, pipe redis.Pipeliner, r *round, scripted bool) {
 	for _, k := range r.keys {
 		own, _ := ledger.Own(k, r.now)
 		if own.Day.Start.IsZero() { // no request here yet: read the fleet's
@@ -389,109 +423,189 @@ func (f *fleetState) queueSpend(ctx context.Context, pipe redis.Pipeliner, r *ro
 			p usage.Period
 			usage.WindowState
 		}{{usage.Day, own.Day}, {usage.Month, own.Month}} {
-			hk := f.spendKey(k, w.p, w.Start)
+			op := &hashOp{key: f.spendKey(k, w.p, w.Start)}
 			if w.NanoUSD > 0 {
-				pipe.HSet(ctx, hk, f.instance, w.NanoUSD)
-				pipe.ExpireAt(ctx, hk, w.p.Next(w.Start).Add(time.Hour))
+				op.pairs = []string{f.instance, strconv.FormatInt(w.NanoUSD, 10)}
+				op.expireAt = w.p.Next(w.Start).Add(time.Hour)
 			}
-			r.spend = append(r.spend, spendRead{key: k, period: w.p, start: w.Start, own: w.NanoUSD, get: pipe.HGetAll(ctx, hk)})
+			r.ops = append(r.ops, op.queue(ctx, pipe, scripted))
+			r.spend = append(r.spend, spendRead{key: k, period: w.p, start: w.Start, own: w.NanoUSD, op: op})
 		}
 	}
 }
 
-// limitStale is how old an instance's figures may be before its requests
-// in flight no longer count: an instance that stopped without a last
-// write (killed) does not hold a key's slots for ever.
-const limitStale = 10 * time.Second
+// limitStale is how long another instance's requests in flight count
+// after its figures last changed (by this instance's clock): an instance
+// that stopped without a last write (killed) does not hold a key's slots
+// for ever. At least three sync intervals, so a live instance is never
+// taken for gone between two of its writes.
+func (f *fleetState) limitStale() time.Duration {
+	return max(10*time.Second, 3*f.syncEvery)
+}
 
 // queueLimits writes this instance's key limit counters (requests and
 // tokens taken, ever; requests in flight; the time) and reads every
 // instance's.
-func (f *fleetState) queueLimits(ctx context.Context, pipe redis.Pipeliner, r *round) {
+func (f *fleetState) queueLimits(ctx context.Context, pipe redis.Pipeliner, r *round, scripted bool) {
 	for i := range r.limits {
 		l := &r.limits[i]
-		var req, tok, inFlight int64
+		fig := sharedstate.Figures{At: r.now}
 		if l.kl.requests != nil {
-			req = l.kl.requests.Taken()
+			fig.Requests = l.kl.requests.Taken()
 		}
 		if l.kl.tokens != nil {
-			tok = l.kl.tokens.Taken()
+			fig.Tokens = l.kl.tokens.Taken()
 		}
 		if l.kl.inFlight != nil {
-			inFlight = l.kl.inFlight.Load()
+			fig.InFlight = l.kl.inFlight.Load()
 		}
-		hk := f.prefix + "limits:" + l.name
-		pipe.HSet(ctx, hk, f.instance, fmt.Sprintf("%d %d %d %d", req, tok, inFlight, r.now.UnixMilli()))
-		pipe.Expire(ctx, hk, 10*time.Minute)
-		l.get = pipe.HGetAll(ctx, hk)
+		l.op = &hashOp{key: f.prefix + "limits:" + l.name, pairs: []string{f.instance, fig.String()}, expireIn: 10 * time.Minute}
+		r.ops = append(r.ops, l.op.queue(ctx, pipe, scripted))
 	}
 }
 
 // applyLimits drains this instance's buckets by what the others took
-// since the last read, and sets the others' requests in flight. An
-// instance seen for the first time, or whose counters went down (it
-// restarted), gives a new baseline, not a drain.
+// since the last read, and sets the others' requests in flight. Every
+// figure is checked (sharedstate.ParseFigures); an instance seen for the
+// first time, or whose counters went down (it restarted), gives a new
+// baseline, not a drain, and no drain is more than the limit. Another
+// instance's requests in flight count while its figures keep changing
+// (sharedstate.Observe), whatever its clock says.
 func (f *fleetState) applyLimits(r *round) {
+	stale, lag := f.limitStale(), f.syncEvery+fleetTick+fleetTimeout
 	for _, l := range r.limits {
+		h, err := l.op.result()
+		if err != nil {
+			// Unreadable, the key's limits are this instance's own: no
+			// other's requests in flight are held against it.
+			r.problems[l.op.key] = []sharedstate.Problem{{What: err.Error()}}
+			delete(f.limitSeen, l.name)
+			if l.kl.othersInFlight != nil {
+				l.kl.othersInFlight.Store(0)
+			}
+			continue
+		}
+		probs := h.Skipped
+		prev, next := f.limitSeen[l.name], map[string]sharedstate.Peer{}
 		var others int64
-		for inst, v := range l.get.Val() {
+		for inst, raw := range h.Fields {
 			if inst == f.instance {
 				continue
 			}
-			var req, tok, inFlight, at int64
-			if n, _ := fmt.Sscan(v, &req, &tok, &inFlight, &at); n != 4 {
+			fig, err := sharedstate.ParseFigures(raw)
+			if err != nil {
+				probs = append(probs, sharedstate.Problem{Field: inst, What: err.Error()})
 				continue
 			}
-			k := l.name + "|" + inst
-			if last, seen := f.limitSeen[k]; seen {
-				if l.kl.requests != nil && req >= last[0] {
-					l.kl.requests.Drain(req-last[0], r.now)
+			last, seen := prev[inst]
+			p, note := sharedstate.Observe(last, seen, raw, fig, r.now, stale, lag)
+			if note != "" {
+				probs = append(probs, sharedstate.Problem{Field: inst, What: note})
+			}
+			if seen {
+				if b := l.kl.requests; b != nil {
+					b.Drain(sharedstate.Drain(last.Figures.Requests, fig.Requests, b.Limit()), r.now)
 				}
-				if l.kl.tokens != nil && tok >= last[1] {
-					l.kl.tokens.Drain(tok-last[1], r.now)
+				if b := l.kl.tokens; b != nil {
+					b.Drain(sharedstate.Drain(last.Figures.Tokens, fig.Tokens, b.Limit()), r.now)
 				}
 			}
-			f.limitSeen[k] = [2]int64{req, tok}
-			if r.now.Sub(time.UnixMilli(at)) < limitStale {
-				others += inFlight
+			if p.Live(r.now, stale) {
+				others += p.InFlight(l.kl.maxInFlight)
 			}
+			next[inst] = p
 		}
+		f.limitSeen[l.name] = next
 		if l.kl.othersInFlight != nil {
-			l.kl.othersInFlight.Store(others)
+			l.kl.othersInFlight.Store(min(others, l.kl.maxInFlight))
 		}
+		r.problems[l.op.key] = probs
 	}
 }
 
 // queueClaims claims the budget alerts raised here for the fleet.
-func (f *fleetState) queueClaims(ctx context.Context, pipe redis.Pipeliner, r *round) {
-	r.claims = make([]*redis.BoolCmd, len(r.alerts))
+func (f *fleetState) queueClaims(ctx context.Context, pipe redis.Pipeliner, r *round, scripted bool) {
+	r.claims = make([]*claimOp, len(r.alerts))
 	for i, a := range r.alerts {
 		p, _ := usage.ParsePeriod(a.Period)
 		start := p.Start(a.At)
-		ak := fmt.Sprintf("%salert:%s:%s:%s:%d", f.prefix, a.Key, a.Period, start.Format("2006-01-02"), a.Threshold)
-		r.claims[i] = pipe.SetNX(ctx, ak, f.instance, p.Next(start).Add(time.Hour).Sub(r.now))
+		o := &claimOp{key: fmt.Sprintf("%salert:%s:%s:%s:%d", f.prefix, a.Key, a.Period, start.Format("2006-01-02"), a.Threshold)}
+		ttl := p.Next(start).Add(time.Hour).Sub(r.now)
+		if scripted {
+			o.script = pipe.EvalSha(ctx, fleetScript.Hash(), []string{o.key}, sharedstate.ClaimArgs(f.instance, ttl)...)
+		} else {
+			o.setNX = pipe.SetNX(ctx, o.key, f.instance, ttl)
+			o.get = pipe.GetRange(ctx, o.key, 0, sharedstate.MaxClaim-1)
+		}
+		r.claims[i] = o
+		r.ops = append(r.ops, o)
 	}
 }
 
-// applyClaims logs the alerts this instance claimed first.
+// applyClaims logs the alerts this instance claimed first, and those
+// whose claim key is not a relay's (another application's, another
+// type): logged here, unclaimed, rather than by no one.
 func (f *fleetState) applyClaims(r *round) {
+	f.mu.Lock()
+	f.alerts = f.alerts[len(r.alerts):] // answered; newer ones wait for the next round
+	f.mu.Unlock()
 	for i, a := range r.alerts {
-		if won, _ := r.claims[i].Result(); won {
+		o := r.claims[i]
+		c, err := o.result()
+		if err == nil && !c.Won && c.Holder != f.instance {
+			err = sharedstate.CheckHolder(c.Holder)
+		}
+		switch {
+		case err != nil:
+			r.problems[o.key] = []sharedstate.Problem{{What: err.Error()}}
+			logBudgetAlert(f.logger, a, false)
+		case c.Won || c.Holder == f.instance: // won now, or in a round whose answer was lost
+			r.problems[o.key] = nil
 			logBudgetAlert(f.logger, a, true)
+		default:
+			r.problems[o.key] = nil
 		}
 	}
 }
 
 // applyRollouts adopts the fleet's canary steps, rollbacks and ejections,
-// and drops ejections long over from Redis.
+// each checked (sharedstate.CheckCanary, CheckEjection), and drops from
+// Redis the ejections long over.
 func (f *fleetState) applyRollouts(ctx context.Context, r *round) {
-	for fld, raw := range r.canaryGet.Val() {
-		c := r.canaries[fld]
+	f.applyCanaries(r)
+	if r.ejectOp != nil {
+		f.applyEjections(ctx, r)
+	}
+}
+
+func (f *fleetState) applyCanaries(r *round) {
+	op := r.canaryOp
+	h, err := op.result()
+	if err != nil {
+		r.problems[op.key] = []sharedstate.Problem{{What: err.Error()}}
+		return
+	}
+	f.notePushed(op)
+	probs := h.Skipped
+	for fld, raw := range h.Fields {
 		var sc sharedCanary
-		if c == nil || json.Unmarshal([]byte(raw), &sc) != nil {
+		if err := json.Unmarshal([]byte(raw), &sc); err != nil {
+			probs = append(probs, sharedstate.Problem{Field: fld, What: "not a canary's roll-out (JSON): skipped"})
 			continue
 		}
-		ev := c.Adopt(sc.Persisted)
+		p, note, err := sharedstate.CheckCanary(sc.Persisted, r.now)
+		if err != nil {
+			probs = append(probs, sharedstate.Problem{Field: fld, What: err.Error()})
+			continue
+		}
+		if note != "" {
+			probs = append(probs, sharedstate.Problem{Field: fld, What: note})
+		}
+		c := r.canaries[fld]
+		if c == nil {
+			continue // a canary of a config not loaded here
+		}
+		ev := c.Adopt(p)
 		if ev == nil {
 			continue
 		}
@@ -503,14 +617,33 @@ func (f *fleetState) applyRollouts(ctx context.Context, r *round) {
 			f.logger.Info("canary promoted by the fleet", fields...)
 		}
 	}
-	if r.ejectGet == nil {
+	r.problems[op.key] = probs
+}
+
+func (f *fleetState) applyEjections(ctx context.Context, r *round) {
+	op := r.ejectOp
+	h, err := op.result()
+	if err != nil {
+		r.problems[op.key] = []sharedstate.Problem{{What: err.Error()}}
 		return
 	}
-	var stale []string
-	for fld, raw := range r.ejectGet.Val() {
+	f.notePushed(op)
+	probs := h.Skipped
+	var over []string
+	for fld, raw := range h.Fields {
 		var se sharedEjection
-		if json.Unmarshal([]byte(raw), &se) != nil || r.now.Sub(se.Until) > time.Minute {
-			stale = append(stale, fld)
+		if err := json.Unmarshal([]byte(raw), &se); err != nil {
+			// Not deleted: it may be a newer relay's, which this one
+			// cannot read.
+			probs = append(probs, sharedstate.Problem{Field: fld, What: "not an ejection (JSON): skipped"})
+			continue
+		}
+		if r.now.Sub(se.Until) > time.Minute {
+			over = append(over, fld)
+			continue
+		}
+		if err := sharedstate.CheckEjection(se.Ejection, r.now, defaultPolicy.MaxCooldown); err != nil {
+			probs = append(probs, sharedstate.Problem{Field: fld, What: err.Error()})
 			continue
 		}
 		t := r.targets[fld]
@@ -522,26 +655,49 @@ func (f *fleetState) applyRollouts(ctx context.Context, r *round) {
 				zap.Time("until", se.Until))
 		}
 	}
-	if len(stale) > 0 {
-		f.client.HDel(ctx, f.prefix+"eject", stale...)
+	r.problems[op.key] = probs
+	if len(over) > 0 {
+		f.client.HDel(ctx, op.key, over...)
+	}
+}
+
+// notePushed records the fields a hash took (canaries, ejections), which
+// are not pushed again until they change.
+func (f *fleetState) notePushed(op *hashOp) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := 0; i+1 < len(op.pairs); i += 2 {
+		f.pushed[op.key+op.pairs[i]] = op.pairs[i+1]
 	}
 }
 
 // applySpend gives the ledger the other instances' spend, and takes back
 // this instance's own where Redis holds more of it than the ledger does
-// (a restart that lost the local state and kept the instance's ID). Alerts
-// the fleet's spend reached are claimed at the next round.
+// (a restart that lost the local state and kept the instance's ID). Each
+// figure is checked (sharedstate.ParseSpend); a key that cannot be read
+// keeps the others' spend as last read. Alerts the fleet's spend reached
+// are claimed at the next round.
 func (f *fleetState) applySpend(r *round) {
 	for _, s := range r.spend {
+		h, err := s.op.result()
+		if err != nil {
+			r.problems[s.op.key] = []sharedstate.Problem{{What: err.Error()}}
+			continue
+		}
+		probs := h.Skipped
 		var others, ownThere int64
-		for inst, v := range s.get.Val() {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			if inst == f.instance {
+		for inst, v := range h.Fields {
+			n, err := sharedstate.ParseSpend(v)
+			switch {
+			case err != nil:
+				probs = append(probs, sharedstate.Problem{Field: inst, What: err.Error()})
+			case inst == f.instance:
 				ownThere = n
-			} else {
-				others += n
+			default:
+				others = sharedstate.AddSpend(others, n)
 			}
 		}
+		r.problems[s.op.key] = probs
 		if ownThere > s.own {
 			ledger.RaiseOwn(s.key, s.period, s.start, ownThere, r.now)
 		}
@@ -579,13 +735,22 @@ func (f *fleetState) failed(err error) {
 	}
 }
 
-// recovered records a good round trip; the end of an outage is logged.
+// recovered records a good round trip (the last error is over); the end
+// of an outage is logged.
 func (f *fleetState) recovered(now time.Time, spend bool) {
 	f.mu.Lock()
 	if spend {
 		f.lastSync = now
 	}
+	f.lastErr = ""
+	scriptsBack := f.scriptsWarned && now.After(f.noScriptsUntil) && f.noScriptsUntil.After(time.Time{})
+	if scriptsBack {
+		f.noScriptsUntil, f.scriptsWarned = time.Time{}, false
+	}
 	f.mu.Unlock()
+	if scriptsBack {
+		f.logger.Info("shared state: Redis runs the relay's script again; hashes are read within their bounds")
+	}
 	if f.down.Swap(false) {
 		f.logger.Info("shared state reachable again; this instance's spend is written again")
 	}
@@ -601,6 +766,9 @@ type fleetStatus struct {
 	LastError   string    `json:"last_error,omitempty"`
 	SyncEvery   string    `json:"sync_interval,omitempty"`
 	ShareHealth *bool     `json:"share_health,omitempty"`
+	// Problems are the keys (and fields) under the prefix that the relay
+	// skipped, and why; the rest syncs.
+	Problems []sharedstate.Named `json:"problems,omitempty"`
 }
 
 func (h *Relay) stateStatus() fleetStatus {
@@ -612,6 +780,7 @@ func (h *Relay) stateStatus() fleetStatus {
 		up, share := !f.down.Load(), f.shareHealth
 		f.mu.Lock()
 		st.Backend, st.Redis, st.Up, st.LastSync, st.LastError = "redis", f.name, &up, f.lastSync, f.lastErr
+		st.Problems = f.problems.List()
 		f.mu.Unlock()
 		st.SyncEvery, st.ShareHealth = f.syncEvery.String(), &share
 	}

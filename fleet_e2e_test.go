@@ -240,6 +240,15 @@ func (u *fleetUpstreams) block(state string) string {
 		key sk-conc conc {
 			max_concurrent 1
 		}
+		key sk-capped capped {
+			max_concurrent 3
+		}
+		key sk-ahead ahead {
+			max_concurrent 3
+		}
+		key sk-other other {
+			rpm 100
+		}
 		upstream ok %s
 		upstream slow %s
 		upstream dead %s
@@ -390,9 +399,20 @@ type fleet struct {
 // startFleet starts a redis-server and two instances on it, whose
 // `state redis` block holds settings.
 func startFleet(t *testing.T, settings string) fleet {
+	return startFleetOn(t, settings, nil)
+}
+
+// startFleetOn is startFleet with prepare run on the redis-server before
+// the instances start (nil: nothing).
+func startFleetOn(t *testing.T, settings string, prepare func(*redis.Client)) fleet {
 	dir := t.TempDir()
 	f := fleet{u: newFleetUpstreams(t), sock: filepath.Join(dir, "redis.sock")}
 	f.redis = startRedis(t, f.sock)
+	if prepare != nil {
+		c := redis.NewClient(&redis.Options{Network: "unix", Addr: f.sock})
+		prepare(c)
+		c.Close()
+	}
 	state := "state redis unix:" + f.sock + " {\n\t\t\t" + settings + "\n\t\t}"
 	f.a = startRelayProc(t, filepath.Join(dir, "a"), f.u.block(state))
 	f.b = startRelayProc(t, filepath.Join(dir, "b"), f.u.block(state))
@@ -534,8 +554,10 @@ func TestRedisOutageLosesNothing(t *testing.T) {
 	startRedis(t, sock)
 	send(10)
 	time.Sleep(2 * syncWait)
-	if up := a.stateUp(t); up == nil || !*up {
-		t.Errorf("status view after the outage: state.up = %v, want true", up)
+	for name, p := range map[string]*relayProc{"A": a, "B": b} {
+		if st := p.state(t); st.Up == nil || !*st.Up || st.LastError != "" {
+			t.Errorf("%s: status view after the outage: state.up = %v, last_error %q; want up and no error", name, st.Up, st.LastError)
+		}
 	}
 	if m := a.metric(t, "llm_relay_shared_state_up"); !strings.HasSuffix(m, " 1") {
 		t.Errorf("metric after the outage: %q, want 1", m)

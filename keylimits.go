@@ -17,8 +17,8 @@ import (
 // limit, so a reload keeps what a key has used and a changed limit starts
 // afresh. They are per instance; with `state redis` each instance also
 // drains its buckets by what the fleet's others took, and counts their
-// requests in flight (fleet.go's shareLimits), so the limits hold for the
-// fleet within a sync interval.
+// requests in flight (fleet.go's applyLimits, every figure checked), so
+// the limits hold for the fleet within a sync interval.
 
 var keyLimitPool = caddy.NewUsagePool()
 

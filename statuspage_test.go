@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/canary"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/sharedstate"
 )
 
 // bigStatus is the issue's size case: 100 targets (in 25 chains of 4) and
@@ -135,5 +136,38 @@ func TestPageRefresh(t *testing.T) {
 	// html/template writes a number in a script with a space either side.
 	if page := buf.String(); !strings.Contains(page, "setInterval(refresh, 1000 )") || !strings.Contains(page, "refresh every 1s") {
 		t.Errorf("the page for refresh=0 does not refresh every second:\n%s", page[strings.LastIndex(page, "<script>"):])
+	}
+}
+
+// TestStatusPageSharedState: the state's last error and the keys skipped
+// are on the page; neither is there when there is none.
+func TestStatusPageSharedState(t *testing.T) {
+	up := true
+	st := Status{Time: time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC), State: &fleetStatus{Backend: "redis", Up: &up,
+		Problems: []sharedstate.Named{{Key: "llm_relay:canary", What: "a string, not a hash", Since: time.Date(2026, 12, 4, 11, 59, 0, 0, time.UTC)},
+			{Key: "llm_relay:limits:team", Field: "ghost", What: "-10 requests in flight: negative, skipped"}}}}
+	var buf bytes.Buffer
+	if err := renderStatusPage(&buf, statusPageData{Status: st, Refresh: defaultPageRefresh}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{`2 skipped`, `id="shared-state"`, `llm_relay:canary`, `a string, not a hash`, `11:59:00`, `ghost`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `id="state-error"`) {
+		t.Errorf("a last error on the page with none")
+	}
+	down := false
+	st.State = &fleetStatus{Backend: "redis", Up: &down, LastError: "dial unix /run/redis.sock: connect: connection refused"}
+	buf.Reset()
+	if err := renderStatusPage(&buf, statusPageData{Status: st, Refresh: defaultPageRefresh}); err != nil {
+		t.Fatal(err)
+	}
+	page = buf.String()
+	if !strings.Contains(page, "connection refused") || strings.Contains(page, `id="shared-state"`) {
+		t.Errorf("down with an error and no problem: the page has the error %v, a skipped section %v",
+			strings.Contains(page, "connection refused"), strings.Contains(page, `id="shared-state"`))
 	}
 }

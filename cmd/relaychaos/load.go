@@ -262,9 +262,11 @@ func (d *driver) run() *results {
 			for it := 0; time.Now().Before(end); it++ {
 				stream := rng.IntN(2) == 0
 				var rq request
-				if kind == "chaos" {
+				if kind == "chaos" && len(d.cases) > 0 {
 					c := &d.cases[(i+it)%len(d.cases)]
 					rq = d.newRequest(siteRelay, c, stream)
+				} else if kind == "chaos" { // only fleet cases selected
+					rq = d.newRequest(siteRelay, nil, stream)
 				} else {
 					rq = d.newRequest(kind, nil, stream)
 				}

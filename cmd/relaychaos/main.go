@@ -38,12 +38,21 @@
 //	wrong        (a column, not a class) the case's own expectation
 //	             missed, e.g. 429-only must give 429 with Retry-After
 //
+// Beside the load run the fleet cases (-list shows them as redis-*): a
+// redis-server and two relay instances on it, each this binary again
+// (-peer) as a process of its own. Into their shared state go keys of the
+// wrong type, a negative count, a time an hour ahead; then a key's
+// max_concurrent and rpm must hold across the two, neither broken nor
+// held shut, and the shared state must stay up. Without redis-server
+// they are skipped, unless RELAY_REQUIRE_REDIS=1.
+//
 // It prints the table per case and in total, the reload failures of the
 // relay next to reverse_proxy's under the same load, and the process's
 // goroutines, open fds and RSS before, at peak and after (after: the
 // load stopped, idle client connections closed, one more reload, up to
 // 10 s for things to settle). It exits 1 on any HANG, TRUNCATED,
-// malformed or wrong answer of the relay, on any failed reload, and when
+// malformed or wrong answer of the relay, on a fleet case whose limits
+// did not hold, on any failed reload, and when
 // goroutines, fds or RSS are not back to the baseline; it says why.
 package main
 
@@ -72,6 +81,7 @@ type options struct {
 	list        bool
 	logLevel    string
 	settle      time.Duration
+	peer        string
 }
 
 func parseFlags() options {
@@ -85,6 +95,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.list, "list", false, "list the chaos cases and exit")
 	flag.StringVar(&o.logLevel, "log", "", `Caddy's log level to stderr, e.g. ERROR or INFO (default: discarded)`)
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "how long the end may take to return to the baseline")
+	flag.StringVar(&o.peer, "peer", "", "(internal) run as a fleet case's relay instance, from this directory's Caddyfile, until stdin closes")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./cmd/relaychaos [flags]\n\n"+
 			"The relay's chaos suite: llm_relay in front of llm_simulator and a misbehaving\n"+
@@ -106,12 +117,16 @@ func parseFlags() options {
 	return o
 }
 
-// selectCases applies -only and -skip.
-func selectCases(o options) []chaosCase {
+// selectCases applies -only and -skip to the chaos cases and the fleet
+// cases.
+func selectCases(o options) ([]chaosCase, []chaos.RedisCase) {
 	all := cases()
 	known := map[string]bool{}
 	for _, c := range all {
 		known[c.name] = true
+	}
+	for _, c := range chaos.RedisCases() {
+		known[c.Name] = true
 	}
 	set := func(list string) map[string]bool {
 		m := map[string]bool{}
@@ -137,15 +152,24 @@ func selectCases(o options) []chaosCase {
 			out = append(out, c)
 		}
 	}
-	if len(out) == 0 {
+	var rcs []chaos.RedisCase
+	for _, c := range chaos.RedisCases() {
+		if (len(only) == 0 || only[c.Name]) && !skip[c.Name] {
+			rcs = append(rcs, c)
+		}
+	}
+	if len(out) == 0 && len(rcs) == 0 {
 		fatalf("no chaos case left to run")
 	}
-	return out
+	return out, rcs
 }
 
 func main() {
 	o := parseFlags()
-	cs := selectCases(o)
+	if o.peer != "" {
+		os.Exit(runPeer(o.peer))
+	}
+	cs, rcs := selectCases(o)
 	cleanup, err := inproc.PrivateData() // no state from, or for, another run
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -154,7 +178,10 @@ func main() {
 	defer cleanup()
 	if o.list {
 		for _, c := range cs {
-			fmt.Printf("%-12s %s\n", c.name, c.about)
+			fmt.Printf("%-16s %s\n", c.name, c.about)
+		}
+		for _, c := range rcs {
+			fmt.Printf("%-16s %s\n", c.Name, c.About)
 		}
 		return
 	}
@@ -163,11 +190,11 @@ func main() {
 	fmt.Printf("relay: first_byte_timeout %s, try_duration %s, stream_idle_timeout %s, heartbeat %s; client deadlines: headers %s, idle %s\n",
 		firstByteTimeout, tryDuration, streamIdleTimeout, heartbeat, tryDuration+clientMargin, streamIdleTimeout+clientMargin)
 
-	os.Exit(run(o, cs))
+	os.Exit(run(o, cs, rcs))
 }
 
 // run is the whole suite; it returns the exit code.
-func run(o options, cs []chaosCase) int {
+func run(o options, cs []chaosCase, rcs []chaos.RedisCase) int {
 	pp, err := inproc.FreePorts(6)
 	if err != nil {
 		fatalf("%v", err)
@@ -218,7 +245,12 @@ func run(o options, cs []chaosCase) int {
 	base := settledSnapshot(250 * time.Millisecond)
 	fmt.Printf("\nbefore  %s\n", base)
 
+	// The fleet cases run beside the load, in processes of their own;
+	// they are over (and their processes gone) before the after check.
+	fleetDone := make(chan fleetOutcome, 1)
+	go func() { fleetDone <- runFleet(rcs) }()
 	res := d.run()
+	fleet := <-fleetDone
 	nReloads, meanReload, maxReload := ld.stats()
 
 	// After: no load, no idle client connections, one more reload (the
@@ -228,11 +260,13 @@ func run(o options, cs []chaosCase) int {
 	after, settledIn := waitForBaseline(base, o.settle)
 
 	code := report(os.Stdout, res, cs, reloadFigures{n: nReloads, mean: meanReload, max: maxReload, every: o.reload})
+	fleetWhy := reportFleet(os.Stdout, fleet)
 	fmt.Printf("\nresources (after: load stopped, idle client connections closed, one more reload, waited %s)\n", settledIn.Round(10*time.Millisecond))
 	fmt.Printf("  before  %s\n  peak    %s\n  after   %s\n", base, res.peak, after)
 
 	var why []string
 	why = append(why, res.verdict()...)
+	why = append(why, fleetWhy...)
 	if res.reloadErrs > 0 {
 		why = append(why, fmt.Sprintf("%d config reloads failed (first: %s)", res.reloadErrs, res.firstReloadErr))
 	}
@@ -251,7 +285,11 @@ func run(o options, cs []chaosCase) int {
 		}
 		return 1
 	}
-	fmt.Printf("\nPASS: no hang, no silent truncation, no malformed or wrong answer, back to baseline\n")
+	held := ""
+	if len(fleet.rows) > 0 {
+		held = ", fleet limits held on Redis"
+	}
+	fmt.Printf("\nPASS: no hang, no silent truncation, no malformed or wrong answer%s, back to baseline\n", held)
 	return 0
 }
 

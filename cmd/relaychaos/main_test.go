@@ -7,12 +7,15 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/llmrelay/caddy-llm-relay/cmd/internal/inproc"
+	"github.com/llmrelay/caddy-llm-relay/internal/chaos"
 )
 
 // TestConfigAdapts: every generation of the config adapts, generations
 // differ (so each load is a real reload), and every case has its alias.
 func TestConfigAdapts(t *testing.T) {
-	cs := selectCases(options{})
+	cs, _ := selectCases(options{})
 	p := ports{sim: 1001, relay: 1002, chaos: 1003, proxy: 1004, bad: 1005, dead: 1006}
 	adapter := caddyconfig.GetAdapter("caddyfile")
 	var prev []byte
@@ -41,13 +44,41 @@ func TestConfigAdapts(t *testing.T) {
 }
 
 func TestSelectCases(t *testing.T) {
-	all := selectCases(options{})
-	if got := selectCases(options{skip: "budget,shadow"}); len(got) != len(all)-2 {
+	all, allRedis := selectCases(options{})
+	if got, _ := selectCases(options{skip: "budget,shadow"}); len(got) != len(all)-2 {
 		t.Fatalf("skip: %d cases of %d", len(got), len(all))
 	}
-	got := selectCases(options{only: "429-only"})
-	if len(got) != 1 || got[0].alias != "chaos-429-only" || got[0].path != "chat/completions" {
-		t.Fatalf("only: %+v", got)
+	got, rcs := selectCases(options{only: "429-only"})
+	if len(got) != 1 || got[0].alias != "chaos-429-only" || got[0].path != "chat/completions" || len(rcs) != 0 {
+		t.Fatalf("only: %+v, fleet cases %d", got, len(rcs))
+	}
+	if _, rcs := selectCases(options{skip: "redis-future"}); len(rcs) != len(allRedis)-1 || len(allRedis) < 3 {
+		t.Fatalf("skip redis-future: %d fleet cases of %d", len(rcs), len(allRedis))
+	}
+	if got, rcs := selectCases(options{only: "redis-negative"}); len(got) != 0 || len(rcs) != 1 {
+		t.Fatalf("only redis-negative: %d chaos cases, %d fleet cases", len(got), len(rcs))
+	}
+}
+
+// TestPeerConfigAdapts: a fleet peer's config adapts, with a key of each
+// kind per fleet case and the shared state on Redis.
+func TestPeerConfigAdapts(t *testing.T) {
+	rcs := chaos.RedisCases()
+	src := peerCaddyfile(&peer{name: "A", dir: t.TempDir(), port: 1001}, 1002, "/tmp/r.sock", rcs)
+	cfg, err := inproc.Adapt(src, "peer.Caddyfile", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rcs {
+		k := fleetCaseKeys(c)
+		for _, name := range []string{k.Conc, k.RPM} {
+			if !bytes.Contains(cfg, []byte(`"name":"`+name+`"`)) {
+				t.Errorf("case %s: key %s missing from the peer's JSON config", c.Name, name)
+			}
+		}
+	}
+	if !bytes.Contains(cfg, []byte(`"backend":"redis"`)) {
+		t.Errorf("no state redis in the peer's JSON config:\n%s", cfg)
 	}
 }
 
