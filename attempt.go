@@ -58,6 +58,12 @@ type attemptResult struct {
 	notStreaming bool          // a stream request was answered 2xx without SSE
 	untranslated string        // the request could not be translated for this target (the client's 400 message)
 
+	// A Chat upstream's answer translated for another dialect: the
+	// request's estimated prompt tokens, and the stream's usage meter
+	// (usagemeter.go).
+	prompt int
+	meter  *usageMeter
+
 	// idle watches the committed body (stream_idle_timeout); idleOut
 	// reports whether it cut the body off.
 	idle *idleBody
@@ -157,13 +163,19 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		res.notStreaming = true
 		return fail(classStream, fmt.Errorf("answered %d without a stream (Content-Type %q)", resp.StatusCode, resp.Header.Get("Content-Type")))
 	}
+	if x.crosses() && x.upstream == dialectChat {
+		// The translation's usage when the upstream reports none (see
+		// usagemeter.go), and a Messages stream's input_tokens.
+		res.prompt = usage.EstimatePrompt(payload.Bytes())
+	}
 	if isEventStream(resp.Header) {
-		var inputTokens int
-		if x.crosses() && x.client == dialectMessages {
-			inputTokens = usage.EstimatePrompt(payload.Bytes())
-		}
 		res.reader = sse.NewReader(res.resp.Body, 0).NormalizeLineEndings()
-		res.events = x.translateStream(res.reader, "", true, inputTokens)
+		var src pace.Source = res.reader
+		if x.crosses() && x.upstream == dialectChat {
+			res.meter = newUsageMeter(res.reader, res.prompt)
+			src = res.meter
+		}
+		res.events = x.translateStream(src, "", true, res.prompt)
 		if err := awaitFirstEvent(res); err != nil {
 			_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 			return fail(classStream, err)

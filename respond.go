@@ -77,6 +77,11 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 		}
 	}
 	rec.smooth = &result.Stats
+	if m := res.meter; m != nil && !m.upstreamUsage() {
+		// The upstream reported no usage: the translation carried the
+		// meter's estimate, or, cut short, none at all.
+		rec.usageEstimated, rec.outEstimate = true, m.completion()
+	}
 	switch result.End {
 	case pace.EndReasoningBudget:
 		// A Messages stream is one message, a Responses stream one
@@ -147,6 +152,11 @@ func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, rec *r
 		rec.note(t, "answer larger than 32 MiB: not translated")
 		h.reject(w, rec, errUntranslatable(errors.New("the answer is larger than 32 MiB")))
 		return false
+	}
+	if res.x.crosses() && res.x.upstream == dialectChat && res.resp.StatusCode/100 == 2 {
+		var estimated bool
+		body, estimated = withUsage(body, res.prompt) // see usagemeter.go
+		rec.usageEstimated = rec.usageEstimated || estimated
 	}
 	status, out := res.x.translateAnswer(res.resp.StatusCode, body)
 	rec.status = status
