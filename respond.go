@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
@@ -65,6 +66,13 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
 	tl := newTimeline()
 	pol.cfg.Timeline = tl
+	if pol.cfg.Mode == pace.ModeOff && !res.x.crosses() {
+		// `off` is byte-identical to the end of the upstream's body, not
+		// only to its end event (OpenRouter ends its Responses streams
+		// with `data: [DONE]` after response.completed), within a bound
+		// for an upstream that holds its connection open after it.
+		pol.cfg.Tail, pol.cfg.TailBytes = offTail, pace.DefaultTailBytes
+	}
 	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
 	res.release() // Run has read its last event
 	result.Stats.Cluster = tl.Clusters()
@@ -128,6 +136,13 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 	}
 	return false
 }
+
+// offTail bounds how long a stream in mode off waits, after its end
+// event, for the rest of the upstream's body (pace.Config.Tail). An
+// upstream sends what follows its end event at once; one that keeps its
+// connection open holds the client this long at most (the SDKs read a
+// stream to its end, so the client would wait for the upstream itself).
+const offTail = 2 * time.Second
 
 // maxAnswer bounds a non-stream answer that is translated: it is read
 // whole, since JSON cannot be translated a piece at a time.
