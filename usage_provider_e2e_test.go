@@ -197,8 +197,12 @@ func responsesUsage(t *testing.T, model string, stream bool) clientUsage {
 // is accounted from it (not estimated), and the Messages and Responses
 // clients see its figures.
 func TestProviderUsageEveryDialect(t *testing.T) {
-	groq := streamUpstream(t, recording(t, "groq-x-groq-usage.sse"), "")
-	kimi := streamUpstream(t, recording(t, "kimi-choice-usage.sse"), "")
+	// Not streamed, the same members in a whole answer (built: the
+	// recordings are streams), with the recordings' figures.
+	const groqAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gemma2-9b-it","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_O17Uplv4lJvD6DVdIvFFeRMw","type":"function","function":{"name":"test-tool","arguments":"{\"value\":\"Sparkle Day\"}"}}]},"finish_reason":"tool_calls"}],"x_groq":{"id":"req_01jadadp0femyae9kav1gpkhe8","usage":{"queue_time":0.061348671,"prompt_tokens":18,"prompt_time":0.000211569,"completion_tokens":439,"completion_time":0.798181818,"total_tokens":457,"total_time":0.798393387}}}`
+	const kimiAnswer = `{"id":"chatcmpl-2","object":"chat.completion","created":1,"model":"kimi-k2.5","choices":[{"index":0,"message":{"role":"assistant","content":"OK."},"finish_reason":"stop","usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"completion_tokens_details":{"reasoning_tokens":1}}}]}`
+	groq := streamUpstream(t, recording(t, "groq-x-groq-usage.sse"), groqAnswer)
+	kimi := streamUpstream(t, recording(t, "kimi-choice-usage.sse"), kimiAnswer)
 	logFile := startRelay(t, `llm_relay {
 		upstream groq `+groq.v1()+` {
 			api chat
@@ -244,6 +248,13 @@ func TestProviderUsageEveryDialect(t *testing.T) {
 		check("chat", chatStreamUsage(t, c.model), false)
 		check("messages", messagesUsage(t, c.model, true), true)
 		check("responses", responsesUsage(t, c.model, true), true)
+		resp := post(t, `{"model":"`+c.model+`","messages":[{"role":"user","content":"Call the test tool."}]}`)
+		if body := readAll(t, resp); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s, chat: %d %s", c.model, resp.StatusCode, body)
+		}
+		check("chat non-stream", clientUsage{text: c.text, args: c.args}, false)
+		check("messages non-stream", messagesUsage(t, c.model, false), true)
+		check("responses non-stream", responsesUsage(t, c.model, false), true)
 	}
 }
 
