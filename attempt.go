@@ -58,6 +58,17 @@ type attemptResult struct {
 	notStreaming bool          // a stream request was answered 2xx without SSE
 	untranslated string        // the request could not be translated for this target (the client's 400 message)
 	invalid      *apiError     // the request is not valid in the client's dialect: the client's 400, now
+	// upstream is the upstream's own account of its failure (an error
+	// event before any data, insufficient_quota, an Anthropic error in a
+	// 200): what the client gets if this is the chain's last attempt.
+	upstream *apiError
+	quota    bool // the upstream is out of quota (insufficient_quota): not again in this request
+
+	// A Chat upstream's answer translated for another dialect: the
+	// request's estimated prompt tokens, and the stream's usage meter
+	// (usagemeter.go).
+	prompt int
+	meter  *usageMeter
 
 	// idle watches the committed body (stream_idle_timeout); idleOut
 	// reports whether it cut the body off.
@@ -138,12 +149,34 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	resp.Body = res.idle
 	res.resp = resp
 
+	if x.upstream == dialectMessages && resp.StatusCode/100 == 2 && !isEventStream(resp.Header) {
+		// An Anthropic 200 whose body is an error is that error: failed
+		// over, passed through or answered as the status its type means.
+		b := res.wholeBody()
+		if e := upstreamErrorOf(b); e != nil {
+			e.messagesBody = bytes.Clone(b)
+			res.upstream = e
+			resp.StatusCode, resp.Status = e.Status, ""
+		}
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		if e := upstreamErrorOf(res.wholeBody()); e != nil && e.Code == codeInsufficientQuota {
+			// A billing problem, which retrying will not fix: the next
+			// target at once, never this one again in the request, no
+			// Retry-After wait, whatever the triggers say.
+			_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
+			res.status, res.upstream, res.quota = resp.StatusCode, e, true
+			return fail(classStatus, errors.New("status 429 "+e.describe()))
+		}
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		if !h.triggers.retryable(classStatus, resp.StatusCode) && !neverPassThrough(resp.StatusCode) {
 			timer.Stop() // pass through as is: committed from here on
 			res.idle.arm()
-			res.body = bodyReaders.Get().(*bufio.Reader)
-			res.body.Reset(resp.Body)
+			if res.body == nil {
+				res.body = bodyReaders.Get().(*bufio.Reader)
+				res.body.Reset(resp.Body)
+			}
 			return res
 		}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == anthropic.StatusOverloaded {
@@ -151,6 +184,9 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		}
 		_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 		res.status = resp.StatusCode
+		if res.upstream != nil {
+			return fail(classStatus, fmt.Errorf("status %d (answered 200 with an error body: %s)", resp.StatusCode, res.upstream.describe()))
+		}
 		return fail(classStatus, fmt.Errorf("status %d", resp.StatusCode))
 	}
 
@@ -162,20 +198,28 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		res.notStreaming = true
 		return fail(classStream, fmt.Errorf("answered %d without a stream (Content-Type %q)", resp.StatusCode, resp.Header.Get("Content-Type")))
 	}
+	if x.crosses() && x.upstream == dialectChat {
+		// The translation's usage when the upstream reports none (see
+		// usagemeter.go), and a Messages stream's input_tokens.
+		res.prompt = usage.EstimatePrompt(payload.Bytes())
+	}
 	if isEventStream(resp.Header) {
-		var inputTokens int
-		if x.crosses() && x.client == dialectMessages {
-			inputTokens = usage.EstimatePrompt(payload.Bytes())
-		}
 		res.reader = sse.NewReader(res.resp.Body, 0).NormalizeLineEndings()
-		res.events = x.translateStream(res.reader, "", true, inputTokens)
+		var src pace.Source = res.reader
+		if x.crosses() && x.upstream == dialectChat {
+			res.meter = newUsageMeter(res.reader, res.prompt)
+			src = res.meter
+		}
+		res.events = x.translateStream(src, "", true, res.prompt)
 		if err := awaitFirstEvent(res); err != nil {
 			_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 			return fail(classStream, err)
 		}
 	} else {
-		res.body = bodyReaders.Get().(*bufio.Reader)
-		res.body.Reset(resp.Body)
+		if res.body == nil { // else read already (wholeBody), and kept
+			res.body = bodyReaders.Get().(*bufio.Reader)
+			res.body.Reset(resp.Body)
+		}
 		if _, err := res.body.Peek(1); err != nil && err != io.EOF {
 			_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 			return fail(classStream, &publicError{msg: "body broke before any data", cause: err})
@@ -225,7 +269,15 @@ func awaitFirstEvent(res *attemptResult) error {
 		case ev.IsDone():
 			return errors.New("stream ended ([DONE]) before any data")
 		case isErrorEvent(&ev):
-			return fmt.Errorf("error event before any data: %s", errorEventCode(ev.Data))
+			e := upstreamErrorOf(ev.Data)
+			if e == nil {
+				return errors.New("error event before any data: unknown")
+			}
+			if res.x.client == dialectMessages {
+				e.messagesBody = bytes.Clone(ev.Data) // an Anthropic error object: the body as it is
+			}
+			res.upstream, res.quota = e, e.Code == codeInsufficientQuota
+			return errors.New("error event before any data: " + e.describe())
 		case beforeContent(res.x.client, ev.Type):
 			if held += len(ev.Raw); held > maxHeld {
 				return errors.New("stream sent more than 1 MiB before any content")
@@ -305,20 +357,25 @@ func isErrorEvent(ev *sse.Event) bool {
 
 // errorEventCode extracts a short description of an error event for logs.
 func errorEventCode(data []byte) string {
-	var probe struct {
-		Error struct {
-			Code any    `json:"code"`
-			Type string `json:"type"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(data, &probe)
-	switch {
-	case probe.Error.Code != nil:
-		return fmt.Sprint(probe.Error.Code)
-	case probe.Error.Type != "":
-		return probe.Error.Type
+	if e := upstreamErrorOf(data); e != nil {
+		return e.Code
 	}
 	return "unknown"
+}
+
+// wholeBody is a non-stream body, read into res.body (which keeps it for
+// whatever reads the body next), if it fits in the reader's buffer: the
+// error bodies it is asked for are small. nil: larger, or unreadable.
+func (res *attemptResult) wholeBody() []byte {
+	if res.body == nil {
+		res.body = bodyReaders.Get().(*bufio.Reader)
+		res.body.Reset(res.resp.Body)
+	}
+	b, err := res.body.Peek(res.body.Size())
+	if err != io.EOF {
+		return nil
+	}
+	return b
 }
 
 // unwrapURLError drops the *url.Error wrapper, whose text repeats the URL.

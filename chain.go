@@ -52,6 +52,10 @@ type chainRun struct {
 	// own dialect: the chain gives up at once.
 	invalid  *apiError
 	timedOut bool
+	// last is the upstream's own error (attemptResult.upstream) when the
+	// latest attempt failed with one: the client's answer if no later
+	// attempt does better.
+	last *apiError
 
 	// Capacity (capacity.go): targets skipped at shed_at, in a row and in
 	// all; when the queue_timeout wait for room ends; whether it ran out.
@@ -182,6 +186,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	}
 
 	started := time.Now()
+	c.last = nil // until this attempt fails with the upstream's own error
 	res := c.h.attempt(ctx, c.r, t, c.body, x, c.deadline)
 	if res.invalid != nil {
 		// Not valid in the client's own dialect: no target can serve it,
@@ -217,8 +222,9 @@ func (c *chainRun) step(st step) chainOutcome {
 	}
 
 	c.failed++
+	c.last = res.upstream
 	switch {
-	case res.status == http.StatusTooManyRequests:
+	case res.status == http.StatusTooManyRequests && !res.quota:
 		c.rateLimited++
 	case res.notStreaming:
 		c.notStreaming++
@@ -233,6 +239,13 @@ func (c *chainRun) step(st step) chainOutcome {
 	}
 	if res.untranslated != "" {
 		return chainNext // another target may speak the client's dialect
+	}
+	if res.quota {
+		// Out of quota: a billing problem of this target, which neither
+		// a wait nor a retry fixes. The next target at once, whatever the
+		// triggers, and never this one again in the request.
+		c.cur.exclude(st.idx)
+		return chainNext
 	}
 	if !c.h.triggers.retryable(res.class, res.status) && !neverPassThrough(res.status) {
 		c.timedOut = res.class == classTimeout
@@ -336,6 +349,10 @@ func (c *chainRun) fail() {
 		e = errOverloaded(summary, c.h.capacity.queue)
 	case c.failed > 0 && c.untranslated == c.failed:
 		e = errUntranslatableRequest(c.untranslatedMsg)
+	case c.last != nil:
+		// The last attempt failed with the upstream's own error: its code
+		// and message are what the client can act on (errors.go).
+		e = c.last
 	case c.timedOut || !time.Now().Before(c.deadline):
 		e = errUpstreamTimeout(summary)
 	case c.failed > 0 && c.rateLimited == c.failed:

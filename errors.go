@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
@@ -26,6 +27,14 @@ type apiError struct {
 	// RetryAfter, when positive, is sent as a Retry-After header (whole
 	// seconds, rounded up), which the official SDKs' retry logic honours.
 	RetryAfter time.Duration
+	// NoRetry sends `x-should-retry: false`, which the official SDKs
+	// (openai and anthropic, every language) obey over the status: for
+	// an error retrying cannot fix, such as insufficient_quota.
+	NoRetry bool
+
+	// messagesBody is an upstream's own Anthropic error body, given to a
+	// Messages client as it is (see upstreamError).
+	messagesBody []byte
 }
 
 // errorObject is the wire form of an error, shared with the in-band stream
@@ -169,6 +178,9 @@ func (e *apiError) bodyIn(d dialect) []byte {
 	if d != dialectMessages {
 		return e.body()
 	}
+	if e.messagesBody != nil {
+		return e.messagesBody
+	}
 	b, _ := json.Marshal(messagesError{Type: "error", Error: messagesErrorObject{Type: e.messagesType(), Message: e.Message}})
 	return b
 }
@@ -205,6 +217,9 @@ type messagesErrorObject struct {
 // messagesType is the Anthropic error type of one of the relay's errors:
 // by its status, or for in-band errors (status 200) by its code.
 func (e *apiError) messagesType() string {
+	if e.Code == codeInsufficientQuota {
+		return "billing_error" // Anthropic's word for it
+	}
 	if e.Status != http.StatusOK {
 		return anthropic.ErrorType(e.Status)
 	}
@@ -226,6 +241,9 @@ func writeAPIError(w http.ResponseWriter, e *apiError, d dialect) {
 		h.Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
 		// The OpenAI SDKs prefer this one: the exact wait.
 		h.Set("Retry-After-Ms", strconv.FormatInt(max(e.RetryAfter.Milliseconds(), 1), 10))
+	}
+	if e.NoRetry {
+		h.Set("X-Should-Retry", "false")
 	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(e.bodyIn(d))
@@ -286,4 +304,132 @@ func errOverloaded(summary string, queued time.Duration) *apiError {
 	}
 	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "overloaded",
 		Message: msg + ": " + summary + ". Retry shortly.", RetryAfter: time.Second}
+}
+
+// Upstream errors passed on.
+//
+// An upstream may describe its own failure: an error event before any
+// data (a Responses stream's response.failed, Anthropic's `event: error`,
+// OpenAI's `{"error":…}` chunk), a 429 insufficient_quota, an Anthropic
+// 200 whose body is an error. Such an attempt fails over as usual; when
+// it is the chain's last attempt, the client gets that error, in its
+// dialect (with the status it means), rather than the relay's
+// all_upstreams_failed: its code and message are what the client can act
+// on. The failover log keeps them too (upstreamError.describe).
+
+// codeInsufficientQuota is OpenAI's error code (and type) for an account
+// out of credit: a billing problem, not a rate limit.
+const codeInsufficientQuota = "insufficient_quota"
+
+// maxDescribed bounds an upstream's message in the failover log.
+const maxDescribed = 300
+
+// upstreamErrorOf reads an upstream's error object, in any of the shapes
+// the dialects use:
+//
+//	{"error":{"message","type","code"}}                    OpenAI (code a string, a number or null)
+//	{"object":"error","message","type","code"}             vLLM
+//	{"type":"error","code","message"}                      the Responses API's error event
+//	{"type":"response.failed","response":{"error":{"code","message"}}}
+//	{"type":"error","error":{"type","message"}}            Anthropic
+//
+// and returns it as the error the client gets: the status it means (an
+// Anthropic error type's, a numeric code's, 429 for a rate limit or for
+// insufficient_quota, which is also never to be retried, else 502), its
+// code (Anthropic's type when it has no other) and message. nil: b is
+// none of these.
+func upstreamErrorOf(b []byte) *apiError {
+	type object struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	var v struct {
+		object
+		Object   string  `json:"object"`
+		Error    *object `json:"error"`
+		Response struct {
+			Error *object `json:"error"`
+		} `json:"response"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return nil
+	}
+	var o object
+	anthropicShape := false
+	switch {
+	case v.Type == "response.failed" && v.Response.Error != nil:
+		o = *v.Response.Error
+	case v.Error != nil:
+		o = *v.Error
+		anthropicShape = v.Type == "error" && len(o.Code) == 0 && o.Type != ""
+	case v.Type == "error" || v.Object == "error":
+		o = v.object
+		o.Type = ""
+		if v.Object == "error" {
+			o.Type = v.Type
+		}
+	default:
+		return nil
+	}
+	code := rawCode(o.Code)
+	e := &apiError{Status: http.StatusBadGateway, Type: o.Type, Code: code, Message: o.Message}
+	if n, err := strconv.Atoi(code); err == nil && n >= 400 && n <= 599 {
+		e.Status = n
+	}
+	switch {
+	case anthropicShape:
+		e.Status, e.Code = anthropicStatus(o.Type), o.Type
+		e.Type = anthropic.ChatErrorType(e.Status)
+	case code == codeInsufficientQuota || o.Type == codeInsufficientQuota:
+		e.Status, e.Type, e.Code, e.NoRetry = http.StatusTooManyRequests, codeInsufficientQuota, codeInsufficientQuota, true
+	case code == "rate_limit_exceeded" || o.Type == "rate_limit_error":
+		e.Status = http.StatusTooManyRequests
+	}
+	if e.Type == "" {
+		e.Type = anthropic.ChatErrorType(e.Status)
+	}
+	if e.Code == "" {
+		e.Code = "upstream_error"
+	}
+	if e.Message == "" {
+		e.Message = "The upstream failed without a message (" + e.Code + ")."
+	}
+	return e
+}
+
+// rawCode is an error's code as text: a string's value, a number's
+// digits, "" for null or none.
+func rawCode(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return strconv.FormatInt(n, 10)
+	}
+	return ""
+}
+
+// anthropicStatus is the status an Anthropic error type means: the
+// inverse of anthropic.ErrorType (overloaded_error is 529; an unknown
+// type, api_error's 500).
+func anthropicStatus(typ string) int {
+	for _, st := range []int{anthropic.StatusOverloaded, http.StatusBadRequest, http.StatusUnauthorized, http.StatusPaymentRequired,
+		http.StatusForbidden, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests, http.StatusGatewayTimeout} {
+		if anthropic.ErrorType(st) == typ {
+			return st
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// describe is the error for the failover log: code and message, the
+// message cut at maxDescribed bytes.
+func (e *apiError) describe() string {
+	msg := e.Message
+	if len(msg) > maxDescribed {
+		msg = strings.ToValidUTF8(msg[:maxDescribed], "") + "…"
+	}
+	return e.Code + ": " + msg
 }

@@ -150,6 +150,7 @@ type chainCursor struct {
 	next      int // next slot
 	visits    []int
 	notBefore []time.Time
+	out       []bool // targets never to be tried again in the request (exclude)
 }
 
 func newChainCursor(chainLen, attempts int) *chainCursor {
@@ -161,6 +162,7 @@ func newChainCursor(chainLen, attempts int) *chainCursor {
 		slots:     attempts,
 		visits:    make([]int, chainLen),
 		notBefore: make([]time.Time, chainLen),
+		out:       make([]bool, chainLen),
 	}
 }
 
@@ -181,6 +183,10 @@ func (c *chainCursor) nextStep(now, deadline time.Time, b backoffPolicy, rng *ra
 	idx := c.next % c.n
 	c.next++
 	s.idx = idx
+	if c.out[idx] {
+		s.skip = "skipped: out of quota (insufficient_quota) earlier in this request"
+		return s, true
+	}
 	if v := c.visits[idx]; v > 0 {
 		s.wait = b.delay(v, rng)
 	}
@@ -198,6 +204,10 @@ func (c *chainCursor) nextStep(now, deadline time.Time, b backoffPolicy, rng *ra
 	}
 	return s, true
 }
+
+// exclude keeps target idx out of the rest of the request: its slots are
+// skipped.
+func (c *chainCursor) exclude(idx int) { c.out[idx] = true }
 
 // unuse gives back the slot of a step that made no attempt (a recovering
 // target skipped while its one trial request is in flight).

@@ -120,3 +120,30 @@ func TestChainCursor(t *testing.T) {
 		t.Errorf("slots %d", c.slots)
 	}
 }
+
+// A target excluded from the request (out of quota) is skipped at every
+// later slot, with no wait; the others go on as before.
+func TestChainCursorExclude(t *testing.T) {
+	c := newChainCursor(2, 5)
+	now := time.Now()
+	deadline := now.Add(time.Minute)
+	b := backoffPolicy{base: time.Second, max: time.Second}
+	s, _ := c.nextStep(now, deadline, b, rand.New(rand.NewPCG(1, 2)))
+	c.tried(s.idx, now, 0)
+	c.exclude(s.idx)
+	var got []string
+	for {
+		s, ok := c.nextStep(now, deadline, b, rand.New(rand.NewPCG(1, 2)))
+		if !ok {
+			break
+		}
+		if s.idx == 0 && (s.skip == "" || s.wait != 0) {
+			t.Fatalf("the excluded target is tried again: %+v", s)
+		}
+		got = append(got, strings.Fields(s.skip + " -")[0])
+		c.tried(s.idx, now, 0)
+	}
+	if strings.Join(got, ",") != "-,skipped:,-,skipped:" {
+		t.Fatalf("steps %v", got)
+	}
+}

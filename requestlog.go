@@ -51,6 +51,11 @@ type requestLog struct {
 	idleTimeout bool        // stream_idle_timeout cut the upstream's answer off
 	modelList   bool        // answered GET /v1/models[/<alias>] itself: relays nothing
 	earlier     usage.Usage // usage of streams given up for a reasoning budget failover
+	// usageEstimated: the upstream reported no usage, and the answer's
+	// was the relay's estimate (usagemeter.go); outEstimate is the
+	// estimated output, for a stream cut short before it was given.
+	usageEstimated bool
+	outEstimate    int
 	// What capacity did to the request (capacity.go): it went past a
 	// target at spill_at, was degraded, waited for room.
 	spilled, degraded, queued bool

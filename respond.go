@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
@@ -65,6 +66,13 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
 	tl := newTimeline()
 	pol.cfg.Timeline = tl
+	if pol.cfg.Mode == pace.ModeOff && !res.x.crosses() {
+		// `off` is byte-identical to the end of the upstream's body, not
+		// only to its end event (OpenRouter ends its Responses streams
+		// with `data: [DONE]` after response.completed), within a bound
+		// for an upstream that holds its connection open after it.
+		pol.cfg.Tail, pol.cfg.TailBytes = offTail, pace.DefaultTailBytes
+	}
 	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
 	res.release() // Run has read its last event
 	result.Stats.Cluster = tl.Clusters()
@@ -77,6 +85,11 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 		}
 	}
 	rec.smooth = &result.Stats
+	if m := res.meter; m != nil && !m.upstreamUsage() {
+		// The upstream reported no usage: the translation carried the
+		// meter's estimate, or, cut short, none at all.
+		rec.usageEstimated, rec.outEstimate = true, m.completion()
+	}
 	switch result.End {
 	case pace.EndReasoningBudget:
 		// A Messages stream is one message, a Responses stream one
@@ -124,6 +137,13 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 	return false
 }
 
+// offTail bounds how long a stream in mode off waits, after its end
+// event, for the rest of the upstream's body (pace.Config.Tail). An
+// upstream sends what follows its end event at once; one that keeps its
+// connection open holds the client this long at most (the SDKs read a
+// stream to its end, so the client would wait for the upstream itself).
+const offTail = 2 * time.Second
+
 // maxAnswer bounds a non-stream answer that is translated: it is read
 // whole, since JSON cannot be translated a piece at a time.
 const maxAnswer = 32 << 20
@@ -147,6 +167,11 @@ func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, rec *r
 		rec.note(t, "answer larger than 32 MiB: not translated")
 		h.reject(w, rec, errUntranslatable(errors.New("the answer is larger than 32 MiB")))
 		return false
+	}
+	if res.x.crosses() && res.x.upstream == dialectChat && res.resp.StatusCode/100 == 2 {
+		var estimated bool
+		body, estimated = withUsage(body, res.prompt) // see usagemeter.go
+		rec.usageEstimated = rec.usageEstimated || estimated
 	}
 	status, out := res.x.translateAnswer(res.resp.StatusCode, body)
 	rec.status = status

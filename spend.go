@@ -72,6 +72,11 @@ func (h *Relay) account(rec *requestLog, raw json.RawMessage, estimate func() us
 	case rec.earlier == (usage.Usage{}):
 		return
 	}
+	if rec.usageEstimated {
+		// What the client got was the relay's estimate (usagemeter.go).
+		u.Estimated = true
+		u.Completion = max(u.Completion, rec.outEstimate)
+	}
 	u = u.Add(rec.earlier) // streams given up for a reasoning budget failover
 	rec.usage = &u
 	if rec.tokenEstimate > 0 {
@@ -133,9 +138,14 @@ func (h *Relay) accountRequest(rec *requestLog, raw []byte) {
 	switch {
 	case rec.smooth != nil:
 		usageRaw = rec.smooth.Usage
-		outRunes = rec.smooth.RunesOut
+		outRunes = rec.smooth.RunesOut + rec.smooth.ToolRunes
 	case rec.capture != nil:
 		usageRaw = rec.capture.usage()
+		if u := string(usageRaw); u == "" || u == "null" {
+			// A provider's own member (Groq's x_groq.usage, Moonshot's in
+			// the choice), if the answer has one.
+			usageRaw, _ = usage.ProviderUsage(rec.capture.buf.Bytes())
+		}
 		outRunes = rec.capture.buf.Len() / 2
 	}
 	var estimate func() usage.Usage

@@ -264,18 +264,13 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 <marker id="th" markerUnits="userSpaceOnUse" markerWidth="4" markerHeight="12" refX="2" refY="6" overflow="visible"><path class="tk" d="M2 1v10"/></marker>
 </defs></svg><main id="status">
 <header><h1>llm_relay</h1><span class="mute" id="updated">as of {{clock .Time}} UTC</span>
-<<<<<<< HEAD
-{{with .State}}<span>state: <b>{{.Backend}}</b>{{if .Up}}{{if deref .Up}} <span class="ok">up</span>{{else}} <span class="bad">down</span>{{end}}{{end}}</span>{{end}}
-<label class="mute"><input type="checkbox" id="auto" checked> refresh every {{.Refresh}}</label></header>
-=======
 {{with .State}}<span>state: <b>{{.Backend}}</b>{{if .Up}}{{if deref .Up}} <span class="ok">up</span>{{else}} <span class="bad">down</span>{{end}}{{end}}{{with .LastError}} <span class="mute" id="state-error">{{.}}</span>{{end}}{{with .Problems}} <a class="bad" href="#shared-state">{{len .}} skipped</a>{{end}}</span>{{end}}
-<label class="mute"><input type="checkbox" id="auto" checked> refresh every 5s</label></header>
+<label class="mute"><input type="checkbox" id="auto" checked> refresh every {{.Refresh}}</label></header>
 {{with .State}}{{with .Problems}}
 <section id="shared-state"><h2>Shared state: skipped</h2><div class="scroll"><table>
 <tr><th>key</th><th>field</th><th>problem</th><th>since</th></tr>
 {{range .}}<tr class="problem"><td>{{.Key}}</td><td>{{.Field}}</td><td>{{.What}}</td><td>{{clock .Since}}</td></tr>
 {{end}}</table></div></section>{{end}}{{end}}
->>>>>>> h-fleet
 
 <section id="chains"><h2>Chains</h2>
 {{range .Chains}}<h3>{{.Alias}}</h3><div class="scroll"><table>

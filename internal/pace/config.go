@@ -108,6 +108,7 @@ const (
 	DefaultFlush             = 100 * time.Millisecond
 	DefaultReasoningDrain    = 300 * time.Millisecond
 	DefaultQueueBytes        = 1 << 20
+	DefaultTailBytes         = 64 << 10
 )
 
 // Config tunes one paced stream. Zero fields take the defaults above,
@@ -159,6 +160,19 @@ type Config struct {
 	ReasoningBudget int
 	BudgetAction    BudgetAction
 
+	// Tail, in ModeOff, passes what the upstream sends after the stream's
+	// end event ([DONE], message_stop, response.completed or
+	// .incomplete), as it comes, until the upstream's body ends, Tail has
+	// passed since the end event, or TailBytes more have come; at the
+	// bound the upstream read is aborted and the stream ends complete.
+	// Zero: the stream ends at its end event. The relay sets it for
+	// streams it does not translate, so that `off` is byte-identical to
+	// the end (OpenRouter ends its Responses streams with `data: [DONE]`
+	// after response.completed).
+	Tail time.Duration
+	// TailBytes bounds the tail; 0 with a Tail is DefaultTailBytes.
+	TailBytes int
+
 	// DropUsage drops the usage-only chunk (empty choices, a usage
 	// object), for clients that did not ask for it; its usage is still
 	// read. Chat only: Messages and Responses streams always carry their
@@ -197,6 +211,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueueBytes <= 0 {
 		c.QueueBytes = DefaultQueueBytes
+	}
+	if c.Tail > 0 && c.TailBytes <= 0 {
+		c.TailBytes = DefaultTailBytes
 	}
 	return c
 }

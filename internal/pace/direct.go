@@ -64,6 +64,9 @@ func runDirect(ctx context.Context, cfg Config, first []sse.Event, src Source, o
 	for i := range first {
 		if end, stop := handle(&first[i]); stop {
 			res.End = end
+			if end == EndDone {
+				d.passTail(cfg, src, abort)
+			}
 			return d.finish(res, sawError, abort)
 		}
 	}
@@ -86,8 +89,34 @@ func runDirect(ctx context.Context, cfg Config, first []sse.Event, src Source, o
 		}
 		if end, stop := handle(&ev); stop {
 			res.End = end
+			if end == EndDone {
+				d.passTail(cfg, src, abort)
+			}
 			return d.finish(res, sawError, abort)
 		}
+	}
+}
+
+// passTail passes what the upstream sends after the end event, as it
+// comes, to the end of its body, within Config.Tail and TailBytes (see
+// Tail). At the time bound abort cuts the read that waits; the stream is
+// complete either way, so nothing of this changes how it ended.
+func (d *direct) passTail(cfg Config, src Source, abort func()) {
+	if cfg.Tail <= 0 {
+		return
+	}
+	bound := time.AfterFunc(cfg.Tail, abort)
+	defer bound.Stop()
+	for n := 0; n < cfg.TailBytes && !d.failed(); {
+		ev, err := src.Next()
+		if err != nil {
+			return // the body's end, or the bound
+		}
+		n += len(ev.Raw)
+		d.mu.Lock()
+		d.write(ev.Raw, time.Now())
+		d.flushLocked()
+		d.mu.Unlock()
 	}
 }
 

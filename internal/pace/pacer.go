@@ -48,8 +48,10 @@ type Pacer struct {
 	answerSeen   bool     // answer text has been queued
 	overBudget   bool     // the reasoning budget ran out (failover or error)
 	usage        []byte
-	hiddenRunes  int // reasoning runes hidden by HideReasoning
-	dropComments int // upstream comments not forwarded
+	usageStd     bool // usage holds a standard (top-level) usage object, not a provider's
+	toolRunes    int  // tool call argument runes (Chat), for the usage estimate
+	hiddenRunes  int  // reasoning runes hidden by HideReasoning
+	dropComments int  // upstream comments not forwarded
 	eventsOut    int
 	tl           *Timeline // Config.Timeline: marks of arrivals and emissions, or nil
 	lastLane     MarkLane  // the lane of the last event pushed (pass sends that event)
@@ -201,6 +203,11 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	case FormatResponses:
 		return p.pushResponses(ev, &c, now)
 	}
+	if c.Kind == KindOther {
+		// Tool calls are output the text counts do not see: a stream
+		// with no usage is estimated from both.
+		p.toolRunes += usage.ToolArgumentRunes(ev.Data)
+	}
 	if c.Kind == KindOther && hasUsageObject(ev.Data) && p.readUsage(ev.Data) {
 		return c.Kind // the usage-only chunk, which the client did not ask for
 	}
@@ -244,26 +251,36 @@ func hasUsageObject(data []byte) bool {
 // chunk is a usage-only chunk to drop. It reads the chunk as
 // encoding/json would decode it into {choices []json.RawMessage; usage
 // json.RawMessage} (keys matched without case, the last one winning),
-// from the top-level members alone.
+// from the top-level members alone. A chunk without a standard usage
+// object may carry a provider's own (usage.ProviderUsage: Groq's
+// x_groq.usage, Moonshot's usage in the choice): it is kept until a
+// standard one comes, and the chunk, which has choices, is never dropped.
 func (p *Pacer) readUsage(data []byte) (drop bool) {
 	members, err := jsonobj.Split(data)
 	if err != nil {
 		return false
 	}
-	var usage, choices []byte
+	var u, choices []byte
 	for _, m := range members {
 		switch {
 		case strings.EqualFold(m.Key, "usage"):
-			usage = m.Value
+			u = m.Value
 		case strings.EqualFold(m.Key, "choices"):
 			choices = m.Value
 		}
 	}
 	none, ok := emptyArray(choices)
-	if !ok || len(usage) == 0 || string(usage) == "null" {
+	if !ok {
 		return false
 	}
-	p.usage = append(p.usage[:0], usage...)
+	if len(u) == 0 || string(u) == "null" {
+		if pu, found := usage.ProviderUsage(data); found && !p.usageStd {
+			p.usage = append(p.usage[:0], pu...)
+		}
+		return false
+	}
+	p.usage = append(p.usage[:0], u...)
+	p.usageStd = true
 	return p.cfg.DropUsage && none
 }
 
@@ -822,6 +839,7 @@ func (p *Pacer) Stats() Stats {
 		Report:         p.rec.Report(),
 		HiddenRunes:    p.hiddenRunes,
 		DroppedComment: p.dropComments,
+		ToolRunes:      p.toolRunes,
 		Usage:          p.usage,
 	}
 }
@@ -831,6 +849,10 @@ type Stats struct {
 	smoothness.Report
 	HiddenRunes    int // reasoning runes not sent (reasoning hide, or a truncating budget)
 	DroppedComment int // upstream comments not forwarded
+	// ToolRunes counts the runes of a Chat stream's tool call arguments
+	// (usage.ToolArgumentRunes), which RunesOut does not: the usage
+	// estimate of a stream whose upstream reported none counts both.
+	ToolRunes int
 	// Usage is the upstream's usage object, if it sent one. Messages: one
 	// object in Anthropic's member names, message_start's usage overlaid
 	// by message_delta's non-null members.

@@ -163,6 +163,7 @@ type rawUsage struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details"`
 	PromptCacheHitTokens int `json:"prompt_cache_hit_tokens"` // DeepSeek
+	CachedTokens         int `json:"cached_tokens"`           // Moonshot (Kimi), beside prompt_tokens
 
 	// The Responses API's names.
 	InputTokens        *int `json:"input_tokens"`
@@ -220,7 +221,7 @@ func ParseUsage(raw []byte) (Usage, bool) {
 	if prompt == nil && completion == nil {
 		return Usage{}, false
 	}
-	cached = max(cached, r.PromptCacheHitTokens)
+	cached = max(cached, r.PromptCacheHitTokens, r.CachedTokens)
 	u := Normalize(deref(prompt), deref(completion), reasoning, cached, true)
 	u.CacheWrite = min(max(written, 0), u.Prompt-u.Cached)
 	return u, true

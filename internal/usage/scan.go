@@ -50,6 +50,7 @@ var usageNames = [...]string{
 	"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details",
 	"prompt_cache_hit_tokens", "input_tokens", "output_tokens", "input_tokens_details",
 	"output_tokens_details", "cache_creation_input_tokens", "cache_read_input_tokens",
+	"cached_tokens",
 }
 
 var (
@@ -93,13 +94,15 @@ func scanRawUsage(raw []byte) (r rawUsage, ok bool) {
 			}
 			vals[k] = n
 			*p = &vals[k]
-		case 4: // int
+		case 4, 11: // int
 			n, isNull, e := scanInt(raw, vs)
 			if e < 0 {
 				return rawUsage{}, false
 			}
-			if !isNull {
+			if !isNull && k == 4 {
 				r.PromptCacheHitTokens = n
+			} else if !isNull {
+				r.CachedTokens = n
 			}
 			end = e
 		case 2:

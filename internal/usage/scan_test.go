@@ -22,6 +22,7 @@ var usageSeeds = []string{
 	`{"prompt_tokens":5} x`,
 	` null `, `[]`, `{}`, `{"prompt_tokens":5,}`, `{"prompt_tokens":1e2}`,
 	`{"prompt_toKens":1}`, `{"prompt_tokenſ":1}`,
+	`{"prompt_tokens":90,"completion_tokens":50,"cached_tokens":90,"Cached_tokens":null}`,
 }
 
 // FuzzScanRawUsage: wherever the scanner decodes a usage object, it got
