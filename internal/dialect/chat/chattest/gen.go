@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Want is what a generated stream carries.
@@ -124,15 +125,13 @@ func genArgs(r *bytesIn) string {
 	return s
 }
 
-// split cuts s into fragments (some empty), at byte boundaries: arguments
-// are split anywhere, inside escapes too, as providers do.
+// split cuts s into fragments (some empty) anywhere but inside a UTF-8
+// sequence (each fragment is a JSON string of its own): inside escapes
+// and strings too, as providers do.
 func split(r *bytesIn, s string) []string {
 	var out []string
 	for len(s) > 0 {
-		n := 1 + r.n(12)
-		if n > len(s) {
-			n = len(s)
-		}
+		n := Cut(s, 1+r.n(12))
 		out = append(out, s[:n])
 		s = s[n:]
 		if r.n(6) == 0 {
@@ -345,4 +344,19 @@ func garbage(r *bytesIn, out *strings.Builder, w *Want) {
 		w.Unreadable = true
 		out.WriteString("data: [1,2]\n\n")
 	}
+}
+
+// Cut is the length of the longest prefix of s of at most n bytes (at
+// least one rune) that does not end inside a UTF-8 sequence.
+func Cut(s string, n int) int {
+	if n >= len(s) {
+		return len(s)
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if n == 0 {
+		_, n = utf8.DecodeRuneInString(s)
+	}
+	return n
 }
