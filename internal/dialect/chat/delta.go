@@ -3,9 +3,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 )
@@ -49,48 +47,10 @@ type Delta struct {
 	Pieces []Piece
 	Calls  []CallDelta
 	Finish string
-}
 
-// The wire types the readers decode into. Pointers tell null and absent
-// from a value, and every member a translator needs has a Go type, so that
-// encoding/json reports a member of another JSON type (content: 5) as an
-// error rather than the reader passing over it.
-type (
-	wireChoice struct {
-		Index        *int         `json:"index"`
-		Delta        *wireMessage `json:"delta"`
-		Message      *wireMessage `json:"message"`
-		FinishReason *string      `json:"finish_reason"`
-	}
-	wireMessage struct {
-		Content          json.RawMessage `json:"content"`
-		Refusal          *string         `json:"refusal"`
-		ReasoningContent *string         `json:"reasoning_content"`
-		Reasoning        *string         `json:"reasoning"`
-		ToolCalls        []*wireToolCall `json:"tool_calls"`
-		FunctionCall     json.RawMessage `json:"function_call"`
-	}
-	wireToolCall struct {
-		Index    *int          `json:"index"`
-		ID       *string       `json:"id"`
-		Function *wireFunction `json:"function"`
-	}
-	wireFunction struct {
-		Name      *string         `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	wirePart struct {
-		Type      string          `json:"type"`
-		Text      *string         `json:"text"`
-		Thinking  json.RawMessage `json:"thinking"`
-		Reasoning *string         `json:"reasoning"`
-		Refusal   *string         `json:"refusal"`
-	}
-	wireThinkingPart struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
-	}
-)
+	buf   []byte  // the reader's scratch, kept for the next chunk
+	parts []Piece // likewise
+}
 
 // ReadDelta reads the choices member of a chat.completion.chunk (raw; nil
 // or null for none) into d, reusing d's slices. A stream translator can
@@ -98,41 +58,22 @@ type (
 // for and of the types the Chat format gives them, so anything else is an
 // *UnreadableError: a choice other than index 0 (the relay's translators
 // never ask for n > 1), a member of another type (content: 5), a content
-// part of a type it cannot carry to the client, the legacy function_call.
-// An empty choices array is fine: Azure's prompt_filter_results chunk and
-// usage chunks have one.
+// part of a type it cannot carry to the client, the legacy function_call,
+// a member named twice or in another case (which one a client would take
+// is not for the relay to guess). An empty choices array is fine: Azure's
+// prompt_filter_results chunk and usage chunks have one. Members it does
+// not know are passed over.
 func ReadDelta(raw json.RawMessage, d *Delta) error {
 	d.Pieces, d.Calls, d.Finish = d.Pieces[:0], d.Calls[:0], ""
+	raw = trimSpace(raw)
 	if isNull(raw) {
 		return nil
 	}
-	var choices []*wireChoice
-	if err := json.Unmarshal(raw, &choices); err != nil {
-		return unreadable("choices", err)
-	}
-	for _, c := range choices {
-		if c == nil {
-			return &UnreadableError{Reason: "choices holds a null"}
-		}
-		if c.Index != nil && *c.Index != 0 {
-			return &UnreadableError{Reason: fmt.Sprintf("a choice with index %d, which the relay never asks for", *c.Index)}
-		}
-		if c.Delta != nil {
-			var err error
-			if d.Pieces, err = c.Delta.pieces(d.Pieces, "choices[0].delta"); err != nil {
-				return err
-			}
-			for _, tc := range c.Delta.ToolCalls {
-				cd, err := tc.read("choices[0].delta.tool_calls")
-				if err != nil {
-					return err
-				}
-				d.Calls = append(d.Calls, cd)
-			}
-		}
-		if c.FinishReason != nil {
-			d.Finish = *c.FinishReason
-		}
+	r := reader{b: raw, buf: d.buf[:0], parts: d.parts[:0]}
+	r.choices(d, "delta")
+	d.buf, d.parts = r.buf, r.parts[:0]
+	if r.err != nil {
+		return r.err
 	}
 	return nil
 }
@@ -154,204 +95,457 @@ type Answer struct {
 // it had none).
 func ReadAnswer(raw json.RawMessage) (Answer, error) {
 	var a Answer
-	var choices []*wireChoice
+	raw = trimSpace(raw)
 	if isNull(raw) {
 		return a, &UnreadableError{Reason: "the answer has no choices"}
 	}
-	if err := json.Unmarshal(raw, &choices); err != nil {
-		return a, unreadable("choices", err)
-	}
-	if len(choices) == 0 {
+	var d Delta
+	r := reader{b: raw}
+	n := r.choices(&d, "message")
+	switch {
+	case r.err != nil:
+		return a, r.err
+	case n == 0:
 		return a, &UnreadableError{Reason: "the answer has no choices"}
+	case n > 1:
+		return a, &UnreadableError{Reason: "the answer has more than the one choice the relay asks for"}
 	}
-	for i, c := range choices {
-		switch {
-		case c == nil:
-			return a, &UnreadableError{Reason: "choices holds a null"}
-		case c.Index != nil && *c.Index != 0 || i > 0:
-			idx := i
-			if c.Index != nil {
-				idx = *c.Index
-			}
-			return a, &UnreadableError{Reason: fmt.Sprintf("a choice with index %d, which the relay never asks for", idx)}
-		}
-	}
-	c := choices[0]
-	if c.FinishReason != nil {
-		a.Finish = *c.FinishReason
-	}
-	m := c.Message
-	if m == nil {
-		return a, nil
-	}
-	var err error
-	if a.Pieces, err = m.pieces(nil, "choices[0].message"); err != nil {
-		return a, err
-	}
-	for _, tc := range m.ToolCalls {
-		cd, err := tc.read("choices[0].message.tool_calls")
-		if err != nil {
-			return a, err
-		}
-		a.Calls = append(a.Calls, ToolCall{ID: cd.ID, Type: "function", Function: FunctionCall{Name: cd.Name, Arguments: cd.Args}})
+	a.Pieces, a.Finish = d.Pieces, d.Finish
+	for _, c := range d.Calls {
+		a.Calls = append(a.Calls, ToolCall{ID: c.ID, Type: "function", Function: FunctionCall{Name: c.Name, Arguments: c.Args}})
 	}
 	return a, nil
 }
 
-// pieces appends m's text in order: reasoning, content, refusal. The same
-// reasoning is sent by some providers under both names: reasoning_content
-// is taken when it has text, else reasoning.
-func (m *wireMessage) pieces(out []Piece, path string) ([]Piece, error) {
-	if !isNull(m.FunctionCall) {
-		return out, &UnreadableError{Reason: path + ".function_call, the legacy member the relay never asks for"}
-	}
-	if r := m.ReasoningContent; r != nil && *r != "" {
-		out = append(out, Piece{ChanReasoning, *r})
-	} else if r := m.Reasoning; r != nil && *r != "" {
-		out = append(out, Piece{ChanReasoning, *r})
-	}
-	out, err := appendContent(out, m.Content, path+".content")
-	if err != nil {
-		return out, err
-	}
-	if r := m.Refusal; r != nil && *r != "" {
-		out = append(out, Piece{ChanRefusal, *r})
-	}
-	return out, nil
+// reader reads the choices of a chunk or an answer with jsonscan: no
+// allocation but the strings it returns, and no member it does not
+// check.
+type reader struct {
+	b     []byte
+	buf   []byte  // unquoting scratch
+	parts []Piece // a content's pieces, before they take their place
+	err   *UnreadableError
 }
 
-// appendContent appends the pieces of a content member: a string, null, or
-// an array of parts (Mistral's reasoning models send
+// fail records why the choices cannot be read (the first reason) and
+// returns -1, the end of a value that did not scan.
+func (r *reader) fail(reason string) int {
+	if r.err == nil {
+		r.err = &UnreadableError{Reason: reason}
+	}
+	return -1
+}
+
+// Key lists for jsonscan.MatchKey; the constants below index them.
+var (
+	choiceKeys = []string{"index", "delta", "message", "finish_reason"}
+	msgKeys    = []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call"}
+	callKeys   = []string{"index", "id", "function"}
+	funcKeys   = []string{"name", "arguments"}
+	partKeys   = []string{"type", "text", "thinking", "reasoning", "refusal"}
+)
+
+// object walks the object at b[i] (depth: its nesting), calling f for each
+// member named in keys, with the name's index and the value's start; f
+// returns the value's end (-1 after fail). Other members are passed over.
+// A name that matches one of keys only in another case, or one of keys
+// twice, is unreadable: encoding/json, and so many clients, would take it
+// for that member. It returns the object's end, or -1.
+func (r *reader) object(i, depth int, path string, keys []string, f func(k, vs int) int) int {
+	it := jsonscan.NewObjIter(r.b, i, depth)
+	var seen uint32
+	for {
+		ks, ke, vs, ok := it.Next()
+		if !ok {
+			break
+		}
+		k := jsonscan.MatchKey(r.b[ks:ke], keys)
+		switch {
+		case k == jsonscan.KeyAmbiguous:
+			return r.fail(path + " has a member named like one the relay reads, in another case")
+		case k < 0:
+			it.Skip()
+			continue
+		case seen&(1<<k) != 0:
+			return r.fail(path + "." + keys[k] + " comes twice")
+		}
+		seen |= 1 << k
+		end := f(k, vs)
+		if end < 0 {
+			return -1
+		}
+		it.SetEnd(end)
+	}
+	if it.Err {
+		return r.fail(path + " is not valid JSON")
+	}
+	return it.Pos
+}
+
+// choices reads the choices array into d (member "delta" or "message" of
+// each choice) and returns how many there were (-1 on error).
+func (r *reader) choices(d *Delta, member string) int {
+	b := r.b
+	if b[0] != '[' {
+		r.fail("choices is " + jsonKind(b) + ", not an array")
+		return -1
+	}
+	it := jsonscan.NewArrIter(b, 0, 1)
+	n := 0
+	for {
+		vs, ok := it.Next()
+		if !ok {
+			break
+		}
+		n++
+		if b[vs] != '{' {
+			r.fail("a choice is " + jsonKind(b[vs:]))
+			return -1
+		}
+		end := r.object(vs, 2, "choices[0]", choiceKeys, func(k, vs int) int {
+			switch k {
+			case 0: // index
+				idx, end := r.integer(vs, "choices[0].index")
+				if end >= 0 && idx != 0 {
+					return r.fail(fmt.Sprintf("a choice with index %d, which the relay never asks for", idx))
+				}
+				return end
+			case 3: // finish_reason
+				f, end := r.str(vs, "choices[0].finish_reason")
+				if f != "" {
+					d.Finish = f
+				}
+				return end
+			}
+			if choiceKeys[k] != member {
+				return jsonscan.SkipValue(b, vs, 3) // a delta in an answer, a message in a chunk
+			}
+			path := "choices[0]." + member
+			if jsonscan.IsNull(b, vs) {
+				return vs + 4
+			}
+			if b[vs] != '{' {
+				return r.fail(path + " is " + jsonKind(b[vs:]))
+			}
+			return r.message(vs, 3, path, d)
+		})
+		if end < 0 {
+			return -1
+		}
+		it.SetEnd(end)
+	}
+	if it.Err || jsonscan.SkipWS(b, it.Pos) != len(b) {
+		r.fail("choices is not valid JSON")
+		return -1
+	}
+	return n
+}
+
+// message reads a delta or message object: its pieces in order
+// (reasoning, content, refusal), its tool calls. The same reasoning is
+// sent by some providers under both names: reasoning_content is taken
+// when it has text, else reasoning.
+func (r *reader) message(i, depth int, path string, d *Delta) int {
+	var reasoningContent, reasoning, refusal string
+	r.parts = r.parts[:0]
+	end := r.object(i, depth, path, msgKeys, func(k, vs int) int {
+		p := path + "." + msgKeys[k]
+		var end int
+		switch k {
+		case 0:
+			return r.content(vs, depth+1, p)
+		case 1:
+			refusal, end = r.str(vs, p)
+		case 2:
+			reasoningContent, end = r.str(vs, p)
+		case 3:
+			reasoning, end = r.str(vs, p)
+		case 4:
+			return r.toolCalls(vs, depth+1, p, d)
+		default:
+			if !jsonscan.IsNull(r.b, vs) {
+				return r.fail(p + ", the legacy member the relay never asks for")
+			}
+			end = vs + 4
+		}
+		return end
+	})
+	if end < 0 {
+		return -1
+	}
+	if reasoningContent != "" {
+		d.Pieces = append(d.Pieces, Piece{ChanReasoning, reasoningContent})
+	} else if reasoning != "" {
+		d.Pieces = append(d.Pieces, Piece{ChanReasoning, reasoning})
+	}
+	d.Pieces = append(d.Pieces, r.parts...)
+	if refusal != "" {
+		d.Pieces = append(d.Pieces, Piece{ChanRefusal, refusal})
+	}
+	return end
+}
+
+// content reads a content member into r.parts: a string, null, or an
+// array of parts (Mistral's reasoning models send
 // [{"type":"thinking","thinking":[{"type":"text","text":…}]},{"type":"text","text":…}]).
-func appendContent(out []Piece, raw json.RawMessage, path string) ([]Piece, error) {
-	raw = trimSpace(raw)
+func (r *reader) content(vs, depth int, path string) int {
+	b := r.b
 	switch {
-	case isNull(raw):
-		return out, nil
-	case raw[0] == '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return out, unreadable(path, err)
+	case b[vs] == '"' || jsonscan.IsNull(b, vs):
+		s, end := r.str(vs, path)
+		if s != "" {
+			r.parts = append(r.parts, Piece{ChanText, s})
+		}
+		return end
+	case b[vs] != '[':
+		return r.fail(path + " is " + jsonKind(b[vs:]) + ", not a string or an array of parts")
+	}
+	it := jsonscan.NewArrIter(b, vs, depth)
+	for {
+		ps, ok := it.Next()
+		if !ok {
+			break
+		}
+		if b[ps] != '{' {
+			return r.fail(path + " has a part that is " + jsonKind(b[ps:]))
+		}
+		var typ string
+		var text, thinking, reasoning, refusal = -1, -1, -1, -1
+		end := r.object(ps, depth+1, path+"[]", partKeys, func(k, vs int) int {
+			switch k {
+			case 0:
+				var end int
+				typ, end = r.str(vs, path+"[].type")
+				return end
+			case 1:
+				text = vs
+			case 2:
+				thinking = vs
+			case 3:
+				reasoning = vs
+			default:
+				refusal = vs
+			}
+			return jsonscan.SkipValue(b, vs, depth+2)
+		})
+		if end < 0 {
+			return -1
+		}
+		it.SetEnd(end)
+		ch, at := Channel(0), -1
+		switch typ {
+		case "text":
+			ch, at = ChanText, text
+		case "refusal":
+			ch, at = ChanRefusal, refusal
+		case "reasoning":
+			ch, at = ChanReasoning, reasoning
+			if at < 0 {
+				at = text
+			}
+		case "thinking":
+			if thinking >= 0 && r.thinking(thinking, depth+2, path) < 0 {
+				return -1
+			}
+			continue
+		default:
+			return r.fail(path + " has a part of type " + safeName(typ) + ", which the relay cannot translate")
+		}
+		if at < 0 {
+			continue
+		}
+		s, end := r.str(at, path+"[]."+typ)
+		if end < 0 {
+			return -1
 		}
 		if s != "" {
-			out = append(out, Piece{ChanText, s})
+			r.parts = append(r.parts, Piece{ch, s})
 		}
-		return out, nil
-	case raw[0] != '[':
-		return out, &UnreadableError{Reason: path + " is " + jsonKind(raw) + ", not a string or an array of parts"}
 	}
-	var parts []*wirePart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return out, unreadable(path, err)
+	if it.Err {
+		return r.fail(path + " is not valid JSON")
 	}
-	for _, p := range parts {
-		if p == nil {
-			return out, &UnreadableError{Reason: path + " holds a null part"}
+	return it.Pos
+}
+
+// thinking reads a thinking part's "thinking" into r.parts: an array of
+// text parts (Mistral's), a string, or null.
+func (r *reader) thinking(vs, depth int, path string) int {
+	b := r.b
+	path += "[].thinking"
+	if b[vs] != '[' {
+		s, end := r.str(vs, path)
+		if s != "" {
+			r.parts = append(r.parts, Piece{ChanReasoning, s})
 		}
-		ch, text := Channel(0), ""
-		switch p.Type {
-		case "text":
-			ch, text = ChanText, deref(p.Text)
-		case "refusal":
-			ch, text = ChanRefusal, deref(p.Refusal)
-		case "reasoning":
-			ch, text = ChanReasoning, deref(p.Reasoning)+deref(p.Text)
-		case "thinking":
-			var err error
-			if text, err = thinkingText(p.Thinking, path); err != nil {
-				return out, err
+		return end
+	}
+	it := jsonscan.NewArrIter(b, vs, depth)
+	for {
+		ps, ok := it.Next()
+		if !ok {
+			break
+		}
+		if b[ps] != '{' {
+			return r.fail(path + " has a part that is " + jsonKind(b[ps:]))
+		}
+		var typ, text string
+		end := r.object(ps, depth+1, path+"[]", partKeys[:2], func(k, vs int) int {
+			var end int
+			if k == 0 {
+				typ, end = r.str(vs, path+"[].type")
+			} else {
+				text, end = r.str(vs, path+"[].text")
 			}
-			ch = ChanReasoning
-		default:
-			return out, &UnreadableError{Reason: path + " has a part of type " + safeName(p.Type) + ", which the relay cannot translate"}
+			return end
+		})
+		if end < 0 {
+			return -1
+		}
+		if typ != "text" {
+			return r.fail(path + " has a part that is not text")
 		}
 		if text != "" {
-			out = append(out, Piece{ch, text})
+			r.parts = append(r.parts, Piece{ChanReasoning, text})
 		}
+		it.SetEnd(end)
 	}
-	return out, nil
+	if it.Err {
+		return r.fail(path + " is not valid JSON")
+	}
+	return it.Pos
 }
 
-// thinkingText is the text of a thinking part's "thinking": an array of
-// text parts (Mistral's), or a string.
-func thinkingText(raw json.RawMessage, path string) (string, error) {
-	raw = trimSpace(raw)
-	switch {
-	case isNull(raw):
-		return "", nil
-	case raw[0] == '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", unreadable(path, err)
+// toolCalls reads a tool_calls member (null, or an array of calls) into
+// d.Calls.
+func (r *reader) toolCalls(vs, depth int, path string, d *Delta) int {
+	b := r.b
+	if jsonscan.IsNull(b, vs) {
+		return vs + 4
+	}
+	if b[vs] != '[' {
+		return r.fail(path + " is " + jsonKind(b[vs:]) + ", not an array")
+	}
+	it := jsonscan.NewArrIter(b, vs, depth)
+	for {
+		cs, ok := it.Next()
+		if !ok {
+			break
 		}
-		return s, nil
-	case raw[0] != '[':
-		return "", &UnreadableError{Reason: path + " has a thinking part whose thinking is " + jsonKind(raw)}
-	}
-	var parts []*wireThinkingPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", unreadable(path, err)
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p == nil || p.Type != "text" {
-			return "", &UnreadableError{Reason: path + " has a thinking part with a part that is not text"}
+		if b[cs] != '{' {
+			return r.fail(path + " has an entry that is " + jsonKind(b[cs:]))
 		}
-		b.WriteString(deref(p.Text))
-	}
-	return b.String(), nil
-}
-
-// read checks one tool_calls entry.
-func (tc *wireToolCall) read(path string) (CallDelta, error) {
-	var cd CallDelta
-	if tc == nil {
-		return cd, &UnreadableError{Reason: path + " holds a null"}
-	}
-	if tc.Index != nil {
-		if *tc.Index < 0 {
-			return cd, &UnreadableError{Reason: path + " has a negative index"}
-		}
-		cd.Index = *tc.Index
-	}
-	cd.ID = deref(tc.ID)
-	if f := tc.Function; f != nil {
-		cd.Name = deref(f.Name)
-		args := trimSpace(f.Arguments)
-		switch {
-		case isNull(args):
-		case args[0] == '"':
-			if err := json.Unmarshal(args, &cd.Args); err != nil {
-				return cd, unreadable(path, err)
+		var cd CallDelta
+		end := r.object(cs, depth+1, path+"[]", callKeys, func(k, vs int) int {
+			var end int
+			switch k {
+			case 0:
+				cd.Index, end = r.integer(vs, path+"[].index")
+				if end >= 0 && cd.Index < 0 {
+					return r.fail(path + "[].index is negative")
+				}
+			case 1:
+				cd.ID, end = r.str(vs, path+"[].id")
+			default:
+				if jsonscan.IsNull(b, vs) {
+					return vs + 4
+				}
+				if b[vs] != '{' {
+					return r.fail(path + "[].function is " + jsonKind(b[vs:]))
+				}
+				end = r.object(vs, depth+2, path+"[].function", funcKeys, func(k, vs int) int {
+					if k == 0 {
+						var end int
+						cd.Name, end = r.str(vs, path+"[].function.name")
+						return end
+					}
+					return r.arguments(vs, depth+3, path+"[].function.arguments", &cd)
+				})
 			}
-		case args[0] == '{' || args[0] == '[':
-			// Whole arguments as JSON (some providers): their text is the
-			// arguments string the Chat format means.
-			cd.Args = string(args)
-		default:
-			return cd, &UnreadableError{Reason: path + " has arguments that are " + jsonKind(args)}
+			return end
+		})
+		if end < 0 {
+			return -1
 		}
+		d.Calls = append(d.Calls, cd)
+		it.SetEnd(end)
 	}
-	return cd, nil
+	if it.Err {
+		return r.fail(path + " is not valid JSON")
+	}
+	return it.Pos
 }
 
-// unreadable wraps a decoding error of the member at path. Its reason
-// names the member and what it was, never the upstream's bytes: a syntax
-// error's message quotes one.
-func unreadable(path string, err error) *UnreadableError {
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		field := path
-		if te.Field != "" {
-			field = path + " member " + safeName(te.Field)
+// arguments reads a call's arguments: a string, null, or (some
+// providers) the whole arguments as a JSON object or array, whose text is
+// the arguments string the Chat format means.
+func (r *reader) arguments(vs, depth int, path string, cd *CallDelta) int {
+	b := r.b
+	if b[vs] == '{' || b[vs] == '[' {
+		end := jsonscan.SkipValue(b, vs, depth)
+		if end < 0 {
+			return r.fail(path + " is not valid JSON")
 		}
-		kind, _, _ := strings.Cut(te.Value, " ") // "number -5": the kind only
-		return &UnreadableError{Reason: field + " is " + article(kind) + " of the wrong type"}
+		cd.Args = string(b[vs:end])
+		return end
 	}
-	return &UnreadableError{Reason: path + " is not valid JSON"}
+	var end int
+	cd.Args, end = r.str(vs, path)
+	return end
+}
+
+// str reads a string or null ("") at b[vs].
+func (r *reader) str(vs int, path string) (string, int) {
+	b := r.b
+	if jsonscan.IsNull(b, vs) {
+		return "", vs + 4
+	}
+	if b[vs] != '"' {
+		return "", r.fail(path + " is " + jsonKind(b[vs:]) + ", not a string")
+	}
+	end, _ := jsonscan.ScanString(b, vs)
+	if end < 0 {
+		return "", r.fail(path + " is not valid JSON")
+	}
+	var ok bool
+	r.buf, _, ok = jsonscan.AppendUnquote(r.buf[:0], b[vs:end], false)
+	if !ok {
+		return "", r.fail(path + " is not valid JSON")
+	}
+	return string(r.buf), end
+}
+
+// integer reads an integer or null (0) at b[vs].
+func (r *reader) integer(vs int, path string) (int, int) {
+	b := r.b
+	if jsonscan.IsNull(b, vs) {
+		return 0, vs + 4
+	}
+	i, neg := vs, false
+	if i < len(b) && b[i] == '-' {
+		i, neg = i+1, true
+	}
+	n, j := 0, i
+	for ; j < len(b) && b[j] >= '0' && b[j] <= '9'; j++ {
+		if j-i >= 9 {
+			return 0, r.fail(path + " is out of range")
+		}
+		n = n*10 + int(b[j]-'0')
+	}
+	if j == i || j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') || j-i > 1 && b[i] == '0' {
+		return 0, r.fail(path + " is " + jsonKind(b[vs:]) + ", not an integer")
+	}
+	if neg {
+		n = -n
+	}
+	return n, j
 }
 
 // jsonKind names the kind of the JSON value raw starts.
 func jsonKind(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
 	switch raw[0] {
 	case '{':
 		return "an object"
@@ -361,23 +555,15 @@ func jsonKind(raw []byte) string {
 		return "a string"
 	case 't', 'f':
 		return "a boolean"
+	case 'n':
+		return "null"
 	}
 	return "a number"
 }
 
-func article(kind string) string {
-	switch kind {
-	case "array", "object":
-		return "an " + kind
-	case "":
-		return "a value"
-	}
-	return "a " + kind
-}
-
-// safeName is s when it looks like a name (a type or member name a client
-// may read in an error), else a placeholder: an error message never
-// carries arbitrary upstream bytes.
+// safeName is s when it looks like a name (a type a client may read in an
+// error), else a placeholder: an error message never carries arbitrary
+// upstream bytes.
 func safeName(s string) string {
 	if len(s) == 0 || len(s) > 40 {
 		return "(unnamed)"
@@ -387,16 +573,7 @@ func safeName(s string) string {
 			return "(unnamed)"
 		}
 	}
-	return strconvQuote(s)
-}
-
-func strconvQuote(s string) string { return `"` + s + `"` }
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
+	return `"` + s + `"`
 }
 
 func trimSpace(b []byte) []byte {
