@@ -120,7 +120,7 @@ func genArgs(r *bytesIn) string {
 	}
 	s := string(b)
 	if r.n(8) == 0 && len(s) > 1 {
-		s = s[:1+r.n(len(s)-1)] // invalid: never complete, passed on as it is
+		s = s[:Cut(s, 1+r.n(len(s)-1))] // invalid: never complete, passed on as it is
 	}
 	return s
 }
