@@ -63,9 +63,10 @@ type messagesStream struct {
 	stopReason string // from finish_reason, "" until one came
 	usage      chatStreamTotals
 
-	delta   chat.Delta // the slow path's chunk, its slices reused
-	scratch []byte     // decoded text of the fast path
-	buf     []byte     // the data being built
+	first   chat.FirstChoice // the fast path's check of the choice index
+	delta   chat.Delta       // the slow path's chunk, its slices reused
+	scratch []byte           // decoded text of the fast path
+	buf     []byte           // the data being built
 }
 
 // chatStreamTotals is the last usage a Chat stream reported.
@@ -97,7 +98,7 @@ func (s *messagesStream) handle(ev *sse.Event) {
 	if s.started {
 		c, scratch := pace.Classify(ev, s.scratch[:0])
 		s.scratch = scratch
-		if c.Kind == pace.KindText && chat.FirstChoiceIsZero(ev.Data) {
+		if c.Kind == pace.KindText && s.first.IsZero(ev.Data, c.Prefix, c.Suffix) {
 			if c.Channel == pace.ChanReasoning {
 				s.text(chat.ItemReasoning, c.Text)
 			} else {

@@ -625,3 +625,32 @@ func FirstChoiceIsZero(data []byte) bool {
 		}
 	}
 }
+
+// FirstChoice is FirstChoiceIsZero for the chunks of one stream, with a
+// memory: a provider writes every text delta of a stream in the same shape
+// (the same members around the text, in the same order), so a chunk whose
+// bytes around its text literal are those of one already found to be of
+// choice 0 is of choice 0 too, and is not scanned again. The zero value
+// is ready; it is not safe for concurrent use.
+type FirstChoice struct {
+	seen [2]struct{ prefix, suffix []byte } // content and reasoning deltas have their own
+	next int
+}
+
+// IsZero reports FirstChoiceIsZero(data) for a chunk that is prefix, a
+// JSON string literal, then suffix (pace.Classify's KindText).
+func (f *FirstChoice) IsZero(data, prefix, suffix []byte) bool {
+	for i := range f.seen {
+		if s := &f.seen[i]; s.prefix != nil && bytes.Equal(prefix, s.prefix) && bytes.Equal(suffix, s.suffix) {
+			return true
+		}
+	}
+	if !FirstChoiceIsZero(data) {
+		return false
+	}
+	s := &f.seen[f.next]
+	f.next = (f.next + 1) % len(f.seen)
+	s.prefix = append(s.prefix[:0], prefix...)
+	s.suffix = append(s.suffix[:0], suffix...)
+	return true
+}

@@ -133,3 +133,26 @@ func TestFirstChoiceIsZero(t *testing.T) {
 		}
 	}
 }
+
+// FirstChoice takes a chunk of the shape of one it accepted without
+// scanning it again, and scans any other: the index may be after the text.
+func TestFirstChoiceRemembersShapes(t *testing.T) {
+	var f FirstChoice
+	check := func(data string, want bool) {
+		t.Helper()
+		i := strings.Index(data, `"x`)
+		j := strings.LastIndex(data, `x"`) + 2
+		if got := f.IsZero([]byte(data), []byte(data[:i]), []byte(data[j:])); got != want {
+			t.Errorf("%s: %v, want %v", data, got, want)
+		}
+	}
+	check(`{"choices":[{"delta":{"content":"x"},"index":0}]}`, true)
+	check(`{"choices":[{"delta":{"content":"xyzx"},"index":0}]}`, true)
+	check(`{"choices":[{"delta":{"content":"x"},"index":1}]}`, false)
+	check(`{"choices":[{"delta":{"reasoning":"x"},"index":0}]}`, true)
+	check(`{"choices":[{"delta":{"content":"xx"},"index":0}]}`, true)
+	check(`{"choices":[{"index":2,"delta":{"content":"x"}}]}`, false)
+	if f.seen[0].prefix == nil || f.seen[1].prefix == nil {
+		t.Errorf("shapes not remembered: %+v", f.seen)
+	}
+}

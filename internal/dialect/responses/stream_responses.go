@@ -87,7 +87,8 @@ type respStream struct {
 	callID, callName     string            // a call's
 	output               []json.RawMessage // the items done
 
-	delta   chat.Delta // the slow path's chunk, its slices reused
+	first   chat.FirstChoice // the fast path's check of the choice index
+	delta   chat.Delta       // the slow path's chunk, its slices reused
 	scratch []byte
 	lit     []byte // a JSON literal written for WriteItem
 	buf     []byte
@@ -138,7 +139,7 @@ func (s *respStream) handle(ev *sse.Event) {
 		s.done()
 		return
 	case pace.KindText:
-		if s.r != nil && chat.FirstChoiceIsZero(ev.Data) {
+		if s.r != nil && s.first.IsZero(ev.Data, c.Prefix, c.Suffix) {
 			// The hot path: the literal is copied as it came, already JSON.
 			lit := ev.Data[len(c.Prefix) : len(ev.Data)-len(c.Suffix)]
 			s.textDelta(c.Channel == pace.ChanReasoning, lit, c.Text)
