@@ -144,7 +144,9 @@ func (s *messagesStream) handle(ev *sse.Event) {
 			// text, and the stop reason says what it is.
 			s.refused, kind = true, chat.ItemText
 		}
-		s.text(kind, []byte(p.Text))
+		if s.text(kind, []byte(p.Text)); s.err != nil {
+			return // unreadable: nothing after it
+		}
 	}
 	for i := range d.Calls {
 		if err := s.seq.Call(&d.Calls[i]); err != nil {
