@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
@@ -245,7 +246,8 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 //   - Anthropic's message_start, content_block_start and ping are kept in
 //     first (up to maxHeld bytes): they say nothing yet, and an upstream
 //     may still fail after them, so failover stays invisible;
-//   - [DONE], an error event, or the stream's end are failures that move
+//   - [DONE], an error event, an event the translator cannot read (a
+//     *chat.UnreadableError), or the stream's end are failures that move
 //     on to the next attempt.
 func awaitFirstEvent(res *attemptResult) error {
 	kept, held := 0, 0
@@ -254,6 +256,10 @@ func awaitFirstEvent(res *attemptResult) error {
 		if err != nil {
 			if err == io.EOF {
 				return errors.New("stream ended before any data")
+			}
+			if ue, ok := errors.AsType[*chat.UnreadableError](err); ok {
+				// Its reason names what was wrong, never upstream bytes.
+				return errors.New("an event the relay cannot read before any data: " + ue.Reason)
 			}
 			return &publicError{msg: "stream broke before any data", cause: err}
 		}

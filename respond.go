@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
@@ -124,6 +125,16 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 			return false
 		}
 		h.recordBroken(t, rec.start)
+		if ue, ok := errors.AsType[*chat.UnreadableError](result.Err); ok {
+			// A translator met an upstream event it cannot translate
+			// faithfully: what came before it is out, what follows is not
+			// sent, and the client is told, in every dialect the same way.
+			// The reason names what was wrong, never the upstream's bytes.
+			rec.note(t, ue.Error())
+			h.endWithError(out, rec, "upstream_event_unreadable",
+				"The upstream sent an event the relay cannot read ("+ue.Reason+"); the stream was ended.")
+			return false
+		}
 		if errors.Is(res.cause(), errStreamIdle) {
 			rec.note(t, "stream idle for stream_idle_timeout "+h.streamIdle.String())
 			rec.idleTimeout = true

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
@@ -87,47 +88,65 @@ func ToChatResponseWith(msg []byte, opt ChatResponseOptions) ([]byte, error) {
 
 // FromChatResponse translates a chat.completion into a Messages answer,
 // for an Anthropic client of a Chat provider: the reverse of
-// ToChatResponse. Reasoning text becomes a thinking block with an empty
-// signature (Chat providers sign nothing).
-func FromChatResponse(chat []byte) ([]byte, error) {
+// ToChatResponse. The message is read by chat.ReadAnswer, every part of
+// it: reasoning (reasoning_content or reasoning, or content parts of type
+// thinking) becomes a thinking block with an empty signature (Chat
+// providers sign nothing), content and a refusal a text block, in the
+// order they came (consecutive ones of a kind in one block), and the stop
+// reason is "refusal" when there is a refusal. An answer chat.ReadAnswer
+// cannot read whole (no choices, a second choice, a member of the wrong
+// type) is its *chat.UnreadableError, as are arguments that are not a JSON
+// object: the relay answers 502 rather than something with a piece
+// missing.
+func FromChatResponse(body []byte) ([]byte, error) {
 	var in chatCompletionIn
-	if err := json.Unmarshal(chat, &in); err != nil {
+	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, errors.New("the Chat Completions answer is not a chat.completion: " + err.Error())
 	}
-	if len(in.Choices) == 0 {
-		return nil, errors.New("the Chat Completions answer has no choices")
-	}
-	c := in.Choices[0]
-	content := []block{}
-	reasoning := c.Message.ReasoningContent
-	if reasoning == "" {
-		reasoning = c.Message.Reasoning
-	}
-	if reasoning != "" {
-		empty := ""
-		content = append(content, block{Type: "thinking", Thinking: &reasoning, Signature: &empty})
-	}
-	parts, err := contentParts(c.Message.Content, "choices[0].message.content")
+	a, err := chat.ReadAnswer(in.Choices)
 	if err != nil {
-		return nil, errors.New("the Chat Completions answer's content: " + err.Error())
+		return nil, err
 	}
-	text := joinText(parts)
-	if text == "" {
-		text = c.Message.Refusal // OpenAI's refusal, when it is all there is
+	content := []block{}
+	refused := false
+	for _, p := range a.Pieces {
+		typ := "text"
+		switch p.Channel {
+		case chat.ChanReasoning:
+			typ = "thinking"
+		case chat.ChanRefusal:
+			refused = true
+		}
+		if n := len(content); n > 0 && content[n-1].Type == typ {
+			if typ == "thinking" {
+				t := *content[n-1].Thinking + p.Text
+				content[n-1].Thinking = &t
+			} else {
+				content[n-1].Text += p.Text
+			}
+			continue
+		}
+		if typ == "thinking" {
+			thinking, empty := p.Text, ""
+			content = append(content, block{Type: "thinking", Thinking: &thinking, Signature: &empty})
+		} else {
+			content = append(content, block{Type: "text", Text: p.Text})
+		}
 	}
-	if text != "" {
-		content = append(content, block{Type: "text", Text: text})
-	}
-	for _, tc := range c.Message.ToolCalls {
+	for i, tc := range a.Calls {
 		input := json.RawMessage(compactJSON(json.RawMessage(tc.Function.Arguments)))
 		if !isObject(input) {
-			return nil, errors.New("a tool call's arguments are not a JSON object: " + strconvQuote(tc.Function.Arguments))
+			return nil, &chat.UnreadableError{Reason: fmt.Sprintf("the arguments of tool call %d are not a JSON object", i)}
 		}
 		content = append(content, block{Type: "tool_use", ID: ToolUseID(tc.ID), Name: tc.Function.Name, Input: input})
 	}
+	stop := StopReason(a.Finish)
+	if refused {
+		stop = "refusal"
+	}
 	out := messageAnswer{
 		ID: in.ID, Type: "message", Role: "assistant", Model: in.Model, Content: content,
-		StopReason: StopReason(c.FinishReason), Usage: in.Usage.messages(),
+		StopReason: stop, Usage: in.Usage.messages(),
 	}
 	return marshal(out), nil
 }
@@ -177,20 +196,13 @@ type chatAnswerMessage struct {
 	ToolCalls        []chat.ToolCall `json:"tool_calls,omitempty"`
 }
 
+// chatCompletionIn is the part of a chat.completion FromChatResponse
+// reads; chat.ReadAnswer reads the choices.
 type chatCompletionIn struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content          json.RawMessage `json:"content"`
-			ReasoningContent string          `json:"reasoning_content"`
-			Reasoning        string          `json:"reasoning"`
-			Refusal          string          `json:"refusal"`
-			ToolCalls        []chatToolCall  `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage ChatUsageIn `json:"usage"`
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Choices json.RawMessage `json:"choices"`
+	Usage   ChatUsageIn     `json:"usage"`
 }
 
 // Usage is Messages usage as Anthropic reports it (message, message_start

@@ -3,9 +3,9 @@ package anthropic
 import (
 	"encoding/json"
 	"io"
-	"slices"
 	"strconv"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
@@ -25,55 +25,48 @@ type MessagesStreamOptions struct {
 // message_delta, message_stop).
 //
 // message_start comes at the first upstream chunk. Reasoning
-// (reasoning_content or reasoning) becomes a thinking block, content a
-// text block, each tool call a tool_use block; a block is closed when
-// another kind of content begins, or at the finish_reason. Tool calls are
-// taken as sequential, as every Chat provider streams them: a call index
-// not seen before opens a new block, and an arguments fragment for a call
-// whose block is already closed is dropped (a Messages stream cannot
-// reopen a block); a call with a new id opens a new block whatever its
-// index. Only the first choice is read: the relay's Messages to
-// Chat translation never asks for more than one.
+// (reasoning_content or reasoning, or a content part of type thinking)
+// becomes a thinking block, content (a string, or text parts) and a
+// refusal a text block, each tool call a tool_use block. A Chat stream may
+// interleave tool calls by index and text between them, while a Messages
+// stream has one block open at a time: a chat.Sequencer puts the blocks
+// in order, holding back what cannot be written yet (see there), so every
+// call gets all of its arguments. A call without an id gets a made-up one
+// (Messages requires it). A refusal makes the stop reason "refusal".
 //
-// [DONE] becomes message_delta (stop reason and usage) and message_stop;
-// an in-band error chunk becomes an error event. Both end the stream: the
-// next call returns io.EOF. A stream that ends without either ends
-// without message_stop too (the relay reads that as truncation); src's
-// errors, io.EOF included, are returned as they are once the events made
-// before them are out. The returned Source forwards BeforeRead to src.
+// [DONE] closes the blocks and becomes message_delta (stop reason and
+// usage) and message_stop; an in-band error chunk becomes an error event.
+// Both end the stream: the next call returns io.EOF. A chunk that cannot
+// be translated faithfully (not JSON, a second choice, a member of the
+// wrong type: see chat.ReadDelta and chat.Sequencer) ends it with a
+// *chat.UnreadableError after the events made before it. A stream that
+// ends without either ends without message_stop too (the relay reads that
+// as truncation); src's errors, io.EOF included, are returned as they
+// are once the events made before them are out. The returned Source
+// forwards BeforeRead to src.
 func MessagesStream(src Source, opt MessagesStreamOptions) Source {
-	return &messagesStream{streamPump: streamPump{src: src}, opt: opt, open: streamBlockNone}
+	s := &messagesStream{streamPump: streamPump{src: src}, opt: opt}
+	s.seq.Sink = s
+	return s
 }
-
-// streamBlock is the kind of the content block open in a MessagesStream.
-type streamBlock uint8
-
-const (
-	streamBlockNone streamBlock = iota
-	streamBlockThinking
-	streamBlockText
-	streamBlockTool
-)
 
 // messagesStream is MessagesStream's state.
 type messagesStream struct {
 	streamPump
 	opt MessagesStreamOptions
+	seq chat.Sequencer
 
-	started bool        // message_start is out
-	open    streamBlock // the block being written, if any
-	next    int         // index of the next block
-	// tool and toolID are the Chat index and id of the call in the open
-	// tool_use block; seen lists every call index that got a block.
-	tool   int
-	toolID string
-	seen   []int
+	started bool // message_start is out
+	next    int  // index of the open block, or of the next one
+	refused bool // a refusal came
 
 	stopReason string // from finish_reason, "" until one came
 	usage      chatStreamTotals
 
-	scratch []byte // decoded text of the fast path
-	buf     []byte // the data being built
+	first   chat.FirstChoice // the fast path's check of the choice index
+	delta   chat.Delta       // the slow path's chunk, its slices reused
+	scratch []byte           // decoded text of the fast path
+	buf     []byte           // the data being built
 }
 
 // chatStreamTotals is the last usage a Chat stream reported.
@@ -100,29 +93,40 @@ func (s *messagesStream) handle(ev *sse.Event) {
 	if ev.Unterminated {
 		return // cut anywhere: dropped, so the stream ends as truncated
 	}
-	// The hot path: text and reasoning deltas, recognised without
-	// allocating by the pacer's own classifier.
+	// The hot path: text and reasoning deltas of the first choice,
+	// recognised without allocating by the pacer's own classifier.
 	if s.started {
 		c, scratch := pace.Classify(ev, s.scratch[:0])
 		s.scratch = scratch
-		if c.Kind == pace.KindText {
+		if c.Kind == pace.KindText && s.first.IsZero(ev.Data, c.Prefix, c.Suffix) {
 			if c.Channel == pace.ChanReasoning {
-				s.text(streamBlockThinking, c.Text)
+				s.text(chat.ItemReasoning, c.Text)
 			} else {
-				s.text(streamBlockText, c.Text)
+				s.text(chat.ItemText, c.Text)
 			}
 			return
 		}
 	}
 
+	if ev.Type != "error" && isBlank(ev.Data) {
+		return // an empty data line: a keep-alive, nothing to translate
+	}
 	var c chatStreamChunk
-	if err := json.Unmarshal(ev.Data, &c); err != nil {
-		if _, ok := err.(*json.UnmarshalTypeError); !ok && ev.Type != "error" {
-			return // not JSON: nothing to translate
+	if err := json.Unmarshal(ev.Data, &c); err != nil || !isJSONObject(ev.Data) {
+		// A member of an unexpected type outside the choices (an id
+		// that is a number) is not worth failing the stream for: the
+		// choices are checked below.
+		if _, ok := err.(*json.UnmarshalTypeError); (!ok || !isJSONObject(ev.Data)) && ev.Type != "error" {
+			s.unreadable(ev, &chat.UnreadableError{Reason: "the chunk is not a JSON object"})
+			return
 		}
 	}
 	if ev.Type == "error" || c.isError() {
 		s.fail(&c)
+		return
+	}
+	if err := chat.ReadDelta(c.Choices, &s.delta); err != nil {
+		s.unreadable(ev, err)
 		return
 	}
 	s.begin(c.ID, c.Model)
@@ -132,65 +136,85 @@ func (s *messagesStream) handle(ev *sse.Event) {
 			s.usage.cachedKnown, s.usage.cached = true, *p
 		}
 	}
-	if len(c.Choices) == 0 {
-		return
+	d := &s.delta
+	for _, p := range d.Pieces {
+		kind := chat.ItemKind(p.Channel)
+		if p.Channel == chat.ChanRefusal {
+			// Messages has no refusal block: the refusal is the answer's
+			// text, and the stop reason says what it is.
+			s.refused, kind = true, chat.ItemText
+		}
+		if s.text(kind, []byte(p.Text)); s.err != nil {
+			return // unreadable: nothing after it
+		}
 	}
-	ch := &c.Choices[0]
-	// Some providers send the same text as both reasoning_content and
-	// reasoning: one of them is the reasoning.
-	if r := ch.Delta.ReasoningContent; r != "" {
-		s.text(streamBlockThinking, []byte(r))
-	} else {
-		s.text(streamBlockThinking, []byte(ch.Delta.Reasoning))
+	for i := range d.Calls {
+		if err := s.seq.Call(&d.Calls[i]); err != nil {
+			s.unreadable(ev, err)
+			return
+		}
 	}
-	s.text(streamBlockText, []byte(ch.Delta.Content))
-	for i := range ch.Delta.ToolCalls {
-		s.toolCall(&ch.Delta.ToolCalls[i])
-	}
-	if ch.FinishReason != "" {
-		s.closeBlock()
-		s.stopReason = StopReason(ch.FinishReason)
+	if d.Finish != "" {
+		s.seq.Flush()
+		s.stopReason = StopReason(d.Finish)
 	}
 }
 
-// text appends to a thinking or text block, opening one if another kind
-// is open; empty text says nothing.
-func (s *messagesStream) text(kind streamBlock, text []byte) {
+// text adds thinking or text: written at once when its block is the one
+// open and nothing waits behind it (the common case), else through the
+// sequencer.
+func (s *messagesStream) text(kind chat.ItemKind, text []byte) {
 	if len(text) == 0 {
 		return
 	}
-	if s.open != kind {
-		s.closeBlock()
-		s.open = kind
-		s.emitBlockStart(kind, "", "")
+	if s.seq.Streaming(kind) {
+		s.emitTextDelta(kind, text)
+		return
 	}
-	s.emitTextDelta(kind, text)
+	if err := s.seq.Text(kind, text); err != nil {
+		s.unreadable(nil, err)
+	}
 }
 
-func (s *messagesStream) toolCall(tc *chatStreamToolCall) {
-	same := s.open == streamBlockTool && tc.Index == s.tool
-	// A different id is a different call even under the same index:
-	// providers that omit "index" send every call as index 0. The same id
-	// again (some repeat it in every fragment) is the same call.
-	newID := tc.ID != "" && tc.ID != s.toolID
-	if !same || newID {
-		if !newID && slices.Contains(s.seen, tc.Index) {
-			return // its block is closed: see MessagesStream
-		}
-		s.closeBlock()
-		s.seen = append(s.seen, tc.Index)
-		s.open, s.tool, s.toolID = streamBlockTool, tc.Index, tc.ID
-		id := tc.ID
-		if id == "" {
-			// Messages requires one; the client echoes it in its
-			// tool_result, which the request translator passes back.
-			id = "toolu_relay_" + strconv.Itoa(s.next)
-		}
-		s.emitBlockStart(streamBlockTool, ToolUseID(id), tc.Function.Name)
+// unreadable ends the stream with err (a *chat.UnreadableError) once the
+// events made before it are out.
+func (s *messagesStream) unreadable(ev *sse.Event, err error) {
+	if ue, ok := err.(*chat.UnreadableError); ok && ev != nil && ue.Event == "" {
+		ue.Event = ev.Type
 	}
-	if tc.Function.Arguments != "" {
-		s.emitInputDelta([]byte(tc.Function.Arguments))
+	if s.err == nil {
+		s.err = err
 	}
+}
+
+// OpenItem starts the content block of it (chat.Sink).
+func (s *messagesStream) OpenItem(it *chat.Item) {
+	if it.Kind != chat.ItemCall {
+		s.emitBlockStart(it.Kind, "", "")
+		return
+	}
+	id := it.ID
+	if id == "" {
+		// Messages requires one; the client echoes it in its
+		// tool_result, which the request translator passes back.
+		id = "toolu_relay_" + strconv.Itoa(s.next)
+	}
+	s.emitBlockStart(chat.ItemCall, ToolUseID(id), it.Name)
+}
+
+// WriteItem writes text or arguments of the open block (chat.Sink).
+func (s *messagesStream) WriteItem(it *chat.Item, b []byte) {
+	if it.Kind == chat.ItemCall {
+		s.emitInputDelta(b)
+	} else {
+		s.emitTextDelta(it.Kind, b)
+	}
+}
+
+// CloseItem ends the open block (chat.Sink).
+func (s *messagesStream) CloseItem(it, next *chat.Item) {
+	s.emitBlockStop()
+	s.next++
 }
 
 // begin emits message_start at the first chunk.
@@ -204,20 +228,14 @@ func (s *messagesStream) begin(chatID, model string) {
 	}
 }
 
-func (s *messagesStream) closeBlock() {
-	if s.open != streamBlockNone {
-		s.emitBlockStop()
-		s.open = streamBlockNone
-		s.next++
-	}
-}
-
 // done ends the stream at [DONE].
 func (s *messagesStream) done() {
 	s.begin("", "")
-	s.closeBlock()
+	s.seq.Flush()
 	stop := s.stopReason
-	if stop == "" {
+	if s.refused {
+		stop = "refusal"
+	} else if stop == "" {
 		stop = StopReason("") // [DONE] without finish_reason: a normal end
 	}
 	s.emitMessageDelta(stop)

@@ -8,25 +8,19 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 )
 
 // chatStreamChunk is the part of a Chat chunk MessagesStream reads off its
-// slow path (everything but plain text and reasoning deltas).
+// slow path (everything but plain text and reasoning deltas). The choices
+// are read by chat.ReadDelta, which checks them.
 type chatStreamChunk struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Delta struct {
-			Content          string               `json:"content"`
-			ReasoningContent string               `json:"reasoning_content"`
-			Reasoning        string               `json:"reasoning"`
-			ToolCalls        []chatStreamToolCall `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
+	ID      string          `json:"id"`
+	Object  string          `json:"object"`
+	Model   string          `json:"model"`
+	Choices json.RawMessage `json:"choices"`
+	Usage   *struct {
 		PromptTokens        *int `json:"prompt_tokens"`
 		CompletionTokens    *int `json:"completion_tokens"`
 		PromptTokensDetails struct {
@@ -40,14 +34,15 @@ type chatStreamChunk struct {
 	chatStreamError
 }
 
-type chatStreamToolCall struct {
-	Index    int    `json:"index"`
-	ID       string `json:"id"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+// isJSONObject reports whether data is a JSON object (what a chunk must
+// be; encoding/json would decode an array into a struct as a type error).
+func isJSONObject(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return len(data) > 0 && data[0] == '{'
 }
+
+// isBlank reports data with nothing but whitespace.
+func isBlank(data []byte) bool { return len(bytes.TrimLeft(data, " \t\r\n")) == 0 }
 
 // chatStreamError is an OpenAI error object.
 type chatStreamError struct {
@@ -140,12 +135,12 @@ func (s *messagesStream) blockHead(typ string) {
 	s.buf = strconv.AppendInt(b, int64(s.next), 10)
 }
 
-func (s *messagesStream) emitBlockStart(kind streamBlock, id, name string) {
+func (s *messagesStream) emitBlockStart(kind chat.ItemKind, id, name string) {
 	s.blockHead("content_block_start")
 	switch kind {
-	case streamBlockThinking:
+	case chat.ItemReasoning:
 		s.buf = append(s.buf, `,"content_block":{"type":"thinking","thinking":"","signature":""}}`...)
-	case streamBlockText:
+	case chat.ItemText, chat.ItemRefusal:
 		s.buf = append(s.buf, `,"content_block":{"type":"text","text":""}}`...)
 	default:
 		s.buf = append(s.buf, `,"content_block":{"type":"tool_use","id":`...)
@@ -159,9 +154,9 @@ func (s *messagesStream) emitBlockStart(kind streamBlock, id, name string) {
 
 // emitTextDelta queues a text_delta or thinking_delta of the shape
 // pace.ClassifyMessages takes for text: the relay re-paces it.
-func (s *messagesStream) emitTextDelta(kind streamBlock, text []byte) {
+func (s *messagesStream) emitTextDelta(kind chat.ItemKind, text []byte) {
 	s.blockHead("content_block_delta")
-	if kind == streamBlockThinking {
+	if kind == chat.ItemReasoning {
 		s.buf = append(s.buf, `,"delta":{"type":"thinking_delta","thinking":`...)
 	} else {
 		s.buf = append(s.buf, `,"delta":{"type":"text_delta","text":`...)

@@ -2,9 +2,11 @@ package anthropic
 
 import (
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
@@ -83,10 +85,13 @@ func TestMessagesStreamEvents(t *testing.T) {
 			want: []streamOut{mBlockStart("0", mTextBlock), mDelta("0", `{"type":"text_delta","text":"x"}`), mBlockStop("0"),
 				mBlockStart("1", `{"type":"tool_use","id":"a","name":"f","input":{}}`), mDelta("1", `{"type":"input_json_delta","partial_json":"{}"}`), mBlockStop("1"),
 				mBlockStart("2", `{"type":"tool_use","id":"b","name":"g","input":{}}`), mDelta("2", `{"type":"input_json_delta","partial_json":"[1]"}`)}},
-		{name: "fragment for a closed call dropped", in: cc(`"tool_calls":[{"index":0,"id":"a","function":{"name":"f"}}]`) +
-			cc(`"tool_calls":[{"index":1,"id":"b","function":{"name":"g"}}]`) + cc(`"tool_calls":[{"index":0,"function":{"arguments":"late"}}]`),
-			want: []streamOut{mBlockStart("0", `{"type":"tool_use","id":"a","name":"f","input":{}}`), mBlockStop("0"),
-				mBlockStart("1", `{"type":"tool_use","id":"b","name":"g","input":{}}`)}},
+		{name: "a call's fragment after the next call began", in: cc(`"tool_calls":[{"index":0,"id":"a","function":{"name":"f"}}]`) +
+			cc(`"tool_calls":[{"index":1,"id":"b","function":{"name":"g","arguments":"[1]"}}]`) + cc(`"tool_calls":[{"index":0,"function":{"arguments":"{\"late\""}}]`) +
+			cc(`"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]`),
+			// b waits (held) until a's arguments are whole, then streams.
+			want: []streamOut{mBlockStart("0", `{"type":"tool_use","id":"a","name":"f","input":{}}`), mDelta("0", `{"type":"input_json_delta","partial_json":"{\"late\""}`),
+				mDelta("0", `{"type":"input_json_delta","partial_json":":1}"}`), mBlockStop("0"),
+				mBlockStart("1", `{"type":"tool_use","id":"b","name":"g","input":{}}`), mDelta("1", `{"type":"input_json_delta","partial_json":"[1]"}`)}},
 		{name: "calls without index, told apart by id", in: cc(`"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]`) +
 			cc(`"tool_calls":[{"id":"b","function":{"name":"g","arguments":"[]"}}]`),
 			want: []streamOut{mBlockStart("0", `{"type":"tool_use","id":"a","name":"f","input":{}}`), mDelta("0", `{"type":"input_json_delta","partial_json":"{}"}`), mBlockStop("0"),
@@ -130,7 +135,9 @@ func TestMessagesStreamEvents(t *testing.T) {
 			want: []streamOut{mErr("api_error", "upstream stream error")}, wantErr: io.EOF},
 		{name: "null error is no error", in: chatEv(`{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"x"}}],"error":null}`),
 			want: []streamOut{mBlockStart("0", mTextBlock), mDelta("0", `{"type":"text_delta","text":"x"}`)}},
-		{name: "comments, data-less and non-JSON", in: ": OPENROUTER PROCESSING\n\nid: 3\n\n" + chatEv(`{"choices":[`)},
+		{name: "comments and data-less", in: ": OPENROUTER PROCESSING\n\nid: 3\n\n"},
+		{name: "non-JSON", in: chatEv(`{"choices":[`) + cc(`"content":"x"`),
+			wantErr: &chat.UnreadableError{Reason: "the chunk is not a JSON object"}},
 		{name: "unterminated [DONE]", in: "data: [DONE]",
 			want: []streamOut{mMsgDelta("end_turn", `"output_tokens":0`), mStop}, wantErr: io.EOF},
 		{name: "unterminated content", in: `data: {"choices":[{"index":0,"delta":{"content":"x"}}]}`},
@@ -143,7 +150,7 @@ func TestMessagesStreamEvents(t *testing.T) {
 			if c.wantErr == nil {
 				c.wantErr = io.EOF
 			}
-			if err != c.wantErr {
+			if err != c.wantErr && !reflect.DeepEqual(err, c.wantErr) {
 				t.Fatalf("err %v, want %v", err, c.wantErr)
 			}
 		})

@@ -7,5 +7,14 @@
 // into one chat.completion (with a reasoning trace) for a client that
 // asked for no stream.
 //
+// For the translators from Chat to the other dialects it also holds what
+// they share: ReadDelta and ReadAnswer, which read a chunk's or an
+// answer's one choice in every shape providers send (content as a string
+// or an array of parts, reasoning under either name, refusals, tool calls
+// with or without an index) and say when it cannot be read faithfully
+// (UnreadableError); and the Sequencer, which orders a stream's
+// interleaved text and tool calls into the one block at a time the
+// Messages and Responses formats require.
+//
 // Pure: bytes in, bytes out, no Caddy imports.
 package chat

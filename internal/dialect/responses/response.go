@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // ResponseOptions tune FromChatResponse and ResponsesStream.
@@ -25,8 +27,12 @@ type ResponseOptions struct {
 //	created                              created_at (unless opt.Created)
 //	model                                model
 //	message.reasoning_content|reasoning  a reasoning item, its text one summary_text
-//	message.content (and refusal)        a message item, one output_text part
-//	message.tool_calls                   function_call items (call_id = the call's id)
+//	  (or content parts of type thinking)
+//	message.content (a string, or        a message item: an output_text part
+//	  text parts)
+//	message.refusal                      a refusal part of that message item
+//	message.tool_calls                   function_call items (call_id = the call's id,
+//	                                       arguments "{}" when there were none)
 //	finish_reason length                 status incomplete, max_output_tokens
 //	finish_reason content_filter         status incomplete, content_filter
 //	finish_reason pause_turn             status incomplete, pause_turn
@@ -34,47 +40,37 @@ type ResponseOptions struct {
 //	usage prompt/completion/total,       usage input/output/total_tokens,
 //	  cached_tokens, reasoning_tokens      cached_tokens, reasoning_tokens
 //
-// Only the first choice is read (a Responses request cannot ask for n>1).
-func FromChatResponse(chat []byte, opt ResponseOptions) ([]byte, error) {
+// The one choice is read by chat.ReadAnswer: an answer it cannot read
+// whole (no choices, a choice other than index 0, which a Responses
+// request cannot ask for, a member of the wrong type) is its
+// *chat.UnreadableError, which the relay answers with a 502 rather than a
+// response with something missing.
+func FromChatResponse(body []byte, opt ResponseOptions) ([]byte, error) {
 	var in chatCompletionIn
-	if err := json.Unmarshal(chat, &in); err != nil {
+	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, &RequestError{Message: "the upstream answer is not a valid chat.completion: " + err.Error()}
 	}
-	r := newResult(in.ID, in.Model, in.Created, opt)
-	if len(in.Choices) > 0 {
-		m := &in.Choices[0].Message
-		r.reasoning.WriteString(m.ReasoningContent)
-		if m.ReasoningContent == "" {
-			r.reasoning.WriteString(m.Reasoning)
-		}
-		r.text.WriteString(m.Content)
-		r.text.WriteString(m.Refusal)
-		for i, tc := range m.ToolCalls {
-			r.calls = append(r.calls, callState{id: r.chatCallID(i, tc.ID), name: tc.Function.Name})
-			r.calls[len(r.calls)-1].args.WriteString(tc.Function.Arguments)
-		}
-		r.finish = in.Choices[0].FinishReason
+	a, err := chat.ReadAnswer(in.Choices)
+	if err != nil {
+		return nil, err
 	}
+	r := newResult(in.ID, in.Model, in.Created, opt)
+	r.pieces, r.calls, r.finish = a.Pieces, a.Calls, a.Finish
 	r.usage = in.Usage
 	return r.marshal("completed"), nil
 }
 
-// result is a response being built: from a whole completion, or from a
-// stream's chunks (so the stream's final response is FromChatResponse's).
+// result is a response being built: from a whole completion (its pieces
+// and calls), or from a stream's items (so that the stream's final
+// response is FromChatResponse's for the same answer).
 type result struct {
 	id, base, model string
 	created         int64
 	echo            requestEcho
-	reasoning, text strings.Builder
-	calls           []callState
+	pieces          []chat.Piece
+	calls           []chat.ToolCall
 	finish          string
 	usage           *chatUsageIn
-}
-
-type callState struct {
-	id, name string
-	args     strings.Builder
-	started  bool // ResponsesStream: its item was opened
 }
 
 func newResult(chatID, model string, created int64, opt ResponseOptions) *result {
@@ -123,20 +119,71 @@ func (r *result) status() (string, json.RawMessage) {
 	return "completed", nil
 }
 
-// items is the output: reasoning, then the message, then the calls.
+// items is the output of a whole completion, as ResponsesStream makes it
+// of the same answer: each run of reasoning a reasoning item, the text and
+// refusal runs the parts of a message item, then the calls.
 func (r *result) items() []json.RawMessage {
 	out := []json.RawMessage{}
-	if r.reasoning.Len() > 0 {
-		out = append(out, reasoningItem(r.reasoningID(), r.reasoning.String(), true))
+	var nReasoning, nMessage int
+	var parts []json.RawMessage
+	var msgID string
+	var kind chat.Channel
+	var run strings.Builder
+	endRun := func() {
+		switch kind {
+		case chat.ChanReasoning:
+			out = append(out, reasoningItem(uniqueID(r.reasoningID(), &nReasoning, len(out)), run.String(), true))
+		case chat.ChanText:
+			parts = append(parts, textPart(run.String()))
+		case chat.ChanRefusal:
+			parts = append(parts, refusalPart(run.String()))
+		}
+		run.Reset()
 	}
-	if r.text.Len() > 0 {
-		out = append(out, messageItem(r.messageID(), r.text.String(), "completed"))
+	endMessage := func() {
+		if parts != nil {
+			out = append(out, messageItem(msgID, parts, "completed"))
+			parts = nil
+		}
 	}
+	for _, p := range r.pieces {
+		if p.Channel != kind {
+			endRun()
+			if p.Channel == chat.ChanReasoning {
+				endMessage()
+			} else if parts == nil { // a message starts
+				msgID = uniqueID(r.messageID(), &nMessage, len(out))
+			}
+			kind = p.Channel
+		}
+		run.WriteString(p.Text)
+	}
+	endRun()
+	endMessage()
 	for i := range r.calls {
 		c := &r.calls[i]
-		out = append(out, callItem(r.callID(i), c.id, c.name, c.args.String(), "completed"))
+		out = append(out, callItem(r.callID(i), r.chatCallID(i, c.ID), c.Function.Name, callArgs(c.Function.Arguments), "completed"))
 	}
 	return out
+}
+
+// uniqueID is base, or base_<output index> when an item of the same kind
+// came before (*n counts them): reasoning after text after reasoning.
+func uniqueID(base string, n *int, outIdx int) string {
+	*n++
+	if *n == 1 {
+		return base
+	}
+	return base + "_" + strconv.Itoa(outIdx)
+}
+
+// callArgs is a call's arguments as a client gets them: "{}" for a call
+// that had none (clients parse them), else as they came.
+func callArgs(args string) string {
+	if args == "" {
+		return "{}"
+	}
+	return args
 }
 
 // marshal writes the response object: with status "completed" (which
@@ -191,12 +238,21 @@ func reasoningItem(id, text string, summary bool) json.RawMessage {
 	return marshal(it)
 }
 
-func messageItem(id, text, status string) json.RawMessage {
-	it := messageOut{Type: "message", ID: id, Status: status, Role: "assistant", Content: []outputText{}}
-	if status == "completed" {
-		it.Content = append(it.Content, outputText{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []any{}})
+// messageItem is a message item with parts (each textPart or
+// refusalPart): none while in progress.
+func messageItem(id string, parts []json.RawMessage, status string) json.RawMessage {
+	if parts == nil {
+		parts = []json.RawMessage{}
 	}
-	return marshal(it)
+	return marshal(messageOut{Type: "message", ID: id, Status: status, Role: "assistant", Content: parts})
+}
+
+func textPart(text string) json.RawMessage {
+	return marshal(outputText{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []any{}})
+}
+
+func refusalPart(refusal string) json.RawMessage {
+	return marshal(refusalOut{Type: "refusal", Refusal: refusal})
 }
 
 func callItem(id, callID, name, args, status string) json.RawMessage {

@@ -2,28 +2,14 @@ package responses
 
 import "encoding/json"
 
-// chatCompletionIn is the part of a chat.completion FromChatResponse reads.
+// chatCompletionIn is the part of a chat.completion FromChatResponse
+// reads; chat.ReadAnswer reads the choices.
 type chatCompletionIn struct {
-	ID      string `json:"id"`
-	Created int64  `json:"created"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content          string `json:"content"`
-			Refusal          string `json:"refusal"`
-			ReasoningContent string `json:"reasoning_content"`
-			Reasoning        string `json:"reasoning"`
-			ToolCalls        []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsageIn `json:"usage"`
+	ID      string          `json:"id"`
+	Created int64           `json:"created"`
+	Model   string          `json:"model"`
+	Choices json.RawMessage `json:"choices"`
+	Usage   *chatUsageIn    `json:"usage"`
 }
 
 // chatUsageIn is a Chat usage object.
@@ -153,11 +139,16 @@ type summaryPart struct {
 }
 
 type messageOut struct {
-	Type    string       `json:"type"`
-	ID      string       `json:"id"`
-	Status  string       `json:"status"`
-	Role    string       `json:"role"`
-	Content []outputText `json:"content"`
+	Type    string            `json:"type"`
+	ID      string            `json:"id"`
+	Status  string            `json:"status"`
+	Role    string            `json:"role"`
+	Content []json.RawMessage `json:"content"`
+}
+
+type refusalOut struct {
+	Type    string `json:"type"`
+	Refusal string `json:"refusal"`
 }
 
 type outputText struct {

@@ -47,6 +47,8 @@ const (
 	evContentPartAdded = "response.content_part.added"
 	evTextDelta        = "response.output_text.delta"
 	evTextDone         = "response.output_text.done"
+	evRefusalDelta     = "response.refusal.delta"
+	evRefusalDone      = "response.refusal.done"
 	evContentPartDone  = "response.content_part.done"
 	evArgsDelta        = "response.function_call_arguments.delta"
 	evArgsDone         = "response.function_call_arguments.done"
@@ -62,7 +64,7 @@ var streamTemplates = func() map[string]sse.Event {
 	m := make(map[string]sse.Event)
 	for _, typ := range []string{evCreated, evInProgress, evItemAdded, evItemDone, evSummaryPartAdded,
 		evSummaryDelta, evSummaryDone, evSummaryPartDone, evContentPartAdded, evTextDelta, evTextDone,
-		evContentPartDone, evArgsDelta, evArgsDone, evCompleted, evIncomplete, evFailed, evError} {
+		evRefusalDelta, evRefusalDone, evContentPartDone, evArgsDelta, evArgsDone, evCompleted, evIncomplete, evFailed, evError} {
 		m[typ] = sse.NewEvent(typ, []byte{})
 	}
 	return m

@@ -1,40 +1,35 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // chunkIn is the part of a chat.completion.chunk (or an in-band error)
 // ResponsesStream reads off its hot path. A struct, not a map:
-// encoding/json fills only the members named here.
+// encoding/json fills only the members named here. The choices are read
+// by chat.ReadDelta, which checks them.
 type chunkIn struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Created int64  `json:"created"`
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content          string       `json:"content"`
-			Refusal          string       `json:"refusal"`
-			ReasoningContent string       `json:"reasoning_content"`
-			Reasoning        string       `json:"reasoning"`
-			ToolCalls        []toolCallIn `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsageIn `json:"usage"`
-	Error *errorIn     `json:"error"`
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Created int64           `json:"created"`
+	Choices json.RawMessage `json:"choices"`
+	Usage   *chatUsageIn    `json:"usage"`
+	Error   *errorIn        `json:"error"`
 }
 
-type toolCallIn struct {
-	Index    int    `json:"index"`
-	ID       string `json:"id"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+// isJSONObject reports whether data is a JSON object (what a chunk must
+// be; encoding/json would decode an array into a struct as a type error).
+func isJSONObject(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return len(data) > 0 && data[0] == '{'
 }
+
+// isBlank reports data with nothing but whitespace.
+func isBlank(data []byte) bool { return len(bytes.TrimLeft(data, " \t\r\n")) == 0 }
 
 type errorIn struct {
 	Message string          `json:"message"`
@@ -82,14 +77,19 @@ func (s *respStream) push(typ string, b []byte) {
 }
 
 // emitDelta pushes a delta event of the open item: the hot path, written
-// byte by byte.
-func (s *respStream) emitDelta(typ, mid string, lit []byte, tail string) {
+// byte by byte. idxKey (`,"content_index":` or `,"summary_index":`, or ""
+// for none) comes with idx.
+func (s *respStream) emitDelta(typ, idxKey string, idx int, lit []byte, tail string) {
 	b := s.head(typ)
 	b = append(b, `,"item_id":`...)
 	b = append(b, s.itemID...)
 	b = append(b, `,"output_index":`...)
 	b = strconv.AppendInt(b, int64(s.outIdx), 10)
-	b = append(b, mid...)
+	if idxKey != "" {
+		b = append(b, idxKey...)
+		b = strconv.AppendInt(b, int64(idx), 10)
+	}
+	b = append(b, `,"delta":`...)
 	b = append(b, lit...)
 	b = append(b, tail...)
 	s.push(typ, b)
@@ -119,6 +119,7 @@ type partEvent struct {
 	Name         string          `json:"name,omitempty"`
 	Arguments    *string         `json:"arguments,omitempty"`
 	Text         *string         `json:"text,omitempty"`
+	Refusal      *string         `json:"refusal,omitempty"`
 	Logprobs     json.RawMessage `json:"logprobs,omitempty"`
 	Part         json.RawMessage `json:"part,omitempty"`
 }
@@ -128,7 +129,7 @@ var zero = 0
 // open starts an output item of kind with id.
 func (s *respStream) open(kind int, id string, item []byte) {
 	s.begin()
-	s.kind, s.outIdx, s.text = kind, len(s.output), s.text[:0]
+	s.kind, s.outIdx = kind, len(s.output)
 	s.itemIDStr, s.itemID = id, marshal(id)
 	s.emit(evItemAdded, marshal(itemEvent{s.outIdx, item}))
 }
@@ -136,32 +137,53 @@ func (s *respStream) open(kind int, id string, item []byte) {
 // uniqueID is base, or base_<output index> when an item of the same
 // kind came before (reasoning after text after reasoning).
 func (s *respStream) uniqueID(base string, n *int) string {
-	*n++
-	if *n == 1 {
-		return base
-	}
-	return base + "_" + strconv.Itoa(len(s.output))
+	return uniqueID(base, n, len(s.output))
 }
 
-func (s *respStream) openText(kind int) {
-	if kind == kindReasoning {
-		id := s.uniqueID(s.r.reasoningID(), &s.nReasoning)
-		s.open(kind, id, reasoningItem(id, "", false))
-		s.emit(evSummaryPartAdded, marshal(partEvent{ItemID: id, OutputIndex: s.outIdx, SummaryIndex: &zero,
-			Part: json.RawMessage(`{"type":"summary_text","text":""}`)}))
-		return
-	}
+func (s *respStream) openReasoning() {
+	id := s.uniqueID(s.r.reasoningID(), &s.nReasoning)
+	s.open(kindReasoning, id, reasoningItem(id, "", false))
+	s.emit(evSummaryPartAdded, marshal(partEvent{ItemID: id, OutputIndex: s.outIdx, SummaryIndex: &zero,
+		Part: json.RawMessage(`{"type":"summary_text","text":""}`)}))
+}
+
+func (s *respStream) openMessage() {
 	id := s.uniqueID(s.r.messageID(), &s.nMessage)
-	s.open(kind, id, messageItem(id, "", "in_progress"))
-	s.emit(evContentPartAdded, marshal(partEvent{ItemID: id, OutputIndex: s.outIdx, ContentIndex: &zero,
-		Part: json.RawMessage(`{"type":"output_text","text":"","annotations":[],"logprobs":[]}`)}))
+	s.parts = s.parts[:0]
+	s.open(kindMessage, id, messageItem(id, nil, "in_progress"))
 }
 
-func (s *respStream) openCall(i int) {
-	c := &s.r.calls[i]
-	id := s.r.callID(i)
-	s.call = i
-	s.open(kindCall, id, callItem(id, c.id, c.name, "", "in_progress"))
+// openPart starts a text (ItemText) or refusal part of the open message.
+func (s *respStream) openPart(kind chat.ItemKind) {
+	s.part = kind
+	n := len(s.parts)
+	part := json.RawMessage(`{"type":"output_text","text":"","annotations":[],"logprobs":[]}`)
+	if kind == chat.ItemRefusal {
+		part = json.RawMessage(`{"type":"refusal","refusal":""}`)
+	}
+	s.emit(evContentPartAdded, marshal(partEvent{ItemID: s.itemIDStr, OutputIndex: s.outIdx, ContentIndex: &n, Part: part}))
+}
+
+func (s *respStream) openCall(it *chat.Item) {
+	s.callID, s.callName = s.r.chatCallID(it.Call, it.ID), it.Name
+	id := s.r.callID(it.Call)
+	s.open(kindCall, id, callItem(id, s.callID, s.callName, "", "in_progress"))
+}
+
+// closePart emits the done events of the message's open part.
+func (s *respStream) closePart() {
+	n, text := len(s.parts), string(s.text)
+	var part json.RawMessage
+	if s.part == chat.ItemRefusal {
+		part = refusalPart(text)
+		s.emit(evRefusalDone, marshal(partEvent{ItemID: s.itemIDStr, OutputIndex: s.outIdx, ContentIndex: &n, Refusal: &text}))
+	} else {
+		part = textPart(text)
+		s.emit(evTextDone, marshal(partEvent{ItemID: s.itemIDStr, OutputIndex: s.outIdx, ContentIndex: &n, Text: &text, Logprobs: json.RawMessage("[]")}))
+	}
+	s.emit(evContentPartDone, marshal(partEvent{ItemID: s.itemIDStr, OutputIndex: s.outIdx, ContentIndex: &n, Part: part}))
+	s.parts = append(s.parts, part)
+	s.part = 0
 }
 
 // closeItem emits the done events of the open item, if any.
@@ -177,15 +199,11 @@ func (s *respStream) closeItem() {
 			Part: marshal(summaryPart{Type: "summary_text", Text: text})}))
 		item = reasoningItem(id, text, true)
 	case kindMessage:
-		s.emit(evTextDone, marshal(partEvent{ItemID: id, OutputIndex: s.outIdx, ContentIndex: &zero, Text: &text, Logprobs: json.RawMessage("[]")}))
-		s.emit(evContentPartDone, marshal(partEvent{ItemID: id, OutputIndex: s.outIdx, ContentIndex: &zero,
-			Part: marshal(outputText{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []any{}})}))
-		item = messageItem(id, text, "completed")
+		item = messageItem(id, s.parts, "completed")
 	case kindCall:
-		c := &s.r.calls[s.call]
-		args := c.args.String()
-		s.emit(evArgsDone, marshal(partEvent{ItemID: id, OutputIndex: s.outIdx, Name: c.name, Arguments: &args}))
-		item = callItem(id, c.id, c.name, args, "completed")
+		args := callArgs(text)
+		s.emit(evArgsDone, marshal(partEvent{ItemID: id, OutputIndex: s.outIdx, Name: s.callName, Arguments: &args}))
+		item = callItem(id, s.callID, s.callName, args, "completed")
 	}
 	s.emit(evItemDone, marshal(itemEvent{s.outIdx, item}))
 	s.output = append(s.output, item)
