@@ -129,7 +129,12 @@ func (s *messagesStream) handle(ev *sse.Event) {
 		s.unreadable(ev, err)
 		return
 	}
-	s.begin(c.ID, c.Model)
+	if d := &s.delta; c.ID != "" || c.Model != "" || len(d.Pieces) > 0 || len(d.Calls) > 0 || d.Finish != "" {
+		// Not at a chunk that names nothing: Azure's first chunk holds
+		// only prompt_filter_results, with "" for id and model, which
+		// come with the next.
+		s.begin(c.ID, c.Model)
+	}
 	if u := c.Usage; u != nil && (u.PromptTokens != nil || u.CompletionTokens != nil) {
 		s.usage = chatStreamTotals{known: true, prompt: streamDeref(u.PromptTokens), completion: streamDeref(u.CompletionTokens)}
 		if p := u.PromptTokensDetails.CachedTokens; p != nil {

@@ -164,7 +164,11 @@ func TestMessagesStreamIDs(t *testing.T) {
 		chatEv(`{"id":"abc","choices":[]}`):     `"id":"msg_abc"`,
 		chatEv(`{"id":"msg_01X","choices":[]}`): `"id":"msg_01X"`,
 		ccDone:                                  `"id":"msg_relay_`,
-		chatEv(`{"choices":[]}`):                `"id":"msg_relay_`,
+		chatEv(`{"choices":[]}`) + ccDone:       `"id":"msg_relay_`,
+		// Azure's first chunk names nothing (prompt_filter_results, ""
+		// for id and model): message_start waits for the next.
+		chatEv(`{"choices":[],"id":"","model":"","prompt_filter_results":[]}`) +
+			chatEv(`{"id":"chatcmpl-az","model":"gpt-5-nano","choices":[{"index":0,"delta":{"content":"hi"}}]}`) + ccDone: `"id":"msg_chatcmpl-az","type":"message","role":"assistant","model":"gpt-5-nano"`,
 	} {
 		got, _ := drainStream(t, MessagesStream(newReusingSource(in), MessagesStreamOptions{}))
 		if len(got) == 0 || got[0].typ != "message_start" || !strings.Contains(got[0].data, want) {

@@ -31,13 +31,6 @@ func FuzzChainMessagesToResponses(f *testing.F) {
 	})
 }
 
-// chainGarbage makes messagesStream write events a translator cannot read
-// (not JSON, a delta for a block that never started). ChatStream, the
-// first half of the chain, reads them as chat.UnreadableError once it is
-// made to (issue 25: its owner's part); until then it passes over them,
-// and the chain's property cannot hold for them.
-const chainGarbage = false
-
 func msgEvent(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
 
 // messagesStream builds a Messages stream from fuzz input, and what it
@@ -142,7 +135,10 @@ func messagesStream(data []byte) (string, chattest.Want) {
 			block += n
 			calls += n
 		}
-		if chainGarbage && r.n(8) == 0 {
+		if r.n(8) == 0 {
+			// Events a translator cannot read (not JSON, a delta for a
+			// block that never started): ChatStream ends the chain with
+			// chat.UnreadableError.
 			w.Unreadable = true
 			out.WriteString("event: content_block_delta\ndata: {oops\n\n")
 		}

@@ -170,8 +170,14 @@ func (s *respStream) handle(ev *sse.Event) {
 		s.unreadable(ev, err)
 		return
 	}
-	if s.r == nil {
+	if d := &s.delta; s.r == nil && (m.ID != "" || m.Model != "" || len(d.Pieces) > 0 || len(d.Calls) > 0 || d.Finish != "") {
+		// Not at a chunk that names nothing: Azure's first chunk holds
+		// only prompt_filter_results, with "" for id and model, which
+		// come with the next.
 		s.r = newResult(m.ID, m.Model, m.Created, ResponseOptions{Created: s.opt.Created, Request: s.opt.Request})
+	}
+	if s.r == nil {
+		return
 	}
 	if m.Usage != nil {
 		s.r.usage = m.Usage

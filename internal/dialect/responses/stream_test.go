@@ -200,3 +200,23 @@ func TestResponsesStreamForwardsBeforeRead(t *testing.T) {
 		t.Error("the forwarded hook is not the one given")
 	}
 }
+
+// TestResponsesStreamAzureFirstChunk: Azure's first chunk names nothing
+// (prompt_filter_results, "" for id and model); the response takes its id
+// and model from the next, not resp_0 and "".
+func TestResponsesStreamAzureFirstChunk(t *testing.T) {
+	in := chunk(`{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0}]}`) +
+		delta(`{"content":"Hi"}`, "stop") + doneChunk
+	evs, err := runStream(t, in, StreamOptions{})
+	wantEOF(t, err)
+	checkEvents(t, evs)
+	var d struct {
+		Response struct {
+			ID    string `json:"id"`
+			Model string `json:"model"`
+		}
+	}
+	if err := json.Unmarshal(findEvent(evs, evCreated), &d); err != nil || d.Response.ID != "resp_abc" || d.Response.Model != "m1" {
+		t.Errorf("response.created id %q model %q (%v), want the second chunk's", d.Response.ID, d.Response.Model, err)
+	}
+}
