@@ -149,9 +149,11 @@ func (h *Relay) accountRequest(rec *requestLog, raw []byte) {
 		outRunes = rec.capture.buf.Len() / 2
 	}
 	var estimate func() usage.Usage
-	if rec.chat && rec.streamError == "" {
-		// Only a chat completion that was delivered is estimated: the
-		// formula means nothing for other endpoints or error answers.
+	if rec.chat {
+		// A conversation turn is estimated, delivered whole or broken off
+		// after some of it went out (the provider generated, and bills,
+		// what it sent): the formula means nothing for other endpoints,
+		// and an error answer generated nothing (above).
 		estimate = func() usage.Usage {
 			return usage.Usage{Prompt: usage.EstimatePrompt(raw), Completion: (outRunes + 3) / 4}
 		}

@@ -302,3 +302,37 @@ func TestMissingUsageEstimatedEveryDialect(t *testing.T) {
 	}
 	check("chat", clientUsage{}, false)
 }
+
+// A stream that breaks after some of its answer went out was still
+// generated and billed by the provider: it is accounted with an estimate,
+// marked as one, in every client dialect, not left at zero.
+func TestBrokenStreamUsageEstimated(t *testing.T) {
+	up := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		streamEvents(w, 0, chunk("The first part of an answer that"), chunk(" breaks off before it is done"))
+		panic(http.ErrAbortHandler) // no [DONE], no usage
+	})
+	logFile := startRelay(t, `llm_relay {
+		upstream plain `+up.v1()+` {
+			api chat
+		}
+		model m {
+			to plain
+		}
+	}`)
+	for n, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", `{"model":"m","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/responses", `{"model":"m","stream":true,"input":"hi"}`},
+	} {
+		resp := postPath(t, c.path, c.body)
+		if body := readAll(t, resp); resp.StatusCode != http.StatusOK || !strings.Contains(body, "breaks off") {
+			t.Fatalf("%s: %d %s", c.path, resp.StatusCode, body)
+		}
+		line := relayedLog(t, logFile, n+1)
+		out, _ := line["completion_tokens"].(float64)
+		if out <= 0 || line["usage_estimated"] != true || line["stream_error"] == nil {
+			t.Errorf("%s: logged %v out, estimated %v, stream_error %v; want an estimate above zero, marked as one, for a broken stream",
+				c.path, out, line["usage_estimated"], line["stream_error"])
+		}
+	}
+}
