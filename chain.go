@@ -160,6 +160,10 @@ func (c *chainRun) step(st step) chainOutcome {
 	x.request = c.body.raw
 	if !ok {
 		c.rec.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.rest)
+		// Nothing was tried, and nothing will be: the slot goes to the
+		// targets that can serve it, as for an untranslatable request.
+		c.cur.exclude(st.idx)
+		c.cur.unuse()
 		return chainNext
 	}
 	ctx := c.r.Context()
@@ -238,7 +242,12 @@ func (c *chainRun) step(st step) chainOutcome {
 		return chainGiveUp
 	}
 	if res.untranslated != "" {
-		return chainNext // another target may speak the client's dialect
+		// Another target may speak the client's dialect. This one was
+		// never sent the request and never will be: the slot goes to the
+		// others (with `attempts 1`, the next target is still tried).
+		c.cur.exclude(st.idx)
+		c.cur.unuse()
+		return chainNext
 	}
 	if res.quota {
 		// Out of quota: a billing problem of this target, which neither

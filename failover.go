@@ -151,6 +151,7 @@ type chainCursor struct {
 	visits    []int
 	notBefore []time.Time
 	out       []bool // targets never to be tried again in the request (exclude)
+	nOut      int    // how many are out
 }
 
 func newChainCursor(chainLen, attempts int) *chainCursor {
@@ -177,16 +178,20 @@ type step struct {
 // nextStep returns the decision for the next slot, or ok=false when the
 // slots are used up. deadline is when try_duration runs out.
 func (c *chainCursor) nextStep(now, deadline time.Time, b backoffPolicy, rng *rand.Rand) (s step, ok bool) {
-	if c.next >= c.slots {
+	if c.next >= c.slots || c.nOut == c.n {
 		return step{}, false
 	}
 	idx := c.next % c.n
+	for c.out[idx] {
+		// Passed over without using a slot: a target that is out cannot
+		// take the request, and the chain's attempts are for the others.
+		// Some target is not out, so this ends within one round.
+		c.next++
+		c.slots++
+		idx = c.next % c.n
+	}
 	c.next++
 	s.idx = idx
-	if c.out[idx] {
-		s.skip = "skipped: out of quota (insufficient_quota) earlier in this request"
-		return s, true
-	}
 	if v := c.visits[idx]; v > 0 {
 		s.wait = b.delay(v, rng)
 	}
@@ -205,12 +210,19 @@ func (c *chainCursor) nextStep(now, deadline time.Time, b backoffPolicy, rng *ra
 	return s, true
 }
 
-// exclude keeps target idx out of the rest of the request: its slots are
-// skipped.
-func (c *chainCursor) exclude(idx int) { c.out[idx] = true }
+// exclude keeps target idx out of the rest of the request (it is out of
+// quota, or cannot serve the request at all): it is passed over, and its
+// turns go to the other targets.
+func (c *chainCursor) exclude(idx int) {
+	if !c.out[idx] {
+		c.out[idx] = true
+		c.nOut++
+	}
+}
 
 // unuse gives back the slot of a step that made no attempt (a recovering
-// target skipped while its one trial request is in flight).
+// target skipped while its one trial request is in flight, a target that
+// cannot serve the request).
 func (c *chainCursor) unuse() { c.slots++ }
 
 // tried records that target idx was attempted; retryAfter > 0 keeps it out

@@ -3,6 +3,7 @@ package llmrelay
 import (
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,13 +138,44 @@ func TestChainCursorExclude(t *testing.T) {
 		if !ok {
 			break
 		}
-		if s.idx == 0 && (s.skip == "" || s.wait != 0) {
+		if s.idx == 0 {
 			t.Fatalf("the excluded target is tried again: %+v", s)
 		}
-		got = append(got, strings.Fields(s.skip + " -")[0])
+		got = append(got, strconv.Itoa(s.idx)+strings.Fields(s.skip + " -")[0])
 		c.tried(s.idx, now, 0)
 	}
-	if strings.Join(got, ",") != "-,skipped:,-,skipped:" {
+	// Its turns go to the other target: the four slots left are its.
+	if strings.Join(got, ",") != "1-,1-,1-,1-" {
 		t.Fatalf("steps %v", got)
+	}
+	// A chain whose every target is out ends: no step, no endless loop.
+	c = newChainCursor(2, 1)
+	c.exclude(0)
+	c.exclude(1)
+	c.unuse()
+	if s, ok := c.nextStep(now, deadline, b, nil); ok {
+		t.Fatalf("a step %+v with every target out", s)
+	}
+}
+
+// TestChainCursorExcludeGivesTheSlotBack: with `attempts 1`, a first
+// target that cannot serve the request (excluded, its slot given back)
+// leaves the one attempt to the next.
+func TestChainCursorExcludeGivesTheSlotBack(t *testing.T) {
+	c := newChainCursor(3, 1)
+	now := time.Now()
+	s, ok := c.nextStep(now, now.Add(time.Minute), backoffPolicy{}, nil)
+	if !ok || s.idx != 0 {
+		t.Fatalf("first step %+v %v", s, ok)
+	}
+	c.exclude(s.idx)
+	c.unuse()
+	s, ok = c.nextStep(now, now.Add(time.Minute), backoffPolicy{}, nil)
+	if !ok || s.idx != 1 || s.skip != "" {
+		t.Fatalf("after the first target was excluded: %+v %v; want target 1 tried", s, ok)
+	}
+	c.tried(s.idx, now, 0)
+	if s, ok := c.nextStep(now, now.Add(time.Minute), backoffPolicy{}, nil); ok {
+		t.Fatalf("a second attempt %+v with attempts 1", s)
 	}
 }

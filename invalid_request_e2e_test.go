@@ -158,3 +158,48 @@ func TestInvalidRequestAnsweredAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestUntranslatableTargetTakesNoAttempt: a target that cannot be sent the
+// request (a valid request its dialect cannot express, an endpoint it does
+// not have) takes none of the chain's attempts: with `attempts 1`, the
+// next target still answers.
+func TestUntranslatableTargetTakesNoAttempt(t *testing.T) {
+	anth := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerJSON(w, http.StatusOK, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+	})
+	chatUp := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/embeddings") {
+			answerJSON(w, http.StatusOK, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]}],"model":"gpt-x","usage":{"prompt_tokens":1,"total_tokens":1}}`)
+			return
+		}
+		answerJSON(w, http.StatusOK, okCompletion)
+	})
+	startRelay(t, `llm_relay {
+		upstream anth `+anth.v1()+` {
+			api anthropic
+		}
+		upstream chatup `+chatUp.v1()+` {
+			api chat
+		}
+		model mixed {
+			to anth claude-x
+			to chatup gpt-x
+		}
+		failover {
+			attempts 1
+		}
+	}`)
+	// n=2: Messages carries one answer, so the Anthropic target is skipped.
+	resp := post(t, `{"model":"mixed","n":2,"messages":[{"role":"user","content":"hi"}]}`)
+	if body := readAll(t, resp); resp.StatusCode != http.StatusOK || resp.Header.Get("X-Relay-Upstream") != "chatup" {
+		t.Fatalf("n=2 with attempts 1: %d from %q: %s; want the Chat target's answer", resp.StatusCode, resp.Header.Get("X-Relay-Upstream"), body)
+	}
+	// Embeddings: an Anthropic upstream has no such endpoint.
+	resp = postPath(t, "/v1/embeddings", `{"model":"mixed","input":"hi"}`)
+	if body := readAll(t, resp); resp.StatusCode != http.StatusOK || resp.Header.Get("X-Relay-Upstream") != "chatup" {
+		t.Fatalf("embeddings with attempts 1: %d from %q: %s; want the Chat target's answer", resp.StatusCode, resp.Header.Get("X-Relay-Upstream"), body)
+	}
+	if n := len(anth.requests()); n != 0 {
+		t.Errorf("the Anthropic upstream got %d requests", n)
+	}
+}
