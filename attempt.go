@@ -354,11 +354,14 @@ func isErrorEvent(ev *sse.Event) bool {
 	var probe struct {
 		Error  json.RawMessage `json:"error"`
 		Object string          `json:"object"`
+		Type   string          `json:"type"`
 	}
 	if json.Unmarshal(ev.Data, &probe) != nil {
 		return false
 	}
-	return (len(probe.Error) > 0 && string(probe.Error) != "null") || probe.Object == "error"
+	// A Responses response.failed is one without its `event:` line too
+	// (a proxy between may drop the line; the type is in the data).
+	return (len(probe.Error) > 0 && string(probe.Error) != "null") || probe.Object == "error" || probe.Type == "response.failed"
 }
 
 // errorEventCode extracts a short description of an error event for logs.

@@ -2,7 +2,10 @@ package llmrelay
 
 import (
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // Every shape an upstream describes its failure in becomes the error the
@@ -45,6 +48,32 @@ func TestUpstreamErrorOf(t *testing.T) {
 	for _, b := range []string{`{"id":"msg_1","type":"message"}`, `{}`, `not json`, `{"type":"response.completed","response":{"error":null}}`} {
 		if e := upstreamErrorOf([]byte(b)); e != nil {
 			t.Errorf("%s: read as an error: %+v", b, *e)
+		}
+	}
+}
+
+// TestIsErrorEvent: an upstream's error before any data, in every shape,
+// is recognised (and fails the attempt over), its `event:` line or not.
+func TestIsErrorEvent(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n":                     true,
+		"data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}\n\n":                                   true,
+		"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"x\"}}}\n\n": true,
+		"data: {\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"server_error\"}}}\n\n":              true,
+		"data: {\"error\":{\"message\":\"boom\"}}\n\n":                                                               true,
+		"data: {\"object\":\"error\",\"message\":\"boom\",\"code\":400}\n\n":                                         true,
+		"data: {\"choices\":[{\"delta\":{\"content\":\"an \\\"error\\\" in the text\"}}]}\n\n":                       false,
+		"data: {\"error\":null,\"choices\":[]}\n\n":                                                                  false,
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"error\":null}}\n\n":       false,
+		"data: {\"type\":\"response.output_text.delta\",\"delta\":\"error\"}\n\n":                                    false,
+	} {
+		r := sse.NewReader(strings.NewReader(raw), 0)
+		ev, err := r.Next()
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		if got := isErrorEvent(&ev); got != want {
+			t.Errorf("%q: %v, want %v", raw, got, want)
 		}
 	}
 }
