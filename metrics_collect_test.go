@@ -124,7 +124,7 @@ func TestGaugesMatchStatusView(t *testing.T) {
 		capped.caps[1].inFlight.Add(-1)
 	})
 
-	st := buildStatus(time.Now(), true)
+	st := buildStatus(time.Now())
 	got := gatherState(t)
 
 	want := map[string]float64{}
