@@ -29,67 +29,16 @@ func parseRelayCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, e
 	return r, err
 }
 
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+// UnmarshalCaddyfile sets up the handler from the tokens of an
+// `llm_relay [<matcher>] { ... }` block.
 //
-//	llm_relay [<matcher>] {
-//	    # clients
-//	    key <token> [<name>] [budget <usd> per day|month]
-//	    max_body <size>
-//
-//	    # providers
-//	    upstream <name> <base_url> {
-//	        api openai|chat|anthropic
-//	        api_key <key>
-//	        header <field> <value>
-//	        transport http { ... }
-//	        region <code>
-//	        health_check { uri <path>; interval <duration>; timeout <duration> }
-//	    }
-//
-//	    # routing
-//	    model <alias> {
-//	        to <upstream> [<upstream_model>] [{
-//	            set <json_field> <value>
-//	            unset <json_field>
-//	            rank <n>
-//	            weight <n>
-//	        }]
-//	        canary <upstream> [<model>] <percent> { key ...; guard { ... }; promote ... }
-//	        shadow <upstream> [<model>] <percent> { max_concurrent <n> }
-//	        smoothing ... | slo { ... } | reasoning_budget ... | reasoning_field ... | adaptive_effort { ... }
-//	    }
-//	    slo { ttft <duration>; success <ratio>; window <n>; min_samples <n> }
-//
-//	    # failover
-//	    failover {
-//	        on <class...>
-//	        attempts <n>
-//	        backoff <base> <max>
-//	        first_byte_timeout <duration>
-//	        try_duration <duration>
-//	        stream_idle_timeout <duration>
-//	    }
-//
-//	    # streaming
-//	    smoothing [off|pace|split-reasoning] {
-//	        max_delay <duration>
-//	        reasoning_max_delay <duration>
-//	        reasoning_drain <duration>
-//	        min_interval <duration>
-//	        heartbeat <duration>
-//	        reasoning show|hide
-//	        early_commit <duration>
-//	    }
-//
-//	    # reasoning and money
-//	    reasoning_budget <tokens> [truncate|failover|error]
-//	    reasoning_field reasoning_content|reasoning
-//	    adaptive_effort { below <tokens> <effort>; else <effort>; client_effort keep|override }
-//	    price <model> { input <usd>; output <usd>; cached_input <usd>; cache_write <usd> }
-//	}
-//
-// The types in config.go (and Smoothing in smoothing.go) document
-// each option.
+// The block's grammar is written once, in the README's Caddyfile section
+// (README.md#caddyfile): a subdirective added here goes there too.
+// TestCaddyfileGrammar fails when the two differ, or when an
+// "unrecognized ... subdirective" error below does not offer exactly what
+// its block accepts. docs/configuration.md and the pages it links explain
+// each setting; the types in config.go (Smoothing in smoothing.go) give
+// each field's line.
 func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	if d.NextArg() {
@@ -390,7 +339,7 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 			}
 			u.TransportRaw = caddyconfig.JSONModuleObject(unm, "protocol", name, nil)
 		default:
-			return nil, d.Errf("unrecognized upstream subdirective %q; expected api_key, header, transport, region, health_check or max_concurrent", d.Val())
+			return nil, d.Errf("unrecognized upstream subdirective %q; expected api, api_key, header, transport, region, health_check or max_concurrent", d.Val())
 		}
 	}
 	return u, nil

@@ -296,7 +296,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		{"duplicate upstream", ok("\tupstream u http://other/v1"), []string{`upstream "u" is defined twice; give each upstream a unique name`, "Testfile:6"}, ""},
 		{"duplicate upstream with a block", ok("\tupstream u http://other/v1 {\n\t\tapi_key k\n\t}"), []string{`upstream "u" is defined twice`, "Testfile:6"},
 			"regression: caddyfile.go: the duplicate check runs after parseUpstream consumed the block, so the error names the closing `}` (Testfile:8), not the `upstream` line (Testfile:6)"},
-		{"unknown upstream subdirective", ok("\tupstream v http://v/v1 {\n\t\tapikey k\n\t}"), []string{`unrecognized upstream subdirective "apikey"; expected api_key, header, transport, region, health_check or max_concurrent`, "Testfile:7"}, ""},
+		{"unknown upstream subdirective", ok("\tupstream v http://v/v1 {\n\t\tapikey k\n\t}"), []string{`unrecognized upstream subdirective "apikey"; expected api, api_key, header, transport, region, health_check or max_concurrent`, "Testfile:7"}, ""},
 		{"api_key without value", ok("\tupstream v http://v/v1 {\n\t\tapi_key\n\t}"), []string{"wrong argument count", "Testfile:7"}, ""},
 		{"api_key twice", ok("\tupstream v http://v/v1 {\n\t\tapi_key a\n\t\tapi_key b\n\t}"), []string{`upstream "v": api_key is already specified`, "Testfile:8"}, ""},
 		{"api_key with 2 args", ok("\tupstream v http://v/v1 {\n\t\tapi_key a b\n\t}"), []string{"wrong argument count", "Testfile:7"}, ""},

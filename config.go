@@ -19,18 +19,9 @@ import (
 // spend and one budget. The budget may be given on one of its lines or
 // on each, identically; two different budgets for one name fail the load.
 //
-// Caddyfile: `key <token> [<name>] [budget <usd> per day|month]`, or
-// with a block:
-//
-//	key <token> [<name>] {
-//	    budget <usd> per day|month
-//	    rpm <n>
-//	    tpm <n>
-//	    max_concurrent <n>
-//	    allow_ip <cidr...>
-//	    not_before <date>
-//	    expires <date>
-//	}
+// Caddyfile: `key <token> [<name>] [budget <usd> per day|month]`, with an
+// optional block of limits; each field below gives its line. The grammar is
+// the README's Caddyfile section (README.md#caddyfile).
 type ClientKey struct {
 	// The token. It may be a placeholder such as `{env.RELAY_KEY}`, resolved
 	// once at load (an empty value fails the load), or `sha256:<hex>`, the
@@ -81,17 +72,9 @@ type ClientKey struct {
 
 // Upstream is one provider endpoint.
 //
-// Caddyfile:
-//
-//	upstream <name> <base_url> {
-//	    api openai|chat|anthropic
-//	    api_key <key>
-//	    header <field> <value>
-//	    transport http { ... }
-//	    region <code>
-//	    health_check { ... }
-//	    max_concurrent <n>
-//	}
+// Caddyfile: `upstream <name> <base_url> { ... }`; each field below gives
+// its line. The grammar is the README's Caddyfile section
+// (README.md#caddyfile).
 type Upstream struct {
 	// The name that model routes (`to <name>`), logs and the
 	// X-Relay-Upstream response header use. Required, unique.
@@ -146,20 +129,8 @@ type Upstream struct {
 // ModelRoute maps a model alias that clients ask for to an ordered failover
 // chain of targets.
 //
-// Caddyfile:
-//
-//	model <alias> {
-//	    to <upstream> [<upstream_model>] [{
-//	        set <json_field> <value>
-//	        unset <json_field>
-//	        rank <n>
-//	        weight <n>
-//	    }]
-//	    smoothing [<mode>] { ... }
-//	    slo { ... }
-//	    canary <upstream> [<model>] <percent> { ... }
-//	    shadow <upstream> [<model>] <percent> { ... }
-//	}
+// Caddyfile: `model <alias> { to ... }`; each field below gives its line.
+// The grammar is the README's Caddyfile section (README.md#caddyfile).
 type ModelRoute struct {
 	// The model name clients use. `*` matches any model name that has no
 	// route of its own; the client's name is then forwarded unchanged
@@ -228,16 +199,8 @@ type Target struct {
 
 // Failover says when and how often the relay moves on to the next target.
 //
-// Caddyfile:
-//
-//	failover {
-//	    on <class...>
-//	    attempts <n>
-//	    backoff <base> <max>
-//	    first_byte_timeout <duration>
-//	    try_duration <duration>
-//	    stream_idle_timeout <duration>
-//	}
+// Caddyfile: `failover { ... }`; each field below gives its line. The
+// grammar is the README's Caddyfile section (README.md#caddyfile).
 type Failover struct {
 	// `on <class...>`: the failures that move to the next attempt. Words:
 	// `connect` (the upstream could not be reached), `timeout`
@@ -281,13 +244,9 @@ type Failover struct {
 // HealthCheck actively probes an upstream, feeding the same health state
 // as live traffic and measuring its round-trip time.
 //
-// Caddyfile (in an `upstream` block):
-//
-//	health_check {
-//	    uri <path>
-//	    interval <duration>
-//	    timeout <duration>
-//	}
+// Caddyfile: `health_check { ... }` in an `upstream` block; each field below
+// gives its line. The grammar is the README's Caddyfile section
+// (README.md#caddyfile).
 type HealthCheck struct {
 	// `uri <path>`: what to GET, relative to the base URL, with the
 	// upstream's API key and headers (for `api anthropic`: `x-api-key` and
@@ -309,14 +268,9 @@ type HealthCheck struct {
 // next target of the chain until it recovers; if every target is out, the
 // least bad one is still tried.
 //
-// Caddyfile (in `llm_relay`, or in a `model` block to override it there):
-//
-//	slo {
-//	    ttft <duration>
-//	    success <ratio>
-//	    window <n>
-//	    min_samples <n>
-//	}
+// Caddyfile: `slo { ... }` in `llm_relay`, or in a `model` block to override
+// it there; each field below gives its line. The grammar is the README's
+// Caddyfile section (README.md#caddyfile).
 type SLO struct {
 	// `ttft <duration>`: the window's p90 time to first token must not
 	// exceed this. Default: not judged.
@@ -339,18 +293,9 @@ type SLO struct {
 // Canary sends a stable slice of requests to a new target first, and
 // rolls it back by itself when it misbehaves.
 //
-// Caddyfile (in a `model` block):
-//
-//	canary <upstream> [<model>] <percent> {
-//	    key header <name> | body user | client_ip
-//	    guard {
-//	        ttft_p99 <duration>
-//	        error_rate <ratio>
-//	        min_samples <n>
-//	        window <n>
-//	    }
-//	    promote <percent...> every <duration>
-//	}
+// Caddyfile: `canary <upstream> [<model>] <percent> { ... }` in a `model`
+// block; each field below gives its line. The grammar is the README's
+// Caddyfile section (README.md#caddyfile).
 type Canary struct {
 	// The canary target: an upstream and the model sent to it (default:
 	// the client's model).
@@ -391,11 +336,9 @@ type CanaryGuard struct {
 // Shadow copies a sample of requests to another target in the background,
 // to compare it with the real answer; the client never sees it.
 //
-// Caddyfile (in a `model` block):
-//
-//	shadow <upstream> [<model>] <percent> {
-//	    max_concurrent <n>
-//	}
+// Caddyfile: `shadow <upstream> [<model>] <percent> { ... }` in a `model`
+// block; each field below gives its line. The grammar is the README's
+// Caddyfile section (README.md#caddyfile).
 type Shadow struct {
 	Upstream string  `json:"upstream"`
 	Model    string  `json:"model,omitempty"`
@@ -442,13 +385,9 @@ type ReasoningBudget struct {
 // /v1/responses (other endpoints are left alone). It never adds a second
 // form next to the client's.
 //
-// Caddyfile (in `llm_relay`, or in a `model` block to override it there):
-//
-//	adaptive_effort {
-//	    below <tokens> <effort>
-//	    else <effort>
-//	    client_effort keep|override
-//	}
+// Caddyfile: `adaptive_effort { ... }` in `llm_relay`, or in a `model` block
+// to override it there; each field below gives its line. The grammar is the
+// README's Caddyfile section (README.md#caddyfile).
 type AdaptiveEffort struct {
 	// `below <tokens> <effort>`, repeatable: the first rule whose bound
 	// the estimate is below applies. Rules must be listed in increasing
@@ -472,14 +411,8 @@ type EffortRule struct {
 
 // Price is what a model costs, in US dollars per million tokens.
 //
-// Caddyfile (in `llm_relay`, repeatable):
-//
-//	price <model> {
-//	    input <usd per MTok>
-//	    output <usd per MTok>
-//	    cached_input <usd per MTok>
-//	    cache_write <usd per MTok>
-//	}
+// Caddyfile: `price <model> { ... }`, repeatable; each field below gives its
+// line. The grammar is the README's Caddyfile section (README.md#caddyfile).
 //
 // <model> is the model name sent upstream (as in `to`), or a prefix
 // ending in `*` such as `gpt-4o*`. Reasoning tokens are billed as output.
@@ -500,15 +433,9 @@ type Price struct {
 // (spend per key and the budget alerts raised, canary roll-outs and
 // rollbacks, ejected targets), and with whom it shares it.
 //
-//	state off|local
-//	state redis <address> {
-//	    password <secret>      # {env.REDIS_PASSWORD}
-//	    db <n>
-//	    prefix <string>
-//	    tls
-//	    sync_interval <duration>
-//	    share_health on|off
-//	}
+// Caddyfile: `state off|local`, or `state redis <address> { ... }`; each
+// field below gives its line. The grammar is the README's Caddyfile section
+// (README.md#caddyfile).
 type StateConfig struct {
 	// Backend: "local" (the default, also without a state line: Caddy's
 	// storage, this instance only, kept across restarts), "redis" (shared
@@ -561,18 +488,8 @@ type StateConfig struct {
 //     chain has room, the request waits up to queue_timeout for one, then
 //     gets 503 `overloaded` with Retry-After.
 //
-// Caddyfile:
-//
-//	capacity {
-//	    spill_at <percent>
-//	    degrade_at <percent>
-//	    shed_at <percent>
-//	    queue_timeout <duration>
-//	    degrade {
-//	        set <json_field> <value>
-//	        unset <json_field>
-//	    }
-//	}
+// Caddyfile: `capacity { ... }`; each field below gives its line. The
+// grammar is the README's Caddyfile section (README.md#caddyfile).
 type Capacity struct {
 	// SpillAt: the occupancy, in percent (0-100], from which new requests
 	// prefer another target of the chain with room. Default 70.

@@ -1,10 +1,15 @@
 package llmrelay
 
 import (
+	"cmp"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/health"
 )
 
 // The relay's Prometheus metrics. They are process-wide, so counts carry
@@ -123,44 +128,77 @@ func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descInFlight
 }
 
+// Collect reads the gauges at scrape time in a walk of its own over the
+// live relays: the status view (buildStatus) builds far more than these
+// figures (snapshots, shadows, formatted spend). Where several relays list
+// the same target or canary (a reload in progress, two sites), the oldest
+// config's first listing is the gauge, as it is the status view's first.
 func (stateCollector) Collect(ch chan<- prometheus.Metric) {
-	st := buildStatus(time.Now(), false)
-	seen := map[[2]string]bool{} // a reload in progress may show a name twice
-	for _, t := range st.Targets {
-		if seen[[2]string{t.Upstream, t.Model}] {
-			continue
+	now := time.Now()
+	keys := map[string]bool{} // the configured key names
+	func() {
+		liveRelays.Lock()
+		defer liveRelays.Unlock()
+		relays := slices.Collect(maps.Keys(liveRelays.m))
+		slices.SortFunc(relays, func(a, b *Relay) int { return a.provisioned.Compare(b.provisioned) })
+		// A target shared by models with different SLOs may be degraded
+		// for one and healthy for another: its first listing's SLO counts.
+		seenTarget := map[[2]string]bool{}
+		gaugeHealth := func(t *target) {
+			k := [2]string{t.up.name, modelLabel(t.model)}
+			if seenTarget[k] {
+				return
+			}
+			seenTarget[k] = true
+			v := 1.0
+			switch t.health.Status(now, t.slo) {
+			case health.Degraded, health.HalfOpen:
+				v = 0.5
+			case health.Ejected:
+				v = 0
+			}
+			ch <- prometheus.MustNewConstMetric(descHealth, prometheus.GaugeValue, v, k[0], k[1])
 		}
-		seen[[2]string{t.Upstream, t.Model}] = true
-		v := 1.0
-		switch t.Status {
-		case "degraded", "half-open":
-			v = 0.5
-		case "ejected":
-			v = 0
+		seenCanary := map[[2]string]bool{}
+		for _, h := range relays {
+			for i, k := range h.Keys {
+				keys[cmp.Or(k.Name, defaultKeyName(i))] = true
+			}
+			if h.keys.open() {
+				keys["anonymous"] = true
+			}
+			for _, rt := range h.routesInOrder() {
+				for _, t := range rt.targets {
+					gaugeHealth(t)
+				}
+				c := rt.canary
+				if c == nil {
+					continue
+				}
+				gaugeHealth(c.target)
+				if k := [2]string{rt.alias, c.target.up.name}; !seenCanary[k] {
+					seenCanary[k] = true
+					ch <- prometheus.MustNewConstMetric(descCanary, prometheus.GaugeValue, c.c.Share(), k[0], k[1])
+				}
+			}
 		}
-		ch <- prometheus.MustNewConstMetric(descHealth, prometheus.GaugeValue, v, t.Upstream, t.Model)
-	}
-	for _, c := range st.canaryShares {
-		if seen[[2]string{"canary " + c.alias, c.upstream}] {
-			continue
+		// The shared state is the newest config's, as in the status view.
+		if n := len(relays); n > 0 && relays[n-1].fleet != nil {
+			f := relays[n-1].fleet
+			v := 1.0
+			if f.down.Load() {
+				v = 0
+			}
+			ch <- prometheus.MustNewConstMetric(descSharedState, prometheus.GaugeValue, v, f.name)
 		}
-		seen[[2]string{"canary " + c.alias, c.upstream}] = true
-		ch <- prometheus.MustNewConstMetric(descCanary, prometheus.GaugeValue, c.share, c.alias, c.upstream)
-	}
-	if s := st.State; s != nil && s.Up != nil {
-		v := 0.0
-		if *s.Up {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(descSharedState, prometheus.GaugeValue, v, s.Redis)
-	}
+	}()
 	for _, o := range occupancies() {
 		ch <- prometheus.MustNewConstMetric(descOccupancy, prometheus.GaugeValue, o.occupancy, o.alias, o.upstream, o.model)
 		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(o.inFlight), o.alias, o.upstream, o.model)
 	}
-	for _, k := range st.Keys { // configured keys only
-		if k.hasBudget {
-			ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, k.remaining, k.Key)
+	for name := range keys { // configured keys only
+		if k, ok := ledger.Spend(name, now); ok && k.Budget.Limit > 0 {
+			ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, k.Remaining, name)
 		}
 	}
 }

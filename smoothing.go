@@ -15,17 +15,9 @@ import (
 // stream into a steady one with a bound on the delay it adds. It applies
 // to streaming answers only.
 //
-// Caddyfile (in `llm_relay`, and in a `model` block to override it there):
-//
-//	smoothing [off|pace|split-reasoning] {
-//	    max_delay <duration>
-//	    reasoning_max_delay <duration>
-//	    reasoning_drain <duration>
-//	    min_interval <duration>
-//	    heartbeat <duration>
-//	    reasoning show|hide
-//	    early_commit <duration>
-//	}
+// Caddyfile: `smoothing [off|pace|split-reasoning] { ... }` in `llm_relay`,
+// and in a `model` block to override it there; each field below gives its
+// line. The grammar is the README's Caddyfile section (README.md#caddyfile).
 //
 // In a `model` block, a setting left out keeps the relay-level value.
 // Clients choose the mode per request with the header

@@ -67,9 +67,6 @@ type Status struct {
 	// Failovers: the last requests (at most 50) that needed more than one
 	// attempt or skipped a target, the newest first.
 	Failovers []failoverView `json:"failovers"`
-
-	// For the metrics gauges.
-	canaryShares []canaryShare
 }
 
 // keyStatus is a client key's spend in its current period.
@@ -92,19 +89,12 @@ type keyStatus struct {
 	Expires     time.Time `json:"expires,omitzero"`
 	ExpiresSoon bool      `json:"expires_soon,omitempty"`
 	Requests    int64     `json:"requests"`
-	remaining   float64   // for the budget gauge; only when hasBudget
-	hasBudget   bool
 	Tokens      struct {
 		Prompt     int64 `json:"prompt"`
 		Completion int64 `json:"completion"`
 		Reasoning  int64 `json:"reasoning"`
 		Cached     int64 `json:"cached"`
 	} `json:"tokens"`
-}
-
-type canaryShare struct {
-	alias, upstream string
-	share           float64
 }
 
 type targetStatus struct {
@@ -123,12 +113,11 @@ type shadowStatusView struct {
 	Stats    shadow.Stats `json:"stats"`
 }
 
-// buildStatus collects the state of every live relay. Entries shared by
-// several handlers (a reload in progress, two sites using the same
-// upstream) appear once.
-// buildStatus gathers the status at now; history adds the chains, the
-// recent streams and the failovers, which the metrics do not need.
-func buildStatus(now time.Time, history bool) Status {
+// buildStatus collects the state of every live relay at now. Entries
+// shared by several handlers (a reload in progress, two sites using the
+// same upstream) appear once. (The metrics' gauges take their few figures
+// in a walk of their own: stateCollector.Collect.)
+func buildStatus(now time.Time) Status {
 	st := Status{Time: now.UTC(), Targets: []targetStatus{}, Canaries: []canary.Snapshot{}, Shadows: []shadowStatusView{},
 		Keys: []keyStatus{}, Chains: []chainView{}}
 	// One entry per target and SLO: a target shared by models with
@@ -188,7 +177,6 @@ func buildStatus(now time.Time, history bool) Status {
 			ks.BudgetUSD = k.Budget.Limit
 			ks.Budget = k.Budget.String()
 			ks.Remaining = usage.FormatUSD(k.Remaining)
-			ks.remaining, ks.hasBudget = k.Remaining, true
 		}
 		ks.Tokens.Prompt, ks.Tokens.Completion = k.ThisPeriod.Prompt, k.ThisPeriod.Completion
 		ks.Tokens.Reasoning, ks.Tokens.Cached = k.ThisPeriod.Reasoning, k.ThisPeriod.Cached
@@ -210,7 +198,6 @@ func buildStatus(now time.Time, history bool) Status {
 				if !seenC[c.c] {
 					seenC[c.c] = true
 					st.Canaries = append(st.Canaries, c.c.Snapshot(now))
-					st.canaryShares = append(st.canaryShares, canaryShare{rt.alias, c.target.up.name, c.c.Share()})
 				}
 			}
 			if s := rt.shadow; s != nil && !seenS[s.runner] {
@@ -219,9 +206,6 @@ func buildStatus(now time.Time, history bool) Status {
 					Model: modelLabel(s.target.model), Percent: s.percent, Stats: s.runner.Stats()})
 			}
 		}
-	}
-	if !history {
-		return st
 	}
 	seenAlias := map[string]bool{}
 	for i := len(relays) - 1; i >= 0; i-- { // the newest config's chains first
@@ -242,7 +226,7 @@ func writeStatus(w http.ResponseWriter) error {
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(buildStatus(time.Now(), true))
+	return enc.Encode(buildStatus(time.Now()))
 }
 
 // AdminStatus serves the status on Caddy's admin API at

@@ -75,7 +75,7 @@ func writeStatusPage(w http.ResponseWriter, r *http.Request) error {
 	buf := pageBuffers.Get().(*bytes.Buffer)
 	defer pageBuffers.Put(buf)
 	buf.Reset()
-	page := statusPageData{Status: buildStatus(time.Now(), true), Refresh: pageRefresh(r.URL.Query().Get("refresh"))}
+	page := statusPageData{Status: buildStatus(time.Now()), Refresh: pageRefresh(r.URL.Query().Get("refresh"))}
 	if err := renderStatusPage(buf, page); err != nil {
 		return err
 	}
