@@ -284,7 +284,7 @@ func awaitFirstEvent(res *attemptResult) error {
 			}
 			res.upstream, res.quota = e, e.Code == codeInsufficientQuota
 			return errors.New("error event before any data: " + e.describe())
-		case beforeContent(res.x.client, ev.Type):
+		case res.x.ep.beforeContent(ev.Type):
 			if held += len(ev.Raw); held > maxHeld {
 				return errors.New("stream sent more than 1 MiB before any content")
 			}
@@ -298,26 +298,6 @@ func awaitFirstEvent(res *attemptResult) error {
 
 // maxHeld bounds the events held before the commit point.
 const maxHeld = 1 << 20
-
-// beforeContent reports the events of dialect d that come before any
-// content and do not commit a stream: Anthropic's message and block
-// starts and pings, the Responses API's lifecycle and empty item and part
-// announcements. Failover after them stays invisible, since the client
-// has seen none of them yet.
-func beforeContent(d dialect, typ string) bool {
-	switch d {
-	case dialectMessages:
-		return typ == "message_start" || typ == "content_block_start" || typ == "ping"
-	case dialectResponses:
-		switch typ {
-		case "response.created", "response.in_progress", "response.queued",
-			"response.output_item.added", "response.content_part.added",
-			"response.reasoning_summary_part.added":
-			return true
-		}
-	}
-	return false
-}
 
 // isEventStream reports whether the response is an SSE stream
 // ("text/event-stream", any case, parameters allowed).

@@ -209,7 +209,7 @@ func TestFullRecoveringTargetKeepsItsTrial(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &chainRun{h: &Relay{capacity: capacityPolicy{spill: .7, degrade: .85, shed: 1}}, r: httptest.NewRequest("POST", "/v1/chat/completions", nil),
-		rec: newRequestLog(), rt: &route{alias: "m"}, body: body, rest: restChat, deadline: now.Add(time.Minute),
+		req: newRequestState(testEndpoint(restChat)), rt: &route{alias: "m"}, body: body, deadline: now.Add(time.Minute),
 		plan: plan{targets: []*target{full, spare}, halfOpen: []bool{true, false}}, cur: newChainCursor(2, 2)}
 	st, _ := c.cur.nextStep(now, c.deadline, backoffPolicy{}, nil)
 	if out := c.step(st); out != chainNext {

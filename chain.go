@@ -26,10 +26,9 @@ type chainRun struct {
 	h    *Relay
 	w    http.ResponseWriter
 	r    *http.Request
-	rec  *requestLog
+	req  *requestState
 	rt   *route
 	body *requestBody
-	rest string // the endpoint, what followed /v1/ (escaped as the client sent it)
 	pol  smoothPolicy
 
 	plan        plan
@@ -77,11 +76,11 @@ const (
 	chainFinished                     // the response is complete (or the client left)
 )
 
-func (h *Relay) newChainRun(w http.ResponseWriter, r *http.Request, rec *requestLog, rt *route, body *requestBody, rest string, pol smoothPolicy) *chainRun {
-	c := &chainRun{h: h, w: w, r: r, rec: rec, rt: rt, body: body, rest: rest, pol: pol}
-	c.deadline = rec.start.Add(h.tryDur)
-	c.plan = h.orderTargets(rt, r, body, rec.start)
-	rec.spilled = c.plan.spilledFrom != nil
+func (h *Relay) newChainRun(w http.ResponseWriter, r *http.Request, req *requestState, rt *route, body *requestBody, pol smoothPolicy) *chainRun {
+	c := &chainRun{h: h, w: w, r: r, req: req, rt: rt, body: body, pol: pol}
+	c.deadline = req.start.Add(h.tryDur)
+	c.plan = h.orderTargets(rt, r, body, req.start)
+	req.spilled = c.plan.spilledFrom != nil
 	attempts := h.attempts
 	if c.plan.canaryFirst && attempts > 0 {
 		attempts++ // the canary does not use up one of the chain's attempts
@@ -92,18 +91,18 @@ func (h *Relay) newChainRun(w http.ResponseWriter, r *http.Request, rec *request
 
 // run walks the chain and answers the client.
 func (c *chainRun) run() {
-	if primary := c.h.startShadow(c.rt.shadow, c.r, c.body, c.rest, c.rec.dialect); primary != nil || (!c.body.clientStream() && c.rec.chat) {
+	if primary := c.h.startShadow(c.rt.shadow, c.r, c.body, c.req.ep); primary != nil || (!c.body.clientStream() && c.req.ep.conversation()) {
 		// Keep the client's answer: for its usage (non-stream) and to
 		// compare a shadow's with (parsed on the shadow's goroutine).
 		cw := &captureWriter{ResponseWriter: c.w}
 		c.w = cw
-		c.rec.capture = cw
+		c.req.capture = cw
 		if primary != nil {
 			defer func() { primary <- bytes.Clone(cw.buf.Bytes()) }()
 		}
 	}
 	if c.body.clientStream() && c.pol.earlyCommit > 0 {
-		c.hold = holdEarlyCommit(c.w, c.pol.earlyCommit-time.Since(c.rec.start), c.pol.cfg.Heartbeat)
+		c.hold = holdEarlyCommit(c.w, c.pol.earlyCommit-time.Since(c.req.start), c.pol.cfg.Heartbeat)
 	}
 	defer c.takeWriter() // whatever happens, no heartbeat timer outlives the request
 
@@ -128,7 +127,7 @@ func (c *chainRun) run() {
 func (c *chainRun) step(st step) chainOutcome {
 	t := c.plan.targets[st.idx]
 	if st.skip != "" {
-		c.rec.note(t, st.skip)
+		c.req.note(t, st.skip)
 		return chainNext
 	}
 	isCanary := c.plan.canaryFirst && st.idx == 0
@@ -149,17 +148,17 @@ func (c *chainRun) step(st step) chainOutcome {
 	// the claim fails: it may have recovered since the order was made.
 	if now := time.Now(); c.plan.halfOpen[st.idx] && st.idx < len(c.plan.targets)-1 && !t.health.ClaimTrial(now) &&
 		t.health.Status(now, t.slo) == health.HalfOpen {
-		c.rec.note(t, "skipped: recovering, and its one trial request is in flight")
+		c.req.note(t, "skipped: recovering, and its one trial request is in flight")
 		// Nothing was tried: the slot goes back, or a request with
 		// `attempts 1` would fail without any attempt. This cannot loop:
 		// the last target of the order is never skipped here.
 		c.cur.unuse()
 		return chainNext
 	}
-	x, ok := exchangeFor(c.rec.dialect, c.rest, t.up, c.rt.reasoningField)
+	x, ok := exchangeFor(c.req.ep, t.up, c.rt.reasoningField)
 	x.request = c.body.raw
 	if !ok {
-		c.rec.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.rest)
+		c.req.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.req.ep.rest)
 		// Nothing was tried, and nothing will be: the slot goes to the
 		// targets that can serve it, as for an untranslatable request.
 		c.cur.exclude(st.idx)
@@ -168,7 +167,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	}
 	ctx := c.r.Context()
 	if st.wait > 0 && !sleepCtx(ctx, st.wait) {
-		c.rec.status = statusClientClosed
+		c.req.status = statusClientClosed
 		return chainFinished
 	}
 	if len(t.caps) > 0 {
@@ -183,7 +182,7 @@ func (c *chainRun) step(st step) chainOutcome {
 		if occ >= c.h.capacity.degrade {
 			if d := t.degraded(c.h.capacity, c.body); d != t {
 				t = d
-				c.rec.degraded = true
+				c.req.degraded = true
 				countCapacity(c.rt.alias, t, capDegrade)
 			}
 		}
@@ -196,7 +195,7 @@ func (c *chainRun) step(st step) chainOutcome {
 		// Not valid in the client's own dialect: no target can serve it,
 		// and no upstream was called.
 		c.invalid = res.invalid
-		c.rec.note(t, res.err.Error())
+		c.req.note(t, res.err.Error())
 		return chainGiveUp
 	}
 	if res.untranslated == "" {
@@ -208,13 +207,13 @@ func (c *chainRun) step(st step) chainOutcome {
 			c.rt.canary.record(res, started)
 		}
 	}
-	c.rec.attempts++
+	c.req.attempts++
 	c.cur.tried(st.idx, time.Now(), res.retryAfter)
-	c.h.logAttempt(c.rec, t, res)
+	c.h.logAttempt(c.req.requestLog, t, res)
 
 	switch {
 	case res.clientGone:
-		c.rec.status = statusClientClosed
+		c.req.status = statusClientClosed
 		return chainFinished
 	case res.resp != nil && res.events != nil && c.body.assemble:
 		return c.assemble(t, res)
@@ -236,7 +235,7 @@ func (c *chainRun) step(st step) chainOutcome {
 		c.untranslated++
 		c.untranslatedMsg = res.untranslated
 	}
-	c.rec.note(t, res.err.Error())
+	c.req.note(t, res.err.Error())
 	if res.tryExpired {
 		c.timedOut = true
 		return chainGiveUp
@@ -270,12 +269,12 @@ func (c *chainRun) commit(t *target, res *attemptResult) (retryOnStream bool) {
 	if c.takeWriter() {
 		// An early commit or an earlier stream already sent the headers.
 		if res.events == nil {
-			c.h.lateAnswer(c.w, c.rec, t, res)
+			c.h.lateAnswer(c.w, c.req, t, res)
 			return false
 		}
-		retryOnStream = c.h.lateStream(c.w, c.r, c.rec, t, res, c.pol)
+		retryOnStream = c.h.lateStream(c.w, c.r, c.req, t, res, c.pol)
 	} else {
-		retryOnStream = c.h.respond(c.w, c.r, c.rec, t, res, c.pol)
+		retryOnStream = c.h.respond(c.w, c.r, c.req, t, res, c.pol)
 	}
 	c.headersOut = true
 	if !retryOnStream {
@@ -294,7 +293,7 @@ func (c *chainRun) commit(t *target, res *attemptResult) (retryOnStream bool) {
 // (from the first time) runs out, then gives up: fail answers 503
 // overloaded.
 func (c *chainRun) passFull(t *target) chainOutcome {
-	c.rec.note(t, t.fullNote())
+	c.req.note(t, t.fullNote())
 	c.cur.unuse()
 	ctx := c.r.Context()
 	c.full++
@@ -310,7 +309,7 @@ func (c *chainRun) passFull(t *target) chainOutcome {
 			c.queueUntil = c.deadline
 		}
 		if c.h.capacity.queue > 0 {
-			c.rec.queued = true
+			c.req.queued = true
 			countCapacity(c.rt.alias, c.plan.targets[0], capQueued)
 		}
 	}
@@ -318,7 +317,7 @@ func (c *chainRun) passFull(t *target) chainOutcome {
 		return chainNext
 	}
 	if ctx.Err() != nil {
-		c.rec.status = statusClientClosed
+		c.req.status = statusClientClosed
 		return chainFinished
 	}
 	c.shed = true
@@ -345,11 +344,11 @@ func (c *chainRun) fail() {
 		c.writeAssembled(c.cut) // a reasoning budget's failover found no better answer
 		return
 	}
-	if c.rest == restCountTokens && !c.takeWriter() {
-		c.h.estimateTokens(c.w, c.rec, c.body.raw)
+	if c.req.ep.kind == kindCountTokens && !c.takeWriter() {
+		c.h.estimateTokens(c.w, c.req, c.body.raw)
 		return
 	}
-	summary := c.rec.summary()
+	summary := c.req.summary()
 	var e *apiError
 	switch {
 	case c.invalid != nil:
@@ -372,10 +371,10 @@ func (c *chainRun) fail() {
 		e = errAllFailed(summary)
 	}
 	if c.takeWriter() {
-		c.h.lateFailure(c.w, c.rec, e)
+		c.h.lateFailure(c.w, c.req, e)
 		return
 	}
-	c.h.reject(c.w, c.rec, e)
+	c.h.reject(c.w, c.req, e)
 }
 
 // sleepCtx waits d, or returns false early if ctx ends first.

@@ -70,35 +70,6 @@ func dialectOfAPI(api string) dialect {
 	return dialectChat
 }
 
-// Endpoints the relay understands, by what follows /v1/.
-const (
-	restChat        = chat.Path
-	restCompletions = chat.CompletionsPath
-	restMessages    = anthropic.Path
-	restCountTokens = anthropic.CountTokensPath
-	restResponses   = "responses"
-)
-
-// clientDialect is the dialect of a client request, by its path: Anthropic
-// clients call /v1/messages (and /v1/messages/count_tokens), Responses
-// clients POST /v1/responses, everything else is Chat Completions' (or
-// another OpenAI endpoint, passed through). It is decided before anything else, so that even a
-// 401 reaches an Anthropic SDK in the shape it raises as a typed error.
-func clientDialect(path string) dialect {
-	i := strings.Index(path, "/v1/")
-	if i < 0 {
-		return dialectChat
-	}
-	rest := path[i+len("/v1/"):]
-	if rest == restMessages || strings.HasPrefix(rest, restMessages+"/") {
-		return dialectMessages
-	}
-	if rest == restResponses {
-		return dialectResponses
-	}
-	return dialectChat
-}
-
 // exchange is how one request meets one upstream: the two dialects, and
 // the upstream endpoint the request goes to.
 //
@@ -109,6 +80,7 @@ func clientDialect(path string) dialect {
 // internal/dialect/responses), and a new dialect adds two directions, not
 // one per pair.
 type exchange struct {
+	ep               endpoint // the client's
 	client, upstream dialect
 	rest             string // the upstream endpoint, what follows the base URL
 	api              string // the upstream's api (see Upstream.API)
@@ -144,9 +116,10 @@ func (x exchange) rewritesAnswer() bool { return x.crosses() || x.reasoningField
 // client, is sent to upstream up. ok is false when the upstream cannot
 // serve it (an OpenAI-only endpoint such as embeddings on an Anthropic
 // upstream, or count_tokens on a Chat upstream): the target is skipped.
-func exchangeFor(client dialect, rest string, up *upstreamRuntime, reasoningField string) (x exchange, ok bool) {
-	x = exchange{client: client, upstream: up.dialect, rest: rest, api: up.api}
-	if client == dialectChat && rest == restChat {
+func exchangeFor(ep endpoint, up *upstreamRuntime, reasoningField string) (x exchange, ok bool) {
+	client := ep.dialect
+	x = exchange{ep: ep, client: client, upstream: up.dialect, rest: ep.rest, api: up.api}
+	if ep.kind == kindChat {
 		x.reasoningField = reasoningField
 	}
 	if client == dialectResponses && up.api == apiOpenAI {
@@ -156,11 +129,11 @@ func exchangeFor(client dialect, rest string, up *upstreamRuntime, reasoningFiel
 		return x, true
 	}
 	switch {
-	case client == dialectChat && rest == restChat,
-		client == dialectResponses && x.upstream == dialectMessages:
+	case ep.kind == kindChat,
+		ep.kind == kindResponses && x.upstream == dialectMessages:
 		x.rest = restMessages
-	case client == dialectMessages && rest == restMessages,
-		client == dialectResponses && x.upstream == dialectChat:
+	case ep.kind == kindMessages,
+		ep.kind == kindResponses && x.upstream == dialectChat:
 		x.rest = restChat
 	default:
 		return x, false

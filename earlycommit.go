@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
-	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // heartbeatHold keeps a stream request's connection alive with SSE
@@ -105,12 +104,12 @@ func setStreamHeaders(h http.Header) {
 // lateFailure ends an early-committed stream whose attempts produced no
 // stream: the relay's own error, or an upstream answer that cannot be
 // passed through any more, becomes one in-band error event.
-func (h *Relay) lateFailure(w http.ResponseWriter, rec *requestLog, e *apiError) {
-	rec.status = http.StatusOK
-	rec.errCode = e.Code
-	rec.streamError = e.Code
+func (h *Relay) lateFailure(w http.ResponseWriter, req *requestState, e *apiError) {
+	req.status = http.StatusOK
+	req.errCode = e.Code
+	req.streamError = e.Code
 	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
-	if _, err := out.Write(streamErrorEvent(e, rec.dialect)); err == nil {
+	if _, err := out.Write(req.ep.errorEvent(e)); err == nil {
 		_ = out.Flush()
 	}
 }
@@ -119,10 +118,10 @@ func (h *Relay) lateFailure(w http.ResponseWriter, rec *requestLog, e *apiError)
 // not a stream: an upstream error whose body is an error object (in the
 // client's dialect, translated if need be) is forwarded as the in-band
 // error; anything else is summarised.
-func (h *Relay) lateAnswer(w http.ResponseWriter, rec *requestLog, t *target, res *attemptResult) {
+func (h *Relay) lateAnswer(w http.ResponseWriter, req *requestState, t *target, res *attemptResult) {
 	defer res.finish()
 	defer res.resp.Body.Close()
-	rec.commit(t, http.StatusOK)
+	req.commit(t, http.StatusOK)
 	var buf bytes.Buffer
 	if res.body != nil {
 		_, _ = buf.ReadFrom(io.LimitReader(res.body, 64<<10))
@@ -134,31 +133,21 @@ func (h *Relay) lateAnswer(w http.ResponseWriter, rec *requestLog, t *target, re
 	}
 	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
 	if status >= 400 && json.Unmarshal(body, &probe) == nil && len(probe.Error) > 0 && string(probe.Error) != "null" {
-		rec.streamError = "upstream_error"
-		ev := sse.AppendData(nil, body)
-		switch rec.dialect {
-		case dialectMessages:
-			ev = sse.NewEvent("error", body).Raw
-		case dialectResponses:
-			var e errorObject
-			_ = json.Unmarshal(probe.Error, &e)
-			ae := &apiError{Type: e.Type, Code: e.Code, Message: e.Message}
-			ev = sse.NewEvent("error", ae.responsesErrorData()).Raw
-		}
-		if _, err := out.Write(ev); err == nil {
+		req.streamError = "upstream_error"
+		if _, err := out.Write(req.ep.upstreamErrorEvent(body, probe.Error)); err == nil {
 			_ = out.Flush()
 		}
 		return
 	}
-	h.endWithError(out, rec, "upstream_not_streaming",
+	h.endWithError(out, req, "upstream_not_streaming",
 		"The upstream answered status "+strconv.Itoa(res.resp.StatusCode)+" without a stream after the response was committed.")
 }
 
 // lateStream relays an attempt's stream after an early commit: the
 // headers are already out, so only the events follow.
-func (h *Relay) lateStream(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
+func (h *Relay) lateStream(w http.ResponseWriter, r *http.Request, req *requestState, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
 	defer res.finish()
 	defer res.resp.Body.Close()
-	rec.commit(t, res.resp.StatusCode)
-	return h.streamOut(w, r, rec, t, res, pol)
+	req.commit(t, res.resp.StatusCode)
+	return h.streamOut(w, r, req, t, res, pol)
 }

@@ -233,7 +233,7 @@ func (e *apiError) messagesType() string {
 }
 
 // writeAPIError answers the client with e, in the client's dialect.
-func writeAPIError(w http.ResponseWriter, e *apiError, d dialect) {
+func writeAPIError(w http.ResponseWriter, e *apiError, ep endpoint) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -246,7 +246,7 @@ func writeAPIError(w http.ResponseWriter, e *apiError, d dialect) {
 		h.Set("X-Should-Retry", "false")
 	}
 	w.WriteHeader(e.Status)
-	_, _ = w.Write(e.bodyIn(d))
+	_, _ = w.Write(ep.errorBody(e))
 }
 
 // errUntranslatable answers a 2xx upstream answer that could not be

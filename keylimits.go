@@ -194,7 +194,7 @@ func bucketView(b *ratelimit.Bucket, now time.Time) *limitView {
 }
 
 // serveBalance answers GET /v1/balance for the calling key.
-func (h *Relay) serveBalance(w http.ResponseWriter, rec *requestLog, key string, kl *keyLimits, now time.Time) {
+func (h *Relay) serveBalance(w http.ResponseWriter, req *requestState, key string, kl *keyLimits, now time.Time) {
 	h.applyBudgets()
 	v := balanceView{Object: "balance", Key: key}
 	if ks, ok := ledger.Spend(key, now); ok {
@@ -214,6 +214,6 @@ func (h *Relay) serveBalance(w http.ResponseWriter, rec *requestLog, key string,
 	b, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	rec.status = http.StatusOK
+	req.status = http.StatusOK
 	_, _ = w.Write(append(b, '\n'))
 }

@@ -64,7 +64,7 @@ func requestBudget(r *http.Request, p reasoningPolicy) (reasoningPolicy, error) 
 
 // applyEffort sets the request's reasoning effort from the estimated
 // prompt size, per the adaptive_effort rules, and reports the effort set
-// ("" if none). rest is the endpoint path after /v1/.
+// ("" if none), in the form of the endpoint ep.
 //
 // A client states its effort as `reasoning_effort` (Chat Completions) or
 // `reasoning.effort` (Responses API, OpenRouter). With client_effort keep
@@ -76,11 +76,12 @@ func requestBudget(r *http.Request, p reasoningPolicy) (reasoningPolicy, error) 
 // endpoints, whose dialect the relay does not know. The relay never adds
 // a second form next to the client's: an upstream given both may obey
 // either.
-func applyEffort(body *requestBody, raw []byte, a *AdaptiveEffort, rest string) string {
+func applyEffort(body *requestBody, raw []byte, a *AdaptiveEffort, ep endpoint) string {
 	if a == nil {
 		return ""
 	}
-	if rest == restMessages {
+	form := ep.effort()
+	if form == effortThinking {
 		return applyThinkingEffort(body, raw, a)
 	}
 	flat, nested, objOK := clientEffort(body)
@@ -88,10 +89,10 @@ func applyEffort(body *requestBody, raw []byte, a *AdaptiveEffort, rest string) 
 		return ""
 	}
 	if !flat && !nested {
-		switch rest {
-		case "chat/completions", "completions":
+		switch form {
+		case effortFlat:
 			flat = true
-		case "responses":
+		case effortNested:
 			nested = true
 			if !objOK {
 				return "" // `reasoning` is not an object: nothing to merge into

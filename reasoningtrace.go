@@ -2,7 +2,6 @@ package llmrelay
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -39,8 +38,8 @@ const fieldTrace = "return_reasoning_trace"
 // stream the relay assembles, when it asks for the reasoning trace or has
 // a reasoning budget. A stream request is left alone: its client sees the
 // reasoning deltas as they come, and the budget already applies.
-func assembleFromStream(body *requestBody, rest string, budget int) {
-	if rest != restChat || body.stream || !body.trace && budget <= 0 {
+func assembleFromStream(body *requestBody, ep endpoint, budget int) {
+	if !ep.assemblesTrace() || body.stream || !body.trace && budget <= 0 {
 		return
 	}
 	body.set("stream", json.RawMessage("true"))
@@ -56,14 +55,12 @@ type assembledAnswer struct {
 }
 
 // assembly is the reading of one assembled attempt's stream: the chunks
-// so far, and the reasoning budget's count over them, as the pacer
-// counts it on a stream (pace.Pacer.countReasoning).
+// so far, and the reasoning budget's count over them (pace.BudgetCount,
+// as the pacer counts it on a stream).
 type assembly struct {
 	a       chat.Assembler
-	budget  int
-	action  pace.BudgetAction
+	budget  pace.BudgetCount
 	hiding  bool // reasoning is left out: `reasoning hide`, or a truncating budget ran out
-	tokens  int
 	answer  bool // answer text has come (a failover budget then truncates)
 	cut     bool // the budget truncated the reasoning
 	end     time.Duration
@@ -72,26 +69,12 @@ type assembly struct {
 	scratch []byte
 }
 
-// assemblyEnd is how an assembled attempt's stream ended.
-type assemblyEnd uint8
-
-const (
-	assemblyMore         assemblyEnd = iota // not yet
-	assemblyDone                            // [DONE]: complete
-	assemblyOverBudget                      // the budget ran out with the error or failover action
-	assemblyEOF                             // the stream ended without [DONE]
-	assemblyUnterminated                    // the stream ended inside an event
-	assemblyErrorEvent                      // the upstream sent an error event
-	assemblyBroken                          // reading failed (the error says why)
-	assemblyTooLarge                        // more than maxAnswer of data: not kept in memory
-)
-
 // read reads the attempt's stream, the events held at its commit point
 // first (they arrived by its time to first token), to its end.
-func (s *assembly) read(res *attemptResult) (assemblyEnd, error) {
+func (s *assembly) read(res *attemptResult) (pace.End, error) {
 	for i := range res.first {
-		if k := s.event(&res.first[i], res.ttft); k != assemblyMore {
-			return k, nil
+		if end, over := s.event(&res.first[i], res.ttft); over {
+			return end, nil
 		}
 	}
 	for {
@@ -99,55 +82,53 @@ func (s *assembly) read(res *attemptResult) (assemblyEnd, error) {
 		at := time.Since(res.started)
 		switch {
 		case err == io.EOF:
-			return assemblyEOF, nil
+			return pace.EndEOF, nil
 		case err != nil:
-			return assemblyBroken, err
+			return pace.EndBroken, err
 		}
-		if k := s.event(&ev, at); k != assemblyMore {
-			return k, nil
+		if end, over := s.event(&ev, at); over {
+			return end, nil
 		}
 	}
 }
 
-// event takes one event that arrived at `at` (since the attempt started).
-func (s *assembly) event(ev *sse.Event, at time.Duration) assemblyEnd {
+// event takes one event that arrived at `at` (since the attempt started);
+// over reports that the stream ended with it, as end says.
+func (s *assembly) event(ev *sse.Event, at time.Duration) (end pace.End, over bool) {
 	switch {
 	case ev.Unterminated:
-		return assemblyUnterminated
+		return pace.EndUnterminated, true
 	case !ev.HasData:
-		return assemblyMore // a keep-alive comment
+		return 0, false // a keep-alive comment
 	case ev.IsDone():
 		s.end = at
-		return assemblyDone
+		return pace.EndDone, true
 	case isErrorEvent(ev):
 		s.errCode = errorEventCode(ev.Data)
-		return assemblyErrorEvent
+		return pace.EndErrorEvent, true
 	}
 	s.end = at
 	if s.size += len(ev.Data); s.size > maxAnswer {
-		return assemblyTooLarge // the answer is held whole, as a translated one is
+		return pace.EndTooLarge, true // the answer is held whole, as a translated one is
 	}
 	var c pace.Chunk
 	c, s.scratch = pace.ClassifyFormat(pace.FormatChat, ev, s.scratch[:0])
-	drop := s.hiding
-	if c.ReasoningRunes > 0 && s.budget > 0 {
-		s.tokens += pace.ReasoningTokens(&c)
-		if s.tokens > s.budget {
-			if s.action == pace.BudgetError || s.action == pace.BudgetFailover && !s.answer {
-				// As on a stream, the chunk that passed the budget goes
-				// without its reasoning, and the answer ends with it.
-				s.a.Add(ev.Data, at, true)
-				s.cut = true
-				return assemblyOverBudget
-			}
-			s.hiding, s.cut, drop = true, true, true
-		}
+	switch s.budget.Count(&c, s.answer) {
+	case pace.BudgetEnd:
+		// As on a stream, the chunk that passed the budget goes without
+		// its reasoning, and the answer ends with it.
+		s.a.Add(ev.Data, at, true)
+		s.cut = true
+		return pace.EndReasoningBudget, true
+	case pace.BudgetLeaveOut:
+		s.hiding, s.cut = true, true
 	}
+	drop := s.hiding
 	if c.AnswerRunes > 0 {
 		s.answer = true
 	}
 	s.a.Add(ev.Data, at, drop)
-	return assemblyMore
+	return 0, false
 }
 
 // result renders the assembled answer. ended: the budget ended it, so
@@ -175,13 +156,12 @@ func (s *assembly) result(t *target, res *attemptResult, trace, ended bool) *ass
 func (c *chainRun) assemble(t *target, res *attemptResult) chainOutcome {
 	s := &assembly{
 		a:      chat.Assembler{Created: time.Now().Unix()},
-		budget: c.pol.cfg.ReasoningBudget,
-		action: c.pol.cfg.BudgetAction,
+		budget: pace.BudgetCount{Limit: c.pol.cfg.ReasoningBudget, Action: c.pol.cfg.BudgetAction},
 		hiding: c.pol.cfg.HideReasoning,
 	}
-	kind, err := s.read(res)
+	end, err := s.read(res)
 	res.release()
-	if kind == assemblyDone {
+	if end == pace.EndDone {
 		// Closed before it is cancelled, so its connection is reused.
 		_ = res.resp.Body.Close()
 		res.finish()
@@ -192,49 +172,44 @@ func (c *chainRun) assemble(t *target, res *attemptResult) chainOutcome {
 	res.finish() // cancelled first: the close does not wait for the rest
 	_ = res.resp.Body.Close()
 
-	budget := strconv.Itoa(s.budget)
+	budget := strconv.Itoa(s.budget.Limit)
 	switch {
-	case kind == assemblyOverBudget && s.action == pace.BudgetFailover:
-		c.rec.budgetHits++
-		c.rec.note(t, "reasoning passed the budget of "+budget+" tokens before any answer: failing over")
+	case end == pace.EndReasoningBudget && s.budget.Action == pace.BudgetFailover:
+		c.req.budgetHits++
+		c.req.note(t, "reasoning passed the budget of "+budget+" tokens before any answer: failing over")
 		c.cut = s.result(t, res, c.body.trace, true)
 		c.deadline = time.Now().Add(c.h.tryDur) // as a stream's budget failover gets
 		return chainNext
-	case kind == assemblyOverBudget:
-		c.rec.note(t, "reasoning passed the budget of "+budget+" tokens: the answer ends there (finish_reason length)")
+	case end == pace.EndReasoningBudget:
+		c.req.note(t, "reasoning passed the budget of "+budget+" tokens: the answer ends there (finish_reason length)")
 		c.writeAssembled(s.result(t, res, c.body.trace, true))
 		return chainFinished
 	case c.r.Context().Err() != nil:
-		c.rec.status = statusClientClosed
+		c.req.status = statusClientClosed
 		return chainFinished
 	}
 
 	c.failed++
-	if kind == assemblyTooLarge {
+	// Nothing was sent yet: every other end fails over (an assembled
+	// stream is Chat Completions', whose EOF before [DONE] is a
+	// truncation).
+	b, _ := c.h.classifyEnd(c.req.ep, end, false, err, cause, s.errCode)
+	if end == pace.EndTooLarge {
 		// Another target would most likely answer as long: give up.
-		c.rec.note(t, "stream larger than 32 MiB: not assembled")
+		c.req.note(t, b.why)
 		return chainGiveUp
 	}
-	c.h.recordBroken(t, c.rec.start)
-	var why string
-	switch {
-	case kind == assemblyErrorEvent:
-		why = "error event after data: " + s.errCode
-	case kind == assemblyBroken && errors.Is(cause, errStreamIdle):
-		why = "stream idle for stream_idle_timeout " + c.h.streamIdle.String()
-		c.rec.idleTimeout = true
-	case kind == assemblyBroken:
-		why = logDetail(&publicError{msg: "stream broke", cause: err})
-	default:
-		why = "stream ended before it was complete"
+	if b.health {
+		c.h.recordBroken(t, c.req.start)
 	}
-	c.rec.note(t, why+" (nothing sent yet: failing over)")
+	c.req.idleTimeout = c.req.idleTimeout || b.idle
+	c.req.note(t, b.why+" (nothing sent yet: failing over)")
 	return chainNext
 }
 
 // writeAssembled answers the client with an assembled chat.completion.
 func (c *chainRun) writeAssembled(ans *assembledAnswer) {
-	c.rec.commit(ans.t, http.StatusOK)
+	c.req.commit(ans.t, http.StatusOK)
 	hdr := c.w.Header()
 	copyHeader(hdr, ans.header)
 	for _, k := range []string{"Content-Encoding", "Cache-Control", "X-Accel-Buffering"} {
@@ -242,7 +217,7 @@ func (c *chainRun) writeAssembled(ans *assembledAnswer) {
 	}
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(ans.body)))
-	setRelayHeaders(hdr, ans.t, c.rec)
+	setRelayHeaders(hdr, ans.t, c.req)
 	c.w.WriteHeader(http.StatusOK)
 	_, _ = c.w.Write(ans.body)
 	c.headersOut = true

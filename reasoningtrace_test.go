@@ -64,7 +64,7 @@ func TestAssembleFromStream(t *testing.T) {
 			t.Fatal(err)
 		}
 		client := rb.stream
-		assembleFromStream(rb, tc.rest, tc.budget)
+		assembleFromStream(rb, testEndpoint(tc.rest), tc.budget)
 		if rb.assemble != tc.want {
 			t.Errorf("%s on %s, budget %d: assemble %v, want %v", tc.body, tc.rest, tc.budget, rb.assemble, tc.want)
 		}

@@ -15,11 +15,41 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
-// requestLog collects what one request did, for its single log line, the
-// placeholders and the 502 message. It holds names and figures only: never
-// bodies, never keys.
+// requestState is one request being served: its endpoint, its key's
+// limits, the writers between the relay and the client, what its
+// accounting carries from one attempt to the next, and the record that is
+// logged when it ends (embedded: its fields are the request's too). It
+// lives as long as the request; only the record is logged.
+type requestState struct {
+	*requestLog
+	ep endpoint // the client endpoint: dialect, path, kind
+
+	out     *countingWriter // counts the body bytes written to the client
+	capture *captureWriter  // keeps the client's answer (shadows, a non-stream answer's usage); nil: not kept
+
+	budget  int         // the request's reasoning budget (0: none)
+	earlier usage.Usage // usage of streams given up for a reasoning budget failover
+	// usageEstimated: the upstream reported no usage, and the answer's
+	// was the relay's estimate (usagemeter.go); outEstimate is the
+	// estimated output, for a stream cut short before it was given.
+	usageEstimated bool
+	outEstimate    int
+
+	limits        *keyLimits // the key's tpm, when it has one
+	tokenEstimate int        // the prompt tokens taken from it when the request came (0: none)
+}
+
+func newRequestState(ep endpoint) *requestState {
+	return &requestState{requestLog: &requestLog{start: time.Now(), api: ep.String()}, ep: ep}
+}
+
+// requestLog is the record of what one request did, for its single log
+// line, the placeholders, metrics, the status page's recent failovers and
+// the 502 message. It holds names and figures only: never bodies, never
+// keys.
 type requestLog struct {
 	start       time.Time
+	api         string // the client's API: openai, anthropic, responses
 	key         string
 	alias       string // the route's alias ("*" for the wildcard route)
 	requested   string // the model name the client asked for
@@ -33,39 +63,19 @@ type requestLog struct {
 	ttfb        time.Duration
 	outcomes    []string        // one per attempt or skip: "upstream (model): outcome"
 	outcomeAt   []time.Duration // when each outcome was noted, since start
-	out         *countingWriter
-	mode        string      // the stream's smoothing mode
-	smooth      *pace.Stats // a stream's smoothness figures
-	effort      string      // reasoning_effort set by adaptive_effort
+	bytes       int64           // body bytes written to the client (set when the request ends)
+	mode        string          // the stream's smoothing mode
+	smooth      *pace.Stats     // a stream's smoothness figures
+	effort      string          // reasoning_effort set by adaptive_effort
 	usage       *usage.Usage
 	cost        float64
 	priced      bool
-	budgetHits  int // reasoning budget failovers
-	budget      int // the request's reasoning budget (0: none)
-	capture     *captureWriter
-	chat        bool        // a conversation turn: chat completion, message or response (where usage can be estimated)
-	chatRules   bool        // Chat Completions or legacy completions: see chatRules
-	dialect     dialect     // the client's: errors and streams are in its shape
-	messages    bool        // an Anthropic Messages request (POST /v1/messages)
-	responses   bool        // an OpenAI Responses request (POST /v1/responses)
-	idleTimeout bool        // stream_idle_timeout cut the upstream's answer off
-	modelList   bool        // answered GET /v1/models[/<alias>] itself: relays nothing
-	earlier     usage.Usage // usage of streams given up for a reasoning budget failover
-	// usageEstimated: the upstream reported no usage, and the answer's
-	// was the relay's estimate (usagemeter.go); outEstimate is the
-	// estimated output, for a stream cut short before it was given.
-	usageEstimated bool
-	outEstimate    int
+	budgetHits  int  // reasoning budget failovers
+	idleTimeout bool // stream_idle_timeout cut the upstream's answer off
+	modelList   bool // answered GET /v1/models[/<alias>] itself: relays nothing
 	// What capacity did to the request (capacity.go): it went past a
 	// target at spill_at, was degraded, waited for room.
 	spilled, degraded, queued bool
-
-	limits        *keyLimits // the key's tpm, when it has one
-	tokenEstimate int        // the prompt tokens taken from it when the request came (0: none)
-}
-
-func newRequestLog() *requestLog {
-	return &requestLog{start: time.Now()}
 }
 
 // note records the outcome of an attempt or skip.
@@ -120,7 +130,9 @@ func (h *Relay) logAttempt(rl *requestLog, t *target, res *attemptResult) {
 }
 
 // finishRequest writes the request's log line and sets its placeholders.
-func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
+func (h *Relay) finishRequest(r *http.Request, req *requestState) {
+	rl := req.requestLog
+	rl.bytes = req.out.n
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One provider instead of five Sets: the values are formatted only
 		// if something (an access log, a later handler) asks for them.
@@ -135,9 +147,9 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 	}
 	observeRequest(rl)
 	recordFailover(rl)
-	if rl.tokenEstimate > 0 {
+	if req.tokenEstimate > 0 {
 		// No usage settled the estimate (nothing was generated): give it back.
-		rl.limits.settleTokens(rl.tokenEstimate, 0, time.Now())
+		req.limits.settleTokens(req.tokenEstimate, 0, time.Now())
 	}
 	c := h.logger.Check(zapcore.InfoLevel, "relayed")
 	if c == nil {
@@ -147,7 +159,7 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 	fields := append((*fp)[:0],
 		zap.String("key", rl.key),
 		zap.String("alias", rl.alias),
-		zap.String("api", rl.dialect.String()),
+		zap.String("api", rl.api),
 		zap.String("upstream", rl.upstream),
 		zap.String("model", rl.model),
 		zap.Int("attempts", rl.attempts),
@@ -155,7 +167,7 @@ func (h *Relay) finishRequest(r *http.Request, rl *requestLog) {
 		zap.Bool("stream", rl.stream),
 		zap.Duration("ttfb", rl.ttfb),
 		zap.Duration("duration", time.Since(rl.start)),
-		zap.Int64("bytes", rl.out.n),
+		zap.Int64("bytes", rl.bytes),
 	)
 	if rl.errCode != "" {
 		fields = append(fields, zap.String("error", rl.errCode))

@@ -7,9 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
-	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
@@ -18,35 +16,35 @@ import (
 // It reports whether the relay should fail over to the next target on the
 // same (committed) stream: the stream's reasoning ran over its budget with
 // the failover action.
-func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
+func (h *Relay) respond(w http.ResponseWriter, r *http.Request, req *requestState, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
 	defer res.finish()
 	defer res.resp.Body.Close()
-	rec.commit(t, res.resp.StatusCode)
+	req.commit(t, res.resp.StatusCode)
 
 	hdr := w.Header()
 	copyHeader(hdr, res.resp.Header)
-	setRelayHeaders(hdr, t, rec)
+	setRelayHeaders(hdr, t, req)
 
 	if res.events == nil && res.x.rewritesAnswer() {
-		return h.respondTranslated(w, r, rec, t, res)
+		return h.respondTranslated(w, r, req, t, res)
 	}
 	if res.events == nil {
 		w.WriteHeader(res.resp.StatusCode)
 		if _, err := res.copyBody(w); err != nil {
 			if r.Context().Err() != nil {
-				rec.status = statusClientClosed
+				req.status = statusClientClosed
 				return
 			}
 			// Mid-body failure of a non-stream answer: abort the connection
 			// (as reverse_proxy does) so the client sees a broken response,
 			// not a short one that looks complete.
 			if errors.Is(res.cause(), errStreamIdle) {
-				rec.note(t, "body idle for stream_idle_timeout "+h.streamIdle.String()+" after commit: connection aborted")
-				rec.streamError, rec.idleTimeout = "upstream_timeout", true
+				req.note(t, "body idle for stream_idle_timeout "+h.streamIdle.String()+" after commit: connection aborted")
+				req.streamError, req.idleTimeout = "upstream_timeout", true
 			} else {
-				rec.note(t, "body interrupted after commit")
+				req.note(t, "body interrupted after commit")
 			}
-			h.recordBroken(t, rec.start)
+			h.recordBroken(t, req.start)
 			panic(http.ErrAbortHandler)
 		}
 		return false
@@ -54,7 +52,7 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 
 	setStreamHeaders(hdr)
 	w.WriteHeader(res.resp.StatusCode)
-	return h.streamOut(w, r, rec, t, res, pol)
+	return h.streamOut(w, r, req, t, res, pol)
 }
 
 // streamOut relays a committed SSE stream through the re-pacer (which in
@@ -63,7 +61,7 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, rec *requestLog,
 // error event nothing is added; any other end gets one in-band error
 // event and no [DONE], so no client mistakes a broken stream for a
 // complete one.
-func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
+func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, req *requestState, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
 	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
 	tl := newTimeline()
 	pol.cfg.Timeline = tl
@@ -77,19 +75,19 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
 	res.release() // Run has read its last event
 	result.Stats.Cluster = tl.Clusters()
-	recordStream(rec, tl, &result.Stats)
-	if rec.smooth != nil {
+	recordStream(req.requestLog, tl, &result.Stats)
+	if req.smooth != nil {
 		// An earlier stream of this request, given up for a reasoning
 		// budget failover: its usage still counts.
-		if u, ok := usage.ParseUsage(rec.smooth.Usage); ok {
-			rec.earlier = rec.earlier.Add(u)
+		if u, ok := usage.ParseUsage(req.smooth.Usage); ok {
+			req.earlier = req.earlier.Add(u)
 		}
 	}
-	rec.smooth = &result.Stats
+	req.smooth = &result.Stats
 	if m := res.meter; m != nil && !m.upstreamUsage() {
 		// The upstream reported no usage: the translation carried the
 		// meter's estimate, or, cut short, none at all.
-		rec.usageEstimated, rec.outEstimate = true, m.completion()
+		req.usageEstimated, req.outEstimate = true, m.completion()
 	}
 	switch result.End {
 	case pace.EndReasoningBudget:
@@ -97,53 +95,31 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, rec *requestLo
 		// response: after its start and some reasoning, a second
 		// upstream's cannot follow on the same stream, so there the
 		// failover action ends the stream as the error action does.
-		if pol.cfg.BudgetAction == pace.BudgetFailover && rec.dialect == dialectChat {
-			rec.budgetHits++
-			rec.note(t, "reasoning passed the budget of "+strconv.Itoa(pol.cfg.ReasoningBudget)+" tokens before any answer: failing over")
+		if pol.cfg.BudgetAction == pace.BudgetFailover && req.ep.budgetFailoverOnStream() {
+			req.budgetHits++
+			req.note(t, "reasoning passed the budget of "+strconv.Itoa(pol.cfg.ReasoningBudget)+" tokens before any answer: failing over")
 			return true
 		}
-		h.endWithError(out, rec, "reasoning_budget_exceeded",
+		h.endWithError(out, req, "reasoning_budget_exceeded",
 			"The reasoning passed this request's budget of "+strconv.Itoa(pol.cfg.ReasoningBudget)+" tokens.")
-	case pace.EndDone:
 	case pace.EndClientGone:
-		rec.status = statusClientClosed
+		req.status = statusClientClosed
 		return false
-	case pace.EndEOF:
-		// Chat Completions and legacy completions end with [DONE],
-		// Messages with message_stop, Responses with response.completed
-		// (or .incomplete); other streams end at EOF when complete.
-		if !result.SawError && (rec.chatRules || rec.messages || rec.responses) {
-			h.recordBroken(t, rec.start)
-			h.endWithError(out, rec, "upstream_stream_truncated", "The upstream closed the stream before it was complete.")
-		}
-	case pace.EndUnterminated:
-		h.recordBroken(t, rec.start)
-		h.endWithError(out, rec, "upstream_stream_truncated", "The upstream closed the stream in the middle of an event.")
 	case pace.EndBroken:
 		if r.Context().Err() != nil {
-			rec.status = statusClientClosed
+			req.status = statusClientClosed
 			return false
 		}
-		h.recordBroken(t, rec.start)
-		if ue, ok := errors.AsType[*chat.UnreadableError](result.Err); ok {
-			// A translator met an upstream event it cannot translate
-			// faithfully: what came before it is out, what follows is not
-			// sent, and the client is told, in every dialect the same way.
-			// The reason names what was wrong, never the upstream's bytes.
-			rec.note(t, ue.Error())
-			h.endWithError(out, rec, "upstream_event_unreadable",
-				"The upstream sent an event the relay cannot read ("+ue.Reason+"); the stream was ended.")
-			return false
-		}
-		if errors.Is(res.cause(), errStreamIdle) {
-			rec.note(t, "stream idle for stream_idle_timeout "+h.streamIdle.String())
-			rec.idleTimeout = true
-			h.endWithError(out, rec, "upstream_timeout",
-				"The upstream sent nothing for "+h.streamIdle.String()+" (stream_idle_timeout); the stream was ended.")
-			return false
-		}
-		rec.note(t, logDetail(&publicError{msg: "stream broke", cause: result.Err}))
-		h.endWithError(out, rec, "upstream_stream_interrupted", "The upstream stream broke off before it was complete.")
+	}
+	// Chat Completions and legacy completions end with [DONE], Messages
+	// with message_stop, Responses with response.completed (or
+	// .incomplete); other streams end at EOF when complete. Any other end
+	// gets one in-band error event.
+	if b, broken := h.classifyEnd(req.ep, result.End, result.SawError, result.Err, res.cause(), ""); broken {
+		h.recordBroken(t, req.start)
+		req.note(t, b.why)
+		req.idleTimeout = req.idleTimeout || b.idle
+		h.endWithError(out, req, b.code, b.msg)
 	}
 	return false
 }
@@ -163,29 +139,29 @@ const maxAnswer = 32 << 20
 // other dialect: read whole (up to maxAnswer), translated (a response
 // object, or an error object with its status mapped), then written with
 // its own Content-Length.
-func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, rec *requestLog, t *target, res *attemptResult) bool {
+func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, req *requestState, t *target, res *attemptResult) bool {
 	body, err := io.ReadAll(io.LimitReader(res.body, maxAnswer+1))
 	switch {
 	case err != nil && r.Context().Err() != nil:
-		rec.status = statusClientClosed
+		req.status = statusClientClosed
 		return false
 	case err != nil:
-		rec.note(t, logDetail(&publicError{msg: "body broke before it was translated", cause: err}))
-		h.recordBroken(t, rec.start)
-		h.reject(w, rec, errAllFailed(rec.summary()))
+		req.note(t, logDetail(&publicError{msg: "body broke before it was translated", cause: err}))
+		h.recordBroken(t, req.start)
+		h.reject(w, req, errAllFailed(req.summary()))
 		return false
 	case len(body) > maxAnswer:
-		rec.note(t, "answer larger than 32 MiB: not translated")
-		h.reject(w, rec, errUntranslatable(errors.New("the answer is larger than 32 MiB")))
+		req.note(t, "answer larger than 32 MiB: not translated")
+		h.reject(w, req, errUntranslatable(errors.New("the answer is larger than 32 MiB")))
 		return false
 	}
 	if res.x.crosses() && res.x.upstream == dialectChat && res.resp.StatusCode/100 == 2 {
 		var estimated bool
 		body, estimated = withUsage(body, res.prompt) // see usagemeter.go
-		rec.usageEstimated = rec.usageEstimated || estimated
+		req.usageEstimated = req.usageEstimated || estimated
 	}
 	status, out := res.x.translateAnswer(res.resp.StatusCode, body)
-	rec.status = status
+	req.status = status
 	hdr := w.Header()
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(out)))
@@ -204,27 +180,12 @@ func (ew *eventWriter) Write(b []byte) (int, error) { return ew.w.Write(b) }
 func (ew *eventWriter) Flush() error                { return ew.rc.Flush() }
 
 // endWithError writes the in-band error event that ends a broken stream.
-func (h *Relay) endWithError(out pace.Output, rec *requestLog, code, msg string) {
-	rec.streamError = code
+func (h *Relay) endWithError(out pace.Output, req *requestState, code, msg string) {
+	req.streamError = code
 	e := &apiError{Status: http.StatusOK, Type: "server_error", Code: code, Message: msg}
-	if _, err := out.Write(streamErrorEvent(e, rec.dialect)); err == nil {
+	if _, err := out.Write(req.ep.errorEvent(e)); err == nil {
 		_ = out.Flush()
 	}
-}
-
-// streamErrorEvent renders an in-band error event in the client's
-// dialect, which its official SDKs raise as an API error: OpenAI's
-// `data: {"error":{...}}`, Anthropic's `event: error` with
-// `{"type":"error","error":{...}}`, or the Responses API's `event: error`
-// (see responsesErrorData).
-func streamErrorEvent(e *apiError, d dialect) []byte {
-	switch d {
-	case dialectMessages:
-		return sse.NewEvent("error", e.bodyIn(d)).Raw
-	case dialectResponses:
-		return sse.NewEvent("error", e.responsesErrorData()).Raw
-	}
-	return sse.AppendData(nil, e.body())
 }
 
 // upstreamOnlyHeaders describe the relay's account at the provider, not the
@@ -234,11 +195,11 @@ var upstreamOnlyHeaders = []string{"Set-Cookie", "Openai-Organization", "Openai-
 // copyHeader copies upstream response headers, except hop-by-hop ones and
 // the provider account's.
 // setRelayHeaders says which upstream and model answered, after how many
-// attempts (rec.commit has set the model).
-func setRelayHeaders(hdr http.Header, t *target, rec *requestLog) {
+// attempts (req.commit has set the model).
+func setRelayHeaders(hdr http.Header, t *target, req *requestState) {
 	hdr.Set("X-Relay-Upstream", t.up.name)
-	hdr.Set("X-Relay-Model", rec.model)
-	hdr.Set("X-Relay-Attempts", strconv.Itoa(rec.attempts))
+	hdr.Set("X-Relay-Model", req.model)
+	hdr.Set("X-Relay-Attempts", strconv.Itoa(req.attempts))
 }
 
 func copyHeader(dst, src http.Header) {

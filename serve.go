@@ -20,36 +20,35 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.servePing(w)
 		return
 	}
-	rec := newRequestLog()
-	rec.dialect = clientDialect(r.URL.Path)
-	defer h.finishRequest(r, rec)
+	ep, bad := endpointOf(r.URL)
+	req := newRequestState(ep)
+	defer h.finishRequest(r, req)
 	cw := &countingWriter{ResponseWriter: w}
-	rec.out = cw
+	req.out = cw
 	w = cw
 
 	entry, ok := h.keys.authenticate(r)
 	if !ok {
-		h.reject(w, rec, errUnauthorized)
+		h.reject(w, req, errUnauthorized)
 		return
 	}
 	key := entry.name
-	rec.key = key
+	req.key = key
 	now := time.Now()
 	if e := entry.admits(r, now); e != nil {
-		h.reject(w, rec, e)
+		h.reject(w, req, e)
 		return
 	}
 	if entry.expiresSoon(now) {
 		h.logger.Warn("key expires soon", zap.String("key", key), zap.Time("expires", entry.expires),
 			zap.Int("days_left", int(entry.expires.Sub(now).Hours()/24)))
 	}
-	rest, ok, bad := v1Rest(r.URL)
 	if bad {
-		h.reject(w, rec, errInvalidPath(r.URL.EscapedPath()))
+		h.reject(w, req, errInvalidPath(r.URL.EscapedPath()))
 		return
 	}
-	if !ok {
-		h.reject(w, rec, errUnknownURL(r.Method, r.URL.Path))
+	if ep.kind == kindUnknown {
+		h.reject(w, req, errUnknownURL(r.Method, r.URL.Path))
 		return
 	}
 	// The relay's own answers about the key and its aliases cost the
@@ -57,43 +56,43 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	// or max_concurrent, and are answered even when those are spent, which
 	// is when a client most needs to read them.
 	limits := h.keyLimits[key]
-	if rest == "balance" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		h.serveBalance(w, rec, key, limits, now)
+	if ep.kind == kindBalance && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		h.serveBalance(w, req, key, limits, now)
 		return
 	}
-	if rest == "models" || strings.HasPrefix(rest, "models/") {
-		h.serveModels(w, r, rec, rest)
+	if ep.kind == kindModels {
+		h.serveModels(w, r, req)
 		return
 	}
 	if period, over := h.overBudget(key); over {
-		h.reject(w, rec, errBudgetExceeded(key, period, now))
+		h.reject(w, req, errBudgetExceeded(key, period, now))
 		return
 	}
 	if e := limits.takeRequest(w, key, now); e != nil {
-		h.reject(w, rec, e)
+		h.reject(w, req, e)
 		return
 	}
 	if e := limits.enter(key); e != nil {
-		h.reject(w, rec, e)
+		h.reject(w, req, e)
 		return
 	}
 	defer limits.leave() // a stream is in flight until it ends
-	if isStored(rest) {
-		h.serveStored(w, r, rec, rest)
+	if ep.kind == kindStored {
+		h.serveStored(w, r, req)
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		h.reject(w, rec, errMethodNotAllowed(r.Method, r.URL.Path))
+		h.reject(w, req, errMethodNotAllowed(r.Method, r.URL.Path))
 		return
 	}
 
 	raw, buf, err := readBody(r, h.MaxBody, true)
 	if err != nil {
 		if e, ok := asAPIError(err); ok {
-			h.reject(w, rec, e)
+			h.reject(w, req, e)
 		} else {
-			rec.status = statusClientClosed // the client went away mid-body
+			req.status = statusClientClosed // the client went away mid-body
 		}
 		return
 	}
@@ -101,64 +100,60 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := parseRequestBody(raw)
 	if err != nil {
 		e, _ := asAPIError(err)
-		h.reject(w, rec, e)
+		h.reject(w, req, e)
 		return
 	}
 	body.buf = buf
-	rec.requested = body.model
+	req.requested = body.model
 	if limits != nil && limits.tokens != nil {
 		est := usage.EstimatePrompt(raw)
 		if e := limits.takeTokens(w, key, est, time.Now()); e != nil {
-			h.reject(w, rec, e)
+			h.reject(w, req, e)
 			return
 		}
-		rec.limits, rec.tokenEstimate = limits, est
+		req.limits, req.tokenEstimate = limits, est
 	}
 	rt := h.lookup(body.model)
 	if rt == nil {
-		h.reject(w, rec, errModelNotFound(body.model))
+		h.reject(w, req, errModelNotFound(body.model))
 		return
 	}
-	rec.alias = rt.alias
-	rec.stream = body.stream
-	rec.chat = rest == restChat || rest == restMessages || rest == restResponses
-	rec.chatRules = chatRules(rest)
-	rec.messages = rest == restMessages
-	rec.responses = rec.dialect == dialectResponses
+	req.alias = rt.alias
+	req.stream = body.stream
 	pol := rt.smooth
 	mode, ok, err := requestMode(r, body)
 	if err != nil {
 		e, _ := asAPIError(err)
-		h.reject(w, rec, e)
+		h.reject(w, req, e)
 		return
 	}
 	if ok {
 		pol.cfg.Mode = mode
 	}
-	rec.mode = pol.cfg.Mode.String()
+	req.mode = pol.cfg.Mode.String()
 	reason, err := requestBudget(r, rt.reason)
 	if err != nil {
 		e, _ := asAPIError(err)
-		h.reject(w, rec, e)
+		h.reject(w, req, e)
 		return
 	}
-	body.budget, rec.budget = reason.budget, reason.budget
+	body.budget, req.budget = reason.budget, reason.budget
 	pol.cfg.ReasoningBudget, pol.cfg.BudgetAction = reason.budget, reason.action
-	assembleFromStream(body, rest, reason.budget)
-	rec.effort = applyEffort(body, raw, reason.effort, rest)
+	assembleFromStream(body, ep, reason.budget)
+	req.effort = applyEffort(body, raw, reason.effort, ep)
 	switch {
-	case rec.chatRules:
-		pol.cfg.DropUsage = askForUsage(body)
-	case rec.messages, rec.responses:
-		pol.cfg.Format = rec.dialect.format()
-	default:
+	case !ep.understood():
 		// A stream the relay does not understand yet passes byte for
 		// byte: no pacing, no reasoning rules, no usage injection.
 		pol.cfg.Mode, pol.cfg.HideReasoning, pol.cfg.ReasoningBudget = pace.ModeOff, false, 0
-		rec.mode = pol.cfg.Mode.String()
+		req.mode = pol.cfg.Mode.String()
+	case ep.chatRules():
+		pol.cfg.DropUsage = askForUsage(body)
+	default:
+		pol.cfg.Format = ep.format()
 	}
-	h.newChainRun(w, r, rec, rt, body, rest, pol).run()
-	h.accountRequest(rec, raw)
+	h.newChainRun(w, r, req, rt, body, pol).run()
+	h.accountRequest(req, raw)
 }
 
 // estimateTokens answers /v1/messages/count_tokens from the relay's own
@@ -166,21 +161,12 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 // Code asks before long prompts, and a chain of Chat providers has no
 // such endpoint. The estimate is what usage accounting uses for the
 // prompt (about 2.5 % off o200k on English text).
-func (h *Relay) estimateTokens(w http.ResponseWriter, rec *requestLog, raw []byte) {
+func (h *Relay) estimateTokens(w http.ResponseWriter, req *requestState, raw []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Relay-Estimated", "true")
-	rec.status = http.StatusOK
+	req.status = http.StatusOK
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(`{"input_tokens":` + strconv.Itoa(usage.EstimatePrompt(raw)) + "}"))
-}
-
-// chatRules reports whether the relay's Chat Completions rules apply to an
-// endpoint: streams end with [DONE] (an EOF before it is a truncation),
-// usage is asked for and its chunk dropped unless the client asked, and
-// the re-pacer and reasoning rules understand the chunks. Other endpoints
-// pass byte for byte until the relay speaks their dialect.
-func chatRules(rest string) bool {
-	return rest == "chat/completions" || rest == "completions"
 }
 
 // v1Rest returns what follows the first `/v1/` of the request's path, so
@@ -273,33 +259,33 @@ func readBody(r *http.Request, limit int64, pooled bool) (b []byte, buf *bodyBuf
 }
 
 // serveModels answers GET /v1/models and GET /v1/models/<alias>.
-func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, rec *requestLog, rest string) {
+func (h *Relay) serveModels(w http.ResponseWriter, r *http.Request, req *requestState) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", http.MethodGet)
-		h.reject(w, rec, errMethodNotAllowed(r.Method, r.URL.Path))
+		h.reject(w, req, errMethodNotAllowed(r.Method, r.URL.Path))
 		return
 	}
 	body := h.modelList
-	if id, ok := strings.CutPrefix(rest, "models/"); ok {
+	if id, ok := strings.CutPrefix(req.ep.rest, restModels+"/"); ok {
 		id, _ = url.PathUnescape(id) // v1Rest checked it unescapes
 		rt, found := h.routes[id]
 		if !found {
-			h.reject(w, rec, errModelNotFound(id))
+			h.reject(w, req, errModelNotFound(id))
 			return
 		}
 		body = modelObject(rt.alias)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	rec.status = http.StatusOK
-	rec.modelList = true
+	req.status = http.StatusOK
+	req.modelList = true
 	_, _ = w.Write(body)
 }
 
 // reject answers with one of the relay's own errors.
-func (h *Relay) reject(w http.ResponseWriter, rec *requestLog, e *apiError) {
-	rec.status = e.Status
-	rec.errCode = e.Code
-	writeAPIError(w, e, rec.dialect)
+func (h *Relay) reject(w http.ResponseWriter, req *requestState, e *apiError) {
+	req.status = e.Status
+	req.errCode = e.Code
+	writeAPIError(w, e, req.ep)
 }
 
 // statusClientClosed is logged when the client went away (nginx's 499,

@@ -39,7 +39,7 @@ const maxCapture = 256 << 10
 // The copy belongs to the config, not to the request: it is cancelled when
 // the config is unloaded (a reload), and then not recorded, since the
 // shadow target did not fail.
-func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBody, rest string, client dialect) chan<- []byte {
+func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBody, ep endpoint) chan<- []byte {
 	life := h.lifetime()
 	if sr == nil || life.Err() != nil || !shadow.Sample(sr.percent, nil) {
 		return nil
@@ -54,7 +54,7 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 	release := body.buf.hold() // the copy reads the body after the handler is done
 	started := sr.runner.GoThen(func() func() {
 		ctx, cancel := context.WithTimeout(life, shadowTimeout)
-		res := shadowCall(ctx, sr.target, hdr, query, body, rest, client)
+		res := shadowCall(ctx, sr.target, hdr, query, body, ep)
 		cancel()
 		release()
 		h.inflight.leave()
@@ -71,7 +71,7 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 			select {
 			case b := <-primary:
 				if res.OK {
-					text = answerOf(b, stream, client)
+					text = answerOf(b, stream, ep.dialect)
 				}
 			case <-life.Done(): // the copy is complete: record it uncompared
 			case <-wait.C:
@@ -91,13 +91,13 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 // goes in the shadow's dialect (translated like an attempt's request); its
 // answer is read as Chat Completions (translated back if need be), the
 // form the comparison reads.
-func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, body *requestBody, rest string, client dialect) shadow.Result {
+func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, body *requestBody, ep endpoint) shadow.Result {
 	start := time.Now()
 	var res shadow.Result
-	x, ok := exchangeFor(client, rest, t.up, "")
+	x, ok := exchangeFor(ep, t.up, "")
 	x.request = body.raw
 	if !ok {
-		res.Err = "the shadow upstream speaks " + t.up.api + ", which has no /v1/" + rest
+		res.Err = "the shadow upstream speaks " + t.up.api + ", which has no /v1/" + ep.rest
 		return res
 	}
 	payload, err := body.forTarget(t, x)

@@ -62,49 +62,49 @@ func (h *Relay) overBudget(key string) (period string, over bool) {
 
 // account records a finished request's usage and cost against its key,
 // logs the budget alerts it crossed, and updates the metrics.
-func (h *Relay) account(rec *requestLog, raw json.RawMessage, estimate func() usage.Usage) {
+func (h *Relay) account(req *requestState, raw json.RawMessage, estimate func() usage.Usage) {
 	u, ok := usage.ParseUsage(raw)
 	switch {
 	case ok:
 	case estimate != nil:
 		u = estimate()
 		u.Estimated = true
-	case rec.earlier == (usage.Usage{}):
+	case req.earlier == (usage.Usage{}):
 		return
 	}
-	if rec.usageEstimated {
+	if req.usageEstimated {
 		// What the client got was the relay's estimate (usagemeter.go).
 		u.Estimated = true
-		u.Completion = max(u.Completion, rec.outEstimate)
+		u.Completion = max(u.Completion, req.outEstimate)
 	}
-	u = u.Add(rec.earlier) // streams given up for a reasoning budget failover
-	rec.usage = &u
-	if rec.tokenEstimate > 0 {
-		rec.limits.settleTokens(rec.tokenEstimate, u.Prompt+u.Completion, time.Now())
-		rec.tokenEstimate = 0 // settled
+	u = u.Add(req.earlier) // streams given up for a reasoning budget failover
+	req.usage = &u
+	if req.tokenEstimate > 0 {
+		req.limits.settleTokens(req.tokenEstimate, u.Prompt+u.Completion, time.Now())
+		req.tokenEstimate = 0 // settled
 	}
-	if rec.budget > 0 && u.Reasoning > rec.budget && !u.Estimated {
+	if req.budget > 0 && u.Reasoning > req.budget && !u.Estimated {
 		// The upstream reasoned past the budget: a non-stream answer it
 		// sent whole (only its own knob applies), or a stream (or an
 		// assembled answer) whose reasoning the relay truncated while the
 		// upstream went on.
-		h.logger.Warn("reasoning budget overrun", zap.String("key", rec.key), zap.String("alias", rec.alias),
-			zap.String("upstream", rec.upstream), zap.Int("reasoning_tokens", u.Reasoning), zap.Int("budget", rec.budget),
-			zap.Bool("stream", rec.stream))
+		h.logger.Warn("reasoning budget overrun", zap.String("key", req.key), zap.String("alias", req.alias),
+			zap.String("upstream", req.upstream), zap.Int("reasoning_tokens", u.Reasoning), zap.Int("budget", req.budget),
+			zap.Bool("stream", req.stream))
 	}
-	price, priced := h.prices.Lookup(rec.model)
+	price, priced := h.prices.Lookup(req.model)
 	if !priced {
-		price, priced = h.prices.Lookup(rec.alias)
+		price, priced = h.prices.Lookup(req.alias)
 	}
 	if priced {
-		rec.cost = price.Cost(u)
-		rec.priced = true
+		req.cost = price.Cost(u)
+		req.priced = true
 	}
-	key := rec.key
+	key := req.key
 	if key == "" {
 		key = "anonymous"
 	}
-	alerts := ledger.Add(key, rec.cost, u, time.Now())
+	alerts := ledger.Add(key, req.cost, u, time.Now())
 	if h.fleet != nil {
 		h.fleet.noteKey(key)
 	}
@@ -115,41 +115,41 @@ func (h *Relay) account(rec *requestLog, raw json.RawMessage, estimate func() us
 		}
 		logBudgetAlert(h.logger, a, false)
 	}
-	alias := rec.alias
+	alias := req.alias
 	metricTokens.WithLabelValues(key, alias, "prompt").Add(float64(u.Prompt))
 	metricTokens.WithLabelValues(key, alias, "completion").Add(float64(u.Completion))
 	metricTokens.WithLabelValues(key, alias, "reasoning").Add(float64(u.Reasoning))
 	metricTokens.WithLabelValues(key, alias, "cached").Add(float64(u.Cached))
 	metricTokens.WithLabelValues(key, alias, "cache_write").Add(float64(u.CacheWrite))
 	if priced {
-		metricCost.WithLabelValues(key).Add(rec.cost)
+		metricCost.WithLabelValues(key).Add(req.cost)
 	}
 }
 
 // accountRequest accounts a relayed request: the upstream's usage (the
 // stream's usage chunk, or the body's usage object), else an estimate
 // marked as such.
-func (h *Relay) accountRequest(rec *requestLog, raw []byte) {
-	if rec.upstream == "" || rec.status >= 300 && rec.status != statusClientClosed {
+func (h *Relay) accountRequest(req *requestState, raw []byte) {
+	if req.upstream == "" || req.status >= 300 && req.status != statusClientClosed {
 		return // nothing was generated for the client
 	}
 	var usageRaw json.RawMessage
 	outRunes := 0
 	switch {
-	case rec.smooth != nil:
-		usageRaw = rec.smooth.Usage
-		outRunes = rec.smooth.RunesOut + rec.smooth.ToolRunes
-	case rec.capture != nil:
-		usageRaw = rec.capture.usage()
+	case req.smooth != nil:
+		usageRaw = req.smooth.Usage
+		outRunes = req.smooth.RunesOut + req.smooth.ToolRunes
+	case req.capture != nil:
+		usageRaw = req.capture.usage()
 		if u := string(usageRaw); u == "" || u == "null" {
 			// A provider's own member (Groq's x_groq.usage, Moonshot's in
 			// the choice), if the answer has one.
-			usageRaw, _ = usage.ProviderUsage(rec.capture.buf.Bytes())
+			usageRaw, _ = usage.ProviderUsage(req.capture.buf.Bytes())
 		}
-		outRunes = rec.capture.buf.Len() / 2
+		outRunes = req.capture.buf.Len() / 2
 	}
 	var estimate func() usage.Usage
-	if rec.chat {
+	if req.ep.conversation() {
 		// A conversation turn is estimated, delivered whole or broken off
 		// after some of it went out (the provider generated, and bills,
 		// what it sent): the formula means nothing for other endpoints,
@@ -158,7 +158,7 @@ func (h *Relay) accountRequest(rec *requestLog, raw []byte) {
 			return usage.Usage{Prompt: usage.EstimatePrompt(raw), Completion: (outRunes + 3) / 4}
 		}
 	}
-	h.account(rec, usageRaw, estimate)
+	h.account(req, usageRaw, estimate)
 }
 
 // logBudgetAlert logs a budget alert; fleet says it was claimed for the

@@ -269,7 +269,7 @@ func (StatusHandler) CaddyModule() caddy.ModuleInfo {
 func (StatusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", http.MethodGet)
-		writeAPIError(w, errMethodNotAllowed(r.Method, r.URL.Path), dialectChat)
+		writeAPIError(w, errMethodNotAllowed(r.Method, r.URL.Path), endpoint{dialect: dialectChat})
 		return nil
 	}
 	if wantsHTML(r) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -21,13 +20,8 @@ import (
 // storedTimeout bounds one stored-response call to one upstream.
 const storedTimeout = 30 * time.Second
 
-// isStored reports a call on a stored response: responses/{id}[/...].
-func isStored(rest string) bool {
-	id, ok := strings.CutPrefix(rest, restResponses+"/")
-	return ok && id != ""
-}
-
-func (h *Relay) serveStored(w http.ResponseWriter, r *http.Request, rec *requestLog, rest string) {
+func (h *Relay) serveStored(w http.ResponseWriter, r *http.Request, req *requestState) {
+	rest := req.ep.rest
 	var ups []*upstreamRuntime
 	for _, u := range h.Upstreams {
 		if rt := h.upstreams[u.Name]; rt != nil && rt.api == apiOpenAI {
@@ -35,15 +29,15 @@ func (h *Relay) serveStored(w http.ResponseWriter, r *http.Request, rec *request
 		}
 	}
 	if len(ups) == 0 {
-		h.reject(w, rec, errNoStoredResponses(r.Method, r.URL.Path))
+		h.reject(w, req, errNoStoredResponses(r.Method, r.URL.Path))
 		return
 	}
 	body, _, err := readBody(r, h.MaxBody, false)
 	if err != nil {
 		if e, ok := asAPIError(err); ok {
-			h.reject(w, rec, e)
+			h.reject(w, req, e)
 		} else {
-			rec.status = statusClientClosed
+			req.status = statusClientClosed
 		}
 		return
 	}
@@ -52,7 +46,7 @@ func (h *Relay) serveStored(w http.ResponseWriter, r *http.Request, rec *request
 	}
 	for i, up := range ups {
 		last := i == len(ups)-1
-		if done := h.askStored(w, r, rec, up, rest, body, last); done {
+		if done := h.askStored(w, r, req, up, rest, body, last); done {
 			return
 		}
 	}
@@ -60,28 +54,28 @@ func (h *Relay) serveStored(w http.ResponseWriter, r *http.Request, rec *request
 
 // askStored sends the call to one upstream. It reports false when the
 // upstream answered 404 (or failed) and another is left to ask.
-func (h *Relay) askStored(w http.ResponseWriter, r *http.Request, rec *requestLog, up *upstreamRuntime, rest string, body []byte, last bool) bool {
+func (h *Relay) askStored(w http.ResponseWriter, r *http.Request, req *requestState, up *upstreamRuntime, rest string, body []byte, last bool) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), storedTimeout)
 	defer cancel()
-	req, err := up.newRequest(ctx, r.Method, up.url(rest, r.URL.RawQuery), r.Header, bytesPayload(body))
+	ureq, err := up.newRequest(ctx, r.Method, up.url(rest, r.URL.RawQuery), r.Header, bytesPayload(body))
 	if err != nil {
-		h.reject(w, rec, errStoredFailed(up.name, err))
+		h.reject(w, req, errStoredFailed(up.name, err))
 		return true
 	}
-	resp, err := up.transport.RoundTrip(req)
+	resp, err := up.transport.RoundTrip(ureq)
 	if err != nil {
 		if !last {
 			return false
 		}
-		h.reject(w, rec, errStoredFailed(up.name, err))
+		h.reject(w, req, errStoredFailed(up.name, err))
 		return true
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound && !last {
 		return false
 	}
-	rec.upstream = up.name
-	rec.status = resp.StatusCode
+	req.upstream = up.name
+	req.status = resp.StatusCode
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	// A background response is retrieved as a stream (?stream=true):
@@ -98,7 +92,7 @@ func (h *Relay) askStored(w http.ResponseWriter, r *http.Request, rec *requestLo
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				rec.streamError = "upstream_broken"
+				req.streamError = "upstream_broken"
 			}
 			return true
 		}

@@ -40,13 +40,13 @@ type Pacer struct {
 	ev                      pendingEvent
 
 	rec          *smoothness.Recorder
-	bufs         *buffers // where the buffers above go back on Release
-	hiding       bool     // reasoning is being dropped: HideReasoning, or a truncating budget ran out
-	reasoningTok int      // estimated reasoning tokens so far, counted with a budget only
-	passThrough  bool     // a Chat stream sent as it came: ClassifyCount suffices, and pass
-	passed       bool     // out holds what pass sent since the last Next
-	answerSeen   bool     // answer text has been queued
-	overBudget   bool     // the reasoning budget ran out (failover or error)
+	bufs         *buffers    // where the buffers above go back on Release
+	hiding       bool        // reasoning is being dropped: HideReasoning, or a truncating budget ran out
+	reasoning    BudgetCount // the reasoning budget's count
+	passThrough  bool        // a Chat stream sent as it came: ClassifyCount suffices, and pass
+	passed       bool        // out holds what pass sent since the last Next
+	answerSeen   bool        // answer text has been queued
+	overBudget   bool        // the reasoning budget ran out (failover or error)
 	usage        []byte
 	usageStd     bool // usage holds a standard (top-level) usage object, not a provider's
 	toolRunes    int  // tool call argument runes (Chat), for the usage estimate
@@ -150,6 +150,7 @@ func NewPacer(cfg Config) *Pacer {
 		p.lanes[laneReasoning].hold = reasoningHold
 	}
 	p.msg.dropIdx, p.msg.thinkIdx = -1, -1
+	p.reasoning = BudgetCount{Limit: cfg.ReasoningBudget, Action: cfg.BudgetAction}
 	// A Chat stream sent as it came needs no chunk's text, only its
 	// kind and size (see ClassifyCount).
 	p.passThrough = cfg.Format == FormatChat && cfg.Mode == ModeOff && !cfg.HideReasoning && cfg.ReasoningBudget <= 0
@@ -191,8 +192,12 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 		p.lastLane = chunkLane(&c)
 		p.tl.add(now, false, p.lastLane, visible)
 	}
-	if c.ReasoningRunes > 0 && p.cfg.ReasoningBudget > 0 {
-		p.countReasoning(&c)
+	switch p.reasoning.Count(&c, p.answerSeen) {
+	case BudgetEnd:
+		p.overBudget = true
+		p.hiding = true // nothing more of it goes out while the stream ends
+	case BudgetLeaveOut:
+		p.hiding = true
 	}
 	if c.AnswerRunes > 0 {
 		p.answerSeen = true
@@ -295,35 +300,6 @@ func emptyArray(v []byte) (empty, ok bool) {
 		return false, false
 	}
 	return jsonscan.SkipWS(v, 1) == len(v)-1, true
-}
-
-// countReasoning adds an event's reasoning to the budget count and
-// applies the budget's action once it runs out.
-func (p *Pacer) countReasoning(c *Chunk) {
-	p.reasoningTok += ReasoningTokens(c)
-	if p.cfg.ReasoningBudget <= 0 || p.reasoningTok <= p.cfg.ReasoningBudget || p.overBudget {
-		return
-	}
-	switch {
-	case p.cfg.BudgetAction == BudgetError,
-		p.cfg.BudgetAction == BudgetFailover && !p.answerSeen:
-		p.overBudget = true
-		p.hiding = true // nothing more of it goes out while the stream ends
-	default:
-		p.hiding = true
-	}
-}
-
-// ReasoningTokens is what a reasoning budget counts for one chunk that
-// carries reasoning (ReasoningRunes > 0): the token estimate of its text,
-// or a quarter of its runes when the text was not decoded. The relay's
-// non-stream answers built from a stream count with it too, so a budget
-// cuts both at the same point.
-func ReasoningTokens(c *Chunk) int {
-	if c.Kind == KindText && c.Channel == ChanReasoning {
-		return max(1, usage.EstimateTokens(c.Text))
-	}
-	return max(1, (c.ReasoningRunes+3)/4)
 }
 
 // OverBudget reports whether the reasoning budget ran out with the error

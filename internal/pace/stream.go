@@ -21,7 +21,9 @@ type Source interface {
 	Next() (sse.Event, error)
 }
 
-// End says how a stream ended.
+// End says how a stream ended: the one classification of the relay's
+// stream readers, Run (a stream relayed to the client) and the relay's
+// answers assembled from a stream.
 type End uint8
 
 const (
@@ -31,6 +33,13 @@ const (
 	EndBroken                     // reading the upstream failed (Result.Err)
 	EndClientGone                 // the client went away; nothing more can be written
 	EndReasoningBudget            // the reasoning budget ran out (action error or failover)
+	// EndErrorEvent: the upstream's own in-band error event ended the
+	// stream. Run forwards the event and reads on (Result.SawError); a
+	// reader that assembles the answer stops at it.
+	EndErrorEvent
+	// EndTooLarge: the stream outgrew what its reader holds in memory
+	// (an answer assembled whole); Run holds no answer and never ends so.
+	EndTooLarge
 )
 
 // Result is how a stream ended, with its figures.
