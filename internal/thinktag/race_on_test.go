@@ -1,0 +1,5 @@
+//go:build race
+
+package thinktag
+
+const raceEnabled = true
