@@ -103,22 +103,36 @@ func TestKeyRateLimitDrivesSDKRetry(t *testing.T) {
 	}`, up.v1()))
 	// Empty the bucket: its whole minute, and whatever refilled while the
 	// requests ran (on a loaded machine they may take a second or more),
-	// until the relay refuses one. The SDK's call then starts on an empty
+	// until the relay refuses one and asks for a wait of 2s or more (a
+	// refusal just before the next request's turn asks for less: that
+	// turn is taken first). The SDK's call then starts on an empty
 	// bucket, whatever the machine's speed.
-	served := 0
-	for range 40 {
+	served, refused := 0, false
+	var wait time.Duration
+	var refusedAt time.Time
+	for range 60 {
 		resp := post(t, chatBody, "Authorization", "Bearer sk-rpm")
 		readAll(t, resp)
 		if resp.StatusCode == http.StatusTooManyRequests {
-			break
+			refused = true
+			ms, err := strconv.Atoi(resp.Header.Get("Retry-After-Ms"))
+			if err != nil {
+				t.Fatalf("a 429 without Retry-After-Ms: %v", resp.Header)
+			}
+			if wait = time.Duration(ms) * time.Millisecond; wait >= 2*time.Second {
+				refusedAt = time.Now()
+				break
+			}
+			time.Sleep(wait)
+			continue
 		}
 		if resp.StatusCode != 200 {
 			t.Fatalf("request %d: %d", served+1, resp.StatusCode)
 		}
 		served++
 	}
-	if served < 20 || served == 40 {
-		t.Fatalf("%d requests served before the first 429, want 20 or a few more", served)
+	if served < 20 || refusedAt.IsZero() || !refused {
+		t.Fatalf("%d requests served, refused %v, last wait %v: want 20 or a few more, then a 429 asking for 2s or more", served, refused, wait)
 	}
 	client := openai.NewClient(option.WithBaseURL(relayBase+"/v1/"), option.WithAPIKey("sk-rpm"), option.WithMaxRetries(2))
 	start := time.Now()
@@ -134,10 +148,11 @@ func TestKeyRateLimitDrivesSDKRetry(t *testing.T) {
 	if c.Choices[0].Message.Content != "hello" || raw.Header.Get("X-Ratelimit-Limit-Requests") != "20" {
 		t.Errorf("answer %+v, headers %v", c, raw.Header)
 	}
-	// A request every 3s: the SDK waited about that (not its own
-	// backoff, not a minute), then succeeded on its first retry.
-	if took < 2500*time.Millisecond || took > 8*time.Second {
-		t.Errorf("the SDK's call took %v; want about the 3s the headers asked for", took)
+	// A request every 3s: the SDK waited what the headers asked for
+	// (what was left of the last refusal's wait, not its own backoff,
+	// not a minute), then succeeded on its first retry.
+	if left := wait - start.Sub(refusedAt); took < left-250*time.Millisecond || took > 8*time.Second {
+		t.Errorf("the SDK's call took %v; want about the %v left of the %v the headers asked for", took, left, wait)
 	}
 	if n := len(up.requests()); n != served+1 {
 		t.Errorf("upstream got %d requests, want %d", n, served+1)
