@@ -140,10 +140,7 @@ func (h *Relay) lateAnswer(w http.ResponseWriter, rec *requestLog, t *target, re
 		case dialectMessages:
 			ev = sse.NewEvent("error", body).Raw
 		case dialectResponses:
-			var e errorObject
-			_ = json.Unmarshal(probe.Error, &e)
-			ae := &apiError{Type: e.Type, Code: e.Code, Message: e.Message}
-			ev = sse.NewEvent("error", ae.responsesErrorData()).Raw
+			ev = sse.NewEvent("error", apiErrorIn(probe.Error).responsesErrorData()).Raw
 		}
 		if _, err := out.Write(ev); err == nil {
 			_ = out.Flush()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
@@ -154,7 +155,7 @@ func (a *answerText) addStream(r io.Reader, d dialect, onData func()) {
 		}
 	}
 	if d == dialectMessages {
-		src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{IncludeUsage: true})
+		src = anthropic.ToChatStream(src, chat.Options{IncludeUsage: true})
 	}
 	for {
 		ev, err := src.Next()
@@ -252,7 +253,7 @@ func chatAnswer(b []byte, d dialect) []byte {
 	if d != dialectMessages {
 		return b
 	}
-	if out, err := anthropic.ToChatResponse(b, 0); err == nil {
+	if out, err := anthropic.ToChatResponse(b, chat.Options{}); err == nil {
 		return out
 	}
 	return b
