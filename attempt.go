@@ -307,8 +307,8 @@ func isEventStream(h http.Header) bool {
 	if len(ct) < len(sseType) || !strings.EqualFold(ct[:len(sseType)], sseType) {
 		return false
 	}
-	rest := strings.TrimSpace(ct[len(sseType):])
-	return rest == "" || rest[0] == ';'
+	params := strings.TrimSpace(ct[len(sseType):])
+	return params == "" || params[0] == ';'
 }
 
 // bodyReaders pools the buffered readers of non-stream bodies: the relay

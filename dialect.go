@@ -21,8 +21,9 @@ import (
 // budgets, usage, metrics) sees the client's dialect only.
 //
 // The wire formats themselves live in pure packages
-// (internal/dialect/anthropic, internal/pace, internal/sse); this file
-// only chooses between them.
+// (internal/dialect/chat, anthropic and responses, each with the same
+// codec surface; internal/pace, internal/sse); this file only chooses
+// between them, through one table (codecs).
 type dialect uint8
 
 const (
@@ -141,17 +142,6 @@ func exchangeFor(ep endpoint, up *upstreamRuntime, reasoningField string) (x exc
 	return x, true
 }
 
-// format is the pacer's view of a client dialect.
-func (d dialect) format() pace.Format {
-	switch d {
-	case dialectMessages:
-		return pace.FormatMessages
-	case dialectResponses:
-		return pace.FormatResponses
-	}
-	return pace.FormatChat
-}
-
 // untranslatableError is a request a translator refused: valid in the
 // client's dialect, but a field the upstream's dialect cannot express
 // without changing the answer. The target is skipped (the next one may
@@ -169,6 +159,19 @@ type invalidRequestError struct{ param, msg string }
 
 func (e *invalidRequestError) Error() string { return e.msg }
 
+// codecs is each dialect's translations to and from Chat Completions,
+// the pivot (see chat.Codec): a request goes client → Chat → upstream, an
+// answer upstream → Chat → client. Chat's own is the identity. A new
+// dialect is a package with the same surface and one entry here.
+var codecs = [...]chat.Codec{
+	dialectChat:      chat.Pivot,
+	dialectMessages:  anthropic.Codec,
+	dialectResponses: responses.Codec,
+}
+
+// codec is d's entry in codecs.
+func (d dialect) codec() *chat.Codec { return &codecs[d] }
+
 // translateRequest turns a client body (already given the target's model)
 // into the upstream's dialect, through Chat Completions. Refusals are
 // *invalidRequestError or *untranslatableError.
@@ -176,32 +179,26 @@ func (x exchange) translateRequest(b []byte) ([]byte, error) {
 	if !x.crosses() {
 		return b, nil
 	}
-	opt := anthropic.ChatRequestOptions{MaxTokensField: "max_tokens"}
+	opt := chat.Options{MaxTokensField: "max_tokens"}
 	if x.api == apiOpenAI {
 		// OpenAI's reasoning models refuse max_tokens.
 		opt.MaxTokensField = "max_completion_tokens"
 	}
-	var err error
+	b, err := x.client.codec().ToChatRequest(b, opt)
 	// own: err comes from the translator that reads the client's own
 	// dialect. Only it can tell the client's request invalid: a member
 	// the second step (Chat → Messages, for a Responses client) finds at
 	// fault is the first step's Chat, which the client never wrote.
 	own := true
-	switch x.client { // client → Chat
-	case dialectMessages:
-		b, err = anthropic.ToChatRequest(b, opt)
-	case dialectResponses:
-		b, err = responses.ToChatRequest(b, responses.ChatRequestOptions{MaxTokensField: opt.MaxTokensField})
-	}
-	if err == nil && x.upstream == dialectMessages { // Chat → upstream
-		b, err = anthropic.FromChatRequest(b)
+	if err == nil {
+		b, err = x.upstream.codec().FromChatRequest(b, opt)
 		own = x.client == dialectChat
 	}
-	if re, ok := errors.AsType[*anthropic.RequestError](err); ok {
+	if re, ok := errors.AsType[*chat.RequestError](err); ok {
 		return nil, x.refused(re.Param, re.Message, re.Invalid && own)
 	}
-	if re, ok := errors.AsType[*responses.RequestError](err); ok {
-		return nil, x.refused(re.Param, re.Message, re.Invalid && own)
+	if errors.Is(err, chat.ErrNotSupported) {
+		return nil, &untranslatableError{err.Error() + " (translating for an api " + x.api + " upstream)"}
 	}
 	return b, err
 }
@@ -224,16 +221,11 @@ func (x exchange) refused(param, msg string, invalid bool) error {
 // asked.
 func (x exchange) translateStream(src pace.Source, model string, includeUsage bool, inputTokens int) pace.Source {
 	if x.crosses() {
-		if x.upstream == dialectMessages { // upstream → Chat
-			src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{Model: model, Created: time.Now().Unix(),
-				IncludeUsage: includeUsage || x.client != dialectChat, KeepPauseTurn: x.client == dialectResponses})
-		}
-		switch x.client { // Chat → client
-		case dialectMessages:
-			src = anthropic.MessagesStream(src, anthropic.MessagesStreamOptions{Model: model, InputTokens: inputTokens})
-		case dialectResponses:
-			src = responses.ResponsesStream(src, responses.StreamOptions{Created: time.Now().Unix(), Request: x.request})
-		}
+		opt := chat.Options{Model: model, Created: time.Now().Unix(), Request: x.request,
+			IncludeUsage: includeUsage || x.client != dialectChat, KeepPauseTurn: x.client == dialectResponses,
+			InputTokens: inputTokens}
+		src = x.upstream.codec().ToChatStream(src, opt)
+		src = x.client.codec().FromChatStream(src, opt)
 	}
 	if x.reasoningField != "" {
 		src = &renamingSource{src: src, to: x.reasoningField}
@@ -262,11 +254,7 @@ func (r *renamingSource) Next() (sse.Event, error) {
 }
 
 // BeforeRead forwards the pacer's per-read hook (see pace.Run).
-func (r *renamingSource) BeforeRead(f func()) {
-	if br, ok := r.src.(interface{ BeforeRead(func()) }); ok {
-		br.BeforeRead(f)
-	}
-}
+func (r *renamingSource) BeforeRead(f func()) { sse.ForwardBeforeRead(r.src, f) }
 
 // translateAnswer turns a whole (non-stream) upstream answer into the
 // client's dialect: a 2xx body is a response object, anything else an
@@ -285,30 +273,15 @@ func (x exchange) translateBody(status int, body []byte) (int, []byte) {
 	if !x.crosses() {
 		return status, body
 	}
-	ok := status >= 200 && status < 300
-	var err error
-	if x.upstream == dialectMessages { // upstream → Chat
-		if ok {
-			body, err = anthropic.ToChatResponseWith(body, anthropic.ChatResponseOptions{Created: time.Now().Unix(), KeepPauseTurn: x.client == dialectResponses})
-		} else {
-			status, body = anthropic.ToChatError(status, body)
-		}
+	up, client := x.upstream.codec(), x.client.codec()
+	if status < 200 || status >= 300 {
+		status, body = up.ToChatError(status, body)
+		return client.FromChatError(status, body)
 	}
+	opt := chat.Options{Created: time.Now().Unix(), Request: x.request, KeepPauseTurn: x.client == dialectResponses}
+	body, err := up.ToChatResponse(body, opt)
 	if err == nil {
-		switch x.client { // Chat → client
-		case dialectMessages:
-			if ok {
-				body, err = anthropic.FromChatResponse(body)
-			} else {
-				status, body = anthropic.FromChatError(status, body)
-			}
-		case dialectResponses:
-			if ok {
-				body, err = responses.FromChatResponse(body, responses.ResponseOptions{Created: time.Now().Unix(), Request: x.request})
-			} else {
-				status, body = responses.FromChatError(status, body)
-			}
-		}
+		body, err = client.FromChatResponse(body, opt)
 	}
 	if err != nil {
 		return http.StatusBadGateway, errUntranslatable(err).bodyIn(x.client)

@@ -1,7 +1,6 @@
 package llmrelay
 
 import (
-	"encoding/json"
 	"net/url"
 	"strings"
 
@@ -92,6 +91,50 @@ func endpointOf(u *url.URL) (ep endpoint, bad bool) {
 		ep.kind = kindPassthrough
 	}
 	return ep, false
+}
+
+// v1Rest returns what follows the first `/v1/` of the request's path, so
+// the relay works both at the site root and under a `handle /prefix/*`
+// block. rest is taken from the path as the client escaped it, which is
+// how it is sent upstream: decoding first would turn `%2F` into a path
+// separator and `%3F` into a query. bad reports a rest the relay refuses
+// to forward: a dot segment (`..`, `%2e%2e`, `.`), which would climb
+// out of the upstream's base path, or an encoded `/`, `?`, `#` or `\`,
+// or a raw `\`.
+func v1Rest(u *url.URL) (rest string, ok, bad bool) {
+	path := u.EscapedPath()
+	i := strings.Index(path, "/v1/")
+	if i < 0 {
+		return "", false, false
+	}
+	rest = path[i+len("/v1/"):]
+	if rest == "" {
+		return "", false, false
+	}
+	if strings.ContainsRune(rest, '\\') {
+		return "", false, true
+	}
+	for _, enc := range []string{"%2f", "%3f", "%23", "%5c"} {
+		if containsFold(rest, enc) {
+			return "", false, true
+		}
+	}
+	for seg := range strings.SplitSeq(rest, "/") {
+		if dec, err := url.PathUnescape(seg); err != nil || dec == "." || dec == ".." {
+			return "", false, true
+		}
+	}
+	return rest, true, false
+}
+
+// containsFold reports whether s contains the ASCII string sub, in any case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // clientDialect is the dialect of a client request, by its path: Anthropic
@@ -245,10 +288,7 @@ func (e endpoint) upstreamErrorEvent(body, errObj []byte) []byte {
 	case dialectMessages:
 		return sse.NewEvent("error", body).Raw
 	case dialectResponses:
-		var o errorObject
-		_ = json.Unmarshal(errObj, &o)
-		ae := &apiError{Type: o.Type, Code: o.Code, Message: o.Message}
-		return sse.NewEvent("error", ae.responsesErrorData()).Raw
+		return sse.NewEvent("error", apiErrorIn(errObj).responsesErrorData()).Raw
 	}
 	return sse.AppendData(nil, body)
 }

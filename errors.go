@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
-// apiError is an error the relay answers itself, in OpenAI's error shape:
-// {"error":{"message","type","param","code"}}. Any OpenAI SDK turns it into
-// its usual typed error (AuthenticationError, NotFoundError, ...).
+// apiError is an error the relay answers itself, in OpenAI's error shape
+// (chat.ErrorBody): {"error":{"message","type","param","code"}}. Any
+// OpenAI SDK turns it into its usual typed error (AuthenticationError,
+// NotFoundError, ...).
 type apiError struct {
 	Status  int
 	Message string
@@ -35,15 +37,6 @@ type apiError struct {
 	// messagesBody is an upstream's own Anthropic error body, given to a
 	// Messages client as it is (see upstreamError).
 	messagesBody []byte
-}
-
-// errorObject is the wire form of an error, shared with the in-band stream
-// error event.
-type errorObject struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    string  `json:"code"`
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -157,10 +150,26 @@ func errUpstreamTimeout(summary string) *apiError {
 
 // body renders {"error":{...}}.
 func (e *apiError) body() []byte {
-	b, _ := json.Marshal(struct {
-		Error errorObject `json:"error"`
-	}{errorObject{Message: e.Message, Type: e.Type, Param: e.param(), Code: e.Code}})
+	b, _ := json.Marshal(chat.ErrorBody{Error: e.object()})
 	return b
+}
+
+// object is e in OpenAI's shape, shared with the in-band stream error
+// event.
+func (e *apiError) object() chat.ErrorObject {
+	return chat.ErrorObject{Message: e.Message, Type: e.Type, Param: e.param(), Code: &e.Code}
+}
+
+// apiErrorIn reads the error object of an answer in OpenAI's shape (its
+// "error" member): its type, code and message.
+func apiErrorIn(raw json.RawMessage) *apiError {
+	var o chat.ErrorObject
+	_ = json.Unmarshal(raw, &o) // what did not decode stays empty
+	e := &apiError{Type: o.Type, Message: o.Message}
+	if o.Code != nil {
+		e.Code = *o.Code
+	}
+	return e
 }
 
 // param is e.Param as the wire has it: null when there is none.
@@ -181,7 +190,7 @@ func (e *apiError) bodyIn(d dialect) []byte {
 	if e.messagesBody != nil {
 		return e.messagesBody
 	}
-	b, _ := json.Marshal(messagesError{Type: "error", Error: messagesErrorObject{Type: e.messagesType(), Message: e.Message}})
+	b, _ := json.Marshal(anthropic.ErrorBody{Type: "error", Error: anthropic.ErrorObject{Type: e.messagesType(), Message: e.Message}})
 	return b
 }
 
@@ -194,24 +203,13 @@ func (e *apiError) bodyIn(d dialect) []byte {
 // the upstream's numbering it cannot see (SDKs do not require it).
 func (e *apiError) responsesErrorData() []byte {
 	b, _ := json.Marshal(struct {
-		Type    string      `json:"type"`
-		Code    string      `json:"code,omitempty"`
-		Message string      `json:"message"`
-		Param   *string     `json:"param"`
-		Error   errorObject `json:"error"`
-	}{"error", e.Code, e.Message, e.param(), errorObject{Message: e.Message, Type: e.Type, Param: e.param(), Code: e.Code}})
+		Type    string           `json:"type"`
+		Code    string           `json:"code,omitempty"`
+		Message string           `json:"message"`
+		Param   *string          `json:"param"`
+		Error   chat.ErrorObject `json:"error"`
+	}{"error", e.Code, e.Message, e.param(), e.object()})
 	return b
-}
-
-// messagesError is Anthropic's error shape, for bodies and `event: error`.
-type messagesError struct {
-	Type  string              `json:"type"`
-	Error messagesErrorObject `json:"error"`
-}
-
-type messagesErrorObject struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
 }
 
 // messagesType is the Anthropic error type of one of the relay's errors:
@@ -380,14 +378,14 @@ func upstreamErrorOf(b []byte) *apiError {
 	switch {
 	case anthropicShape:
 		e.Status, e.Code = anthropicStatus(o.Type), o.Type
-		e.Type = anthropic.ChatErrorType(e.Status)
+		e.Type = chat.ErrorType(e.Status)
 	case code == codeInsufficientQuota || o.Type == codeInsufficientQuota:
 		e.Status, e.Type, e.Code, e.NoRetry = http.StatusTooManyRequests, codeInsufficientQuota, codeInsufficientQuota, true
 	case code == "rate_limit_exceeded" || o.Type == "rate_limit_error":
 		e.Status = http.StatusTooManyRequests
 	}
 	if e.Type == "" {
-		e.Type = anthropic.ChatErrorType(e.Status)
+		e.Type = chat.ErrorType(e.Status)
 	}
 	if e.Code == "" {
 		e.Code = "upstream_error"

@@ -169,50 +169,6 @@ func (h *Relay) estimateTokens(w http.ResponseWriter, req *requestState, raw []b
 	_, _ = w.Write([]byte(`{"input_tokens":` + strconv.Itoa(usage.EstimatePrompt(raw)) + "}"))
 }
 
-// v1Rest returns what follows the first `/v1/` of the request's path, so
-// the relay works both at the site root and under a `handle /prefix/*`
-// block. rest is taken from the path as the client escaped it, which is
-// how it is sent upstream: decoding first would turn `%2F` into a path
-// separator and `%3F` into a query. bad reports a rest the relay refuses
-// to forward: a dot segment (`..`, `%2e%2e`, `.`), which would climb
-// out of the upstream's base path, or an encoded `/`, `?`, `#` or `\`,
-// or a raw `\`.
-func v1Rest(u *url.URL) (rest string, ok, bad bool) {
-	path := u.EscapedPath()
-	i := strings.Index(path, "/v1/")
-	if i < 0 {
-		return "", false, false
-	}
-	rest = path[i+len("/v1/"):]
-	if rest == "" {
-		return "", false, false
-	}
-	if strings.ContainsRune(rest, '\\') {
-		return "", false, true
-	}
-	for _, enc := range []string{"%2f", "%3f", "%23", "%5c"} {
-		if containsFold(rest, enc) {
-			return "", false, true
-		}
-	}
-	for seg := range strings.SplitSeq(rest, "/") {
-		if dec, err := url.PathUnescape(seg); err != nil || dec == "." || dec == ".." {
-			return "", false, true
-		}
-	}
-	return rest, true, false
-}
-
-// containsFold reports whether s contains the ASCII string sub, in any case.
-func containsFold(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
-			return true
-		}
-	}
-	return false
-}
-
 // readBody reads at most limit bytes of the request body. With pooled, a
 // body whose length is known and large goes into a pooled buffer, returned
 // held once (see bodyBuffer); buf is nil otherwise.

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
-	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
@@ -71,7 +70,7 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 			select {
 			case b := <-primary:
 				if res.OK {
-					text = answerOf(b, stream, ep.dialect)
+					text = readAnswer(bytes.NewReader(b), stream, ep.dialect, func() {}).text
 				}
 			case <-life.Done(): // the copy is complete: record it uncompared
 			case <-wait.C:
@@ -118,9 +117,9 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 	}
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
-	var text answerText
+	var a shadowAnswer
 	if isEventStream(resp.Header) {
-		text.addStream(io.LimitReader(resp.Body, 16<<20), x.upstream, func() {
+		a = readAnswer(io.LimitReader(resp.Body, 16<<20), true, x.upstream, func() {
 			if res.TTFT == 0 {
 				res.TTFT = time.Since(start)
 			}
@@ -128,195 +127,69 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 	} else {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxCapture))
 		res.TTFT = time.Since(start)
-		text.addWhole(b, x.upstream)
+		a = readAnswer(bytes.NewReader(b), false, x.upstream, nil)
 	}
 	res.Duration = time.Since(start)
-	res.OK = resp.StatusCode < 300 && text.sawAnswer
-	res.Text = text.b.String()
-	res.CompletionTokens, res.ReasoningTokens = text.completion, text.reasoning
+	res.OK = resp.StatusCode < 300 && a.saw
+	res.Text = a.text
+	res.CompletionTokens, res.ReasoningTokens = a.completion, a.reasoning
 	return res
 }
 
-// addStream reads a whole stream in dialect d, as Chat Completions chunks;
-// onData is called at each chunk.
-func (a *answerText) addStream(r io.Reader, d dialect, onData func()) {
-	var src pace.Source = sse.NewReader(r, 0)
-	if d == dialectResponses {
+// shadowAnswer is what the comparison reads of an answer.
+type shadowAnswer struct {
+	text                  string // the content, at most maxCapture bytes
+	completion, reasoning int    // from its usage
+	saw                   bool   // it was an answer: a chunk, or a completion with a choice
+}
+
+// readAnswer reads an answer in dialect d, a stream or a whole body, as
+// Chat Completions: translated by d's codec (ToChatStream,
+// ToChatResponse) and put together by a chat.Assembler, the same whatever
+// the dialect. onChunk is called at each chunk of a stream.
+func readAnswer(r io.Reader, stream bool, d dialect, onChunk func()) shadowAnswer {
+	var asm chat.Assembler
+	var a shadowAnswer
+	if stream {
+		src := d.codec().ToChatStream(sse.NewReader(r, 0), chat.Options{IncludeUsage: true})
 		for {
 			ev, err := src.Next()
 			if err != nil {
-				return
+				break // the end, a break, or an event that does not translate: what came before counts
 			}
-			if ev.HasData {
-				onData()
-				a.addResponsesEvent(ev.Data)
-			}
-		}
-	}
-	if d == dialectMessages {
-		src = anthropic.ChatStream(src, anthropic.ChatStreamOptions{IncludeUsage: true})
-	}
-	for {
-		ev, err := src.Next()
-		if err != nil {
-			return
-		}
-		if !ev.HasData || ev.IsDone() {
-			continue
-		}
-		onData()
-		a.addChunk(ev.Data)
-	}
-}
-
-// addWhole reads a whole (non-stream) answer in dialect d.
-func (a *answerText) addWhole(b []byte, d dialect) {
-	if d == dialectResponses {
-		a.addResponse(b)
-		return
-	}
-	a.addMessage(chatAnswer(b, d))
-}
-
-// responsesUsage is the usage of a Responses answer.
-type responsesUsage struct {
-	OutputTokens        int `json:"output_tokens"`
-	OutputTokensDetails struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
-}
-
-// responseJSON is the part of a Responses response object the comparison
-// reads: its output text and usage.
-type responseJSON struct {
-	Output []struct {
-		Type    string `json:"type"`
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	} `json:"output"`
-	Usage *responsesUsage `json:"usage"`
-}
-
-// addResponse reads a whole Responses response object.
-func (a *answerText) addResponse(b []byte) {
-	var r responseJSON
-	if json.Unmarshal(b, &r) != nil {
-		return
-	}
-	a.sawAnswer = true
-	for _, it := range r.Output {
-		for _, c := range it.Content {
-			if it.Type == "message" && c.Type == "output_text" && a.b.Len() < maxCapture {
-				a.b.WriteString(c.Text)
+			if ev.HasData && !ev.IsDone() {
+				onChunk()
+				a.saw = asm.Add(ev.Data, 0, false) || a.saw
 			}
 		}
-	}
-	a.responsesUsage(r.Usage)
-}
-
-// addResponsesEvent reads one Responses stream event: text deltas, and the
-// usage of the final response.
-func (a *answerText) addResponsesEvent(data []byte) {
-	var ev struct {
-		Type     string        `json:"type"`
-		Delta    string        `json:"delta"`
-		Response *responseJSON `json:"response"`
-	}
-	if json.Unmarshal(data, &ev) != nil {
-		return
-	}
-	a.sawAnswer = true
-	switch ev.Type {
-	case "response.output_text.delta":
-		if a.b.Len() < maxCapture {
-			a.b.WriteString(ev.Delta)
-		}
-	case "response.completed", "response.incomplete":
-		if ev.Response != nil {
-			a.responsesUsage(ev.Response.Usage)
+	} else if b, err := io.ReadAll(r); err == nil {
+		if out, err := d.codec().ToChatResponse(b, chat.Options{}); err == nil {
+			asm.AddCompletion(out)
 		}
 	}
-}
-
-func (a *answerText) responsesUsage(u *responsesUsage) {
-	if u != nil {
-		a.completion, a.reasoning = u.OutputTokens, u.OutputTokensDetails.ReasoningTokens
+	c := asm.Completion(0, false)
+	if !stream {
+		a.saw = len(c.Choices) > 0
 	}
-}
-
-// chatAnswer is a whole answer in dialect d as a chat.completion (or as it
-// was, when it does not translate).
-func chatAnswer(b []byte, d dialect) []byte {
-	if d != dialectMessages {
-		return b
+	if len(c.Choices) > 0 && c.Choices[0].Message.Content != nil {
+		a.text = *c.Choices[0].Message.Content
+		if len(a.text) > maxCapture {
+			a.text = strings.ToValidUTF8(a.text[:maxCapture], "")
+		}
 	}
-	if out, err := anthropic.ToChatResponse(b, 0); err == nil {
-		return out
+	var u usageJSON
+	if json.Unmarshal(c.Usage, &u) == nil {
+		a.completion, a.reasoning = u.CompletionTokens, u.CompletionTokensDetails.ReasoningTokens
 	}
-	return b
+	return a
 }
 
-// answerText collects the answer text and usage of a chat completion, from
-// stream chunks or a whole response.
-type answerText struct {
-	b                     strings.Builder
-	completion, reasoning int
-	sawAnswer             bool
-}
-
+// usageJSON is the part of a Chat usage object the comparison reads.
 type usageJSON struct {
 	CompletionTokens        int `json:"completion_tokens"`
 	CompletionTokensDetails struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details"`
-}
-
-func (a *answerText) addChunk(data []byte) {
-	var c struct {
-		Choices []struct {
-			Delta struct {
-				Content *string `json:"content"`
-			} `json:"delta"`
-		} `json:"choices"`
-		Usage *usageJSON `json:"usage"`
-	}
-	if json.Unmarshal(data, &c) != nil {
-		return
-	}
-	a.sawAnswer = true
-	for _, ch := range c.Choices {
-		if ch.Delta.Content != nil && a.b.Len() < maxCapture {
-			a.b.WriteString(*ch.Delta.Content)
-		}
-	}
-	a.usage(c.Usage)
-}
-
-func (a *answerText) addMessage(b []byte) {
-	var c struct {
-		Choices []struct {
-			Message struct {
-				Content *string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-		Usage *usageJSON `json:"usage"`
-	}
-	if json.Unmarshal(b, &c) != nil {
-		return
-	}
-	a.sawAnswer = len(c.Choices) > 0
-	if len(c.Choices) > 0 && c.Choices[0].Message.Content != nil {
-		a.b.WriteString(*c.Choices[0].Message.Content)
-	}
-	a.usage(c.Usage)
-}
-
-func (a *answerText) usage(u *usageJSON) {
-	if u != nil {
-		a.completion, a.reasoning = u.CompletionTokens, u.CompletionTokensDetails.ReasoningTokens
-	}
 }
 
 // captureWriter keeps the first bytes of the client's answer (for the
@@ -367,15 +240,3 @@ func (cw *captureWriter) usage() json.RawMessage {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (cw *captureWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
-
-// answerOf extracts the answer text from what the client got, in the
-// client's dialect.
-func answerOf(captured []byte, stream bool, d dialect) string {
-	var a answerText
-	if !stream {
-		a.addWhole(captured, d)
-		return a.b.String()
-	}
-	a.addStream(bytes.NewReader(captured), d, func() {})
-	return a.b.String()
-}

@@ -75,11 +75,7 @@ func (m *usageMeter) Next() (sse.Event, error) {
 }
 
 // BeforeRead forwards the pacer's per-read hook (see pace.Run).
-func (m *usageMeter) BeforeRead(f func()) {
-	if br, ok := m.src.(interface{ BeforeRead(func()) }); ok {
-		br.BeforeRead(f)
-	}
-}
+func (m *usageMeter) BeforeRead(f func()) { sse.ForwardBeforeRead(m.src, f) }
 
 // read counts a chunk's output and notes its usage.
 func (m *usageMeter) read(ev *sse.Event) {

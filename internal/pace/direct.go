@@ -28,10 +28,7 @@ func runDirect(ctx context.Context, cfg Config, first []sse.Event, src Source, o
 		d.mu.Unlock()
 		defer d.stop()
 	}
-	br, batched := src.(interface{ BeforeRead(func()) })
-	if batched {
-		br.BeforeRead(d.flush)
-	}
+	batched := sse.ForwardBeforeRead(src, d.flush)
 
 	res := Result{}
 	sawError := false

@@ -16,10 +16,9 @@ type Output interface {
 	Flush() error
 }
 
-// Source yields the upstream's SSE blocks (an *sse.Reader).
-type Source interface {
-	Next() (sse.Event, error)
-}
+// Source yields the upstream's SSE blocks: an *sse.Reader, or a
+// translator wrapping one (see sse.Source).
+type Source = sse.Source
 
 // End says how a stream ended: the one classification of the relay's
 // stream readers, Run (a stream relayed to the client) and the relay's
@@ -99,13 +98,10 @@ func Run(ctx context.Context, cfg Config, first []sse.Event, src Source, out Out
 			break
 		}
 	}
-	if br, ok := src.(interface{ BeforeRead(func()) }); ok {
-		// Wake the writer once per upstream read, when every event of
-		// the read is queued, not once per event: one handoff and one
-		// flush per read.
-		br.BeforeRead(s.wakeIfDue)
-		s.batched = true
-	}
+	// Wake the writer once per upstream read, when every event of the
+	// read is queued, not once per event: one handoff and one flush per
+	// read.
+	s.batched = sse.ForwardBeforeRead(src, s.wakeIfDue)
 	if !s.ended {
 		go s.read()
 	} else {

@@ -70,5 +70,13 @@
 // # Writing
 //
 // [AppendData] and [AppendComment] build well-formed blocks for events the
-// relay generates itself.
+// relay generates itself; [Templates] makes the blocks a translator
+// writes, as [NewEvent] does, at a fraction of its cost.
+//
+// # Sources
+//
+// A [Source] yields blocks one at a time: a Reader, or something that
+// wraps one, such as a translator into another dialect ([Pump] is its
+// pull loop). Its optional [BeforeReader] hook runs before each read of
+// the underlying stream; a wrapper forwards it with [ForwardBeforeRead].
 package sse

@@ -5,13 +5,15 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // ToChatError translates an Anthropic error answer into OpenAI's error
 // shape, keeping the status (the SDKs type errors by status):
 //
 //	{"type":"error","error":{"type":T,"message":M}}
-//	→ {"error":{"message":M,"type":ChatErrorType(status),"param":null,"code":T}}
+//	→ {"error":{"message":M,"type":chat.ErrorType(status),"param":null,"code":T}}
 //
 // A body in no known shape (an HTML page from a proxy) becomes the
 // message, cut short and stripped of markup-breaking bytes.
@@ -20,16 +22,7 @@ func ToChatError(status int, body []byte) (int, []byte) {
 	if msg == "" {
 		msg = "the Anthropic upstream answered " + statusText(status)
 	}
-	out := struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    *string `json:"code"`
-		} `json:"error"`
-	}{}
-	out.Error.Message = msg
-	out.Error.Type = ChatErrorType(status)
+	out := chat.ErrorBody{Error: chat.ErrorObject{Message: msg, Type: chat.ErrorType(status)}}
 	if typ != "" {
 		out.Error.Code = &typ
 	}
@@ -48,18 +41,25 @@ func FromChatError(status int, body []byte) (int, []byte) {
 	return status, MessagesError(ErrorType(status), msg)
 }
 
-// MessagesError is the body of an Anthropic error (and the data of an
-// in-band `event: error`).
+// ErrorBody is Anthropic's error answer,
+// {"type":"error","error":{"type","message"}}: the body of an error answer
+// and the data of an in-band `event: error`. The Anthropic SDKs turn its
+// type into their typed errors (by status) and show the message.
+type ErrorBody struct {
+	Type  string      `json:"type"` // "error"
+	Error ErrorObject `json:"error"`
+}
+
+// ErrorObject is the error inside an ErrorBody: its type (ErrorType) and
+// message.
+type ErrorObject struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// MessagesError is the ErrorBody of an error of type typ, in JSON.
 func MessagesError(typ, message string) []byte {
-	out := struct {
-		Type  string `json:"type"`
-		Error struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{Type: "error"}
-	out.Error.Type, out.Error.Message = typ, message
-	return marshal(out)
+	return marshal(ErrorBody{Type: "error", Error: ErrorObject{Type: typ, Message: message}})
 }
 
 // readError finds an error's type and message in either dialect's shape

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // FromChatRequest translates a Chat Completions request into a Messages
@@ -41,7 +43,7 @@ import (
 //	                                      assistant turn called tools (Messages
 //	                                      refuses both without signed thinking)
 //
-// Refused as Invalid (a *RequestError with Invalid set: not a valid Chat
+// Refused as Invalid (a *chat.RequestError with Invalid set: not a valid Chat
 // request, whatever the target): an unknown role, tool_calls on another
 // message than an assistant one, a message whose content is null or absent (an assistant message may have tool_calls instead), a
 // function tool without a name or with parameters that are not an object,
@@ -49,7 +51,7 @@ import (
 // unknown reasoning_effort or reasoning.effort, stop of another type than
 // a string or strings, a member of the wrong type.
 //
-// Refused (a *RequestError: the answer would not be what was asked): n > 1,
+// Refused (a *chat.RequestError: the answer would not be what was asked): n > 1,
 // logprobs, top_logprobs, response_format json_object or json_schema,
 // audio output, prediction, input_audio and file parts, role function,
 // tool types other than function, tool_choice allowed_tools or custom,
@@ -60,9 +62,9 @@ import (
 // seed, frequency_penalty, presence_penalty, logit_bias, service_tier,
 // store, metadata, safety_identifier, prompt_cache_key, verbosity,
 // web_search_options, and any member this table does not name.
-func FromChatRequest(chat []byte) ([]byte, error) {
+func FromChatRequest(body []byte, _ chat.Options) ([]byte, error) {
 	var in chatRequest
-	if err := json.Unmarshal(chat, &in); err != nil {
+	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, notValid("Chat Completions", err)
 	}
 	if err := in.refuse(); err != nil {
@@ -265,7 +267,7 @@ func (m *chatMessage) check(param string) error {
 	return nil
 }
 
-// refuse returns the RequestError of the first member Messages cannot
+// refuse returns the chat.RequestError of the first member Messages cannot
 // honour.
 func (in *chatRequest) refuse() error {
 	switch {

@@ -34,13 +34,6 @@ func FinishReason(stopReason string) string {
 	}
 }
 
-// FinishPauseTurn is the finish_reason that carries pause_turn, instead
-// of "length", to a translator after ChatStream or ToChatResponse that
-// can say it better than Chat can: the Responses translator makes it
-// status incomplete with incomplete_details.reason "pause_turn" (see
-// ChatStreamOptions.KeepPauseTurn, ChatResponseOptions.KeepPauseTurn).
-const FinishPauseTurn = "pause_turn"
-
 // StopReason maps a Chat Completions finish_reason to a Messages
 // stop_reason.
 func StopReason(finishReason string) string {
@@ -86,25 +79,6 @@ func ErrorType(status int) string {
 		return "invalid_request_error"
 	}
 	return "api_error"
-}
-
-// ChatErrorType is the OpenAI error type for an HTTP status, as the
-// OpenAI API itself uses them.
-func ChatErrorType(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	}
-	if status >= 400 && status < 500 {
-		return "invalid_request_error"
-	}
-	return "server_error"
 }
 
 // The reasoning-effort table: a Chat Completions reasoning_effort becomes a

@@ -7,48 +7,26 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
-// RequestError says why a request cannot be translated without changing
-// what it asks for. Either the request is not valid in its own dialect
-// (Invalid: the client's mistake, which no target could serve as sent;
-// the relay answers 400 at once, naming Param), or it is valid but the
-// other dialect cannot express it (the relay skips the target, as the
-// next one may speak the client's dialect, and answers 400 when no
-// target is left).
-type RequestError struct {
-	// Param is the JSON path of the member at fault, such as
-	// "messages[2].content[0].type"; "" for the whole body.
-	Param string
-	// Message says what is wrong and what to do, for the client's user.
-	Message string
-	// Invalid says the request is not valid in its own dialect.
-	Invalid bool
+func reqErr(param, format string, args ...any) *chat.RequestError {
+	return &chat.RequestError{Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
-func (e *RequestError) Error() string {
-	if e.Param == "" {
-		return e.Message
-	}
-	return e.Param + ": " + e.Message
-}
-
-func reqErr(param, format string, args ...any) *RequestError {
-	return &RequestError{Param: param, Message: fmt.Sprintf(format, args...)}
-}
-
-// invalid is the RequestError of a request that is not valid in its own
+// invalid is the chat.RequestError of a request that is not valid in its own
 // dialect.
-func invalid(param, format string, args ...any) *RequestError {
+func invalid(param, format string, args ...any) *chat.RequestError {
 	e := reqErr(param, format, args...)
 	e.Invalid = true
 	return e
 }
 
-// notValid is the RequestError of a body that is not JSON of the expected
+// notValid is the chat.RequestError of a body that is not JSON of the expected
 // shape at all; a member of the wrong type is named (without the indexes
 // of the arrays it is in: encoding/json does not say them).
-func notValid(dialect string, err error) *RequestError {
+func notValid(dialect string, err error) *chat.RequestError {
 	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
 		return invalid(te.Field, "the body is not a valid %s request: %s where %s belongs", dialect, te.Value, jsonKind(te.Type))
 	}

@@ -3,6 +3,8 @@ package anthropic
 import (
 	"errors"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // Issue 25: a request that is not valid in the client's own dialect is
@@ -20,9 +22,9 @@ func checkRequestErrors(t *testing.T, translate func([]byte) ([]byte, error), ca
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := translate([]byte(c.in))
-			re, ok := errors.AsType[*RequestError](err)
+			re, ok := errors.AsType[*chat.RequestError](err)
 			if !ok {
-				t.Fatalf("err %v (output %s), want a *RequestError", err, out)
+				t.Fatalf("err %v (output %s), want a *chat.RequestError", err, out)
 			}
 			if re.Param != c.param || re.Invalid != c.invalid || re.Message == "" {
 				t.Fatalf("%+v, want param %q invalid %v and a message", re, c.param, c.invalid)
@@ -37,7 +39,7 @@ func checkRequestErrors(t *testing.T, translate func([]byte) ([]byte, error), ca
 // alike.
 func TestToChatRequestInvalid(t *testing.T) {
 	const user = `{"role":"user","content":"hi"}`
-	checkRequestErrors(t, func(b []byte) ([]byte, error) { return ToChatRequest(b, ChatRequestOptions{}) }, []requestCase{
+	checkRequestErrors(t, func(b []byte) ([]byte, error) { return ToChatRequest(b, chat.Options{}) }, []requestCase{
 		{"content null", `{"messages":[{"role":"user","content":null}]}`, "messages[0].content", true},
 		{"content absent", `{"messages":[` + user + `,{"role":"assistant"},` + user + `]}`, "messages[1].content", true},
 		{"content empty string", `{"messages":[{"role":"user","content":""}]}`, "messages[0].content", true},
@@ -85,7 +87,7 @@ func TestToChatRequestValidEdges(t *testing.T) {
 		// An empty schema object is an object.
 		`{"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"tool","name":"f"}}`,
 	} {
-		if out, err := ToChatRequest([]byte(in), ChatRequestOptions{}); err != nil {
+		if out, err := ToChatRequest([]byte(in), chat.Options{}); err != nil {
 			t.Errorf("%s: %v (%s)", in, err, out)
 		}
 	}
@@ -98,7 +100,7 @@ func TestToChatRequestValidEdges(t *testing.T) {
 func TestFromChatRequestInvalid(t *testing.T) {
 	const user = `{"role":"user","content":"hi"}`
 	const tools = `"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]`
-	checkRequestErrors(t, FromChatRequest, []requestCase{
+	checkRequestErrors(t, func(b []byte) ([]byte, error) { return FromChatRequest(b, chat.Options{}) }, []requestCase{
 		{"user content null", `{"messages":[{"role":"user","content":null}]}`, "messages[0].content", true},
 		{"user content absent", `{"messages":[` + user + `,{"role":"user"}]}`, "messages[1].content", true},
 		{"system content null", `{"messages":[{"role":"system","content":null},` + user + `]}`, "messages[0].content", true},
@@ -138,7 +140,7 @@ func TestFromChatRequestValidEdges(t *testing.T) {
 		// tool_choice without tools means nothing, as before.
 		`{"messages":[{"role":"user","content":"hi"}],"tool_choice":"none"}`,
 	} {
-		if out, err := FromChatRequest([]byte(in)); err != nil {
+		if out, err := FromChatRequest([]byte(in), chat.Options{}); err != nil {
 			t.Errorf("%s: %v (%s)", in, err, out)
 		}
 	}

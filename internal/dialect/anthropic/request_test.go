@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // jsonEqual compares two JSON documents by value.
@@ -69,7 +71,7 @@ func TestFromChatRequestRows(t *testing.T) {
 			`{"max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := FromChatRequest([]byte(tc.in))
+			out, err := FromChatRequest([]byte(tc.in), chat.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,10 +95,10 @@ func TestFromChatRequestRefuses(t *testing.T) {
 		{`{"messages":"nope"}`, "messages"},
 		{`not json`, ""},
 	} {
-		_, err := FromChatRequest([]byte(tc.in))
-		var re *RequestError
+		_, err := FromChatRequest([]byte(tc.in), chat.Options{})
+		var re *chat.RequestError
 		if !errors.As(err, &re) {
-			t.Errorf("%s: err %v, want a *RequestError", tc.in, err)
+			t.Errorf("%s: err %v, want a *chat.RequestError", tc.in, err)
 			continue
 		}
 		if re.Param != tc.param || re.Message == "" {
@@ -108,41 +110,41 @@ func TestFromChatRequestRefuses(t *testing.T) {
 func TestToChatRequestRows(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
-		opt            ChatRequestOptions
+		opt            chat.Options
 	}{
 		{"system string, user string",
 			`{"model":"m","max_tokens":64,"system":"be brief","messages":[{"role":"user","content":"hi"}]}`,
-			`{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"max_tokens":64}`, ChatRequestOptions{}},
+			`{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"max_tokens":64}`, chat.Options{}},
 		{"OpenAI: max_completion_tokens",
 			`{"max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`,
-			`{"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":64}`, ChatRequestOptions{MaxTokensField: "max_completion_tokens"}},
+			`{"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":64}`, chat.Options{MaxTokensField: "max_completion_tokens"}},
 		{"system blocks with cache_control, a system message in place (Claude Code)",
 			`{"system":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"text","text":"b"}],"messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"text","text":"y"}]},{"role":"system","content":[{"type":"text","text":"env","cache_control":{"type":"ephemeral"}}]}]}`,
-			`{"messages":[{"role":"system","content":"a\n\nb"},{"role":"user","content":"x\n\ny"},{"role":"system","content":"env"}]}`, ChatRequestOptions{}},
+			`{"messages":[{"role":"system","content":"a\n\nb"},{"role":"user","content":"x\n\ny"},{"role":"system","content":"env"}]}`, chat.Options{}},
 		{"images",
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}},{"type":"image","source":{"type":"url","url":"https://x.test/a.png"}}]}]}`,
-			`{"messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}},{"type":"image_url","image_url":{"url":"https://x.test/a.png"}}]}]}`, ChatRequestOptions{}},
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}},{"type":"image_url","image_url":{"url":"https://x.test/a.png"}}]}]}`, chat.Options{}},
 		{"tool round trip; thinking dropped; results before the rest of the turn",
 			`{"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"let me see"},{"type":"tool_use","id":"t1","name":"w","input":{"city": "Paris"}}]},{"role":"user","content":[{"type":"text","text":"also"},{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"sunny"}]},{"type":"tool_result","tool_use_id":"t2","content":"boom","is_error":true}]}]}`,
-			`{"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":"let me see","tool_calls":[{"id":"t1","type":"function","function":{"name":"w","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"t1","content":"sunny"},{"role":"tool","tool_call_id":"t2","content":"Error: boom"},{"role":"user","content":"also"}]}`, ChatRequestOptions{}},
+			`{"messages":[{"role":"user","content":"w?"},{"role":"assistant","content":"let me see","tool_calls":[{"id":"t1","type":"function","function":{"name":"w","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"t1","content":"sunny"},{"role":"tool","tool_call_id":"t2","content":"Error: boom"},{"role":"user","content":"also"}]}`, chat.Options{}},
 		{"tools, tool_choice any, parallel off, defer_loading dropped",
 			`{"messages":[{"role":"user","content":"x"}],"tools":[{"name":"w","description":"d","input_schema":{"type":"object"},"defer_loading":true,"cache_control":{"type":"ephemeral"}}],"tool_choice":{"type":"any","disable_parallel_tool_use":true}}`,
-			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"w","description":"d","parameters":{"type":"object"}}}],"tool_choice":"required","parallel_tool_calls":false}`, ChatRequestOptions{}},
+			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"w","description":"d","parameters":{"type":"object"}}}],"tool_choice":"required","parallel_tool_calls":false}`, chat.Options{}},
 		{"tool_choice tool",
 			`{"messages":[{"role":"user","content":"x"}],"tools":[{"name":"w","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"w"}}`,
-			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"w","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"w"}}}`, ChatRequestOptions{}},
+			`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"w","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"w"}}}`, chat.Options{}},
 		{"stop, sampling, user, stream with usage, top_k dropped",
 			`{"messages":[{"role":"user","content":"x"}],"stop_sequences":["END"],"temperature":0.5,"top_p":0.9,"top_k":5,"metadata":{"user_id":"u"},"stream":true}`,
-			`{"messages":[{"role":"user","content":"x"}],"stop":["END"],"temperature":0.5,"top_p":0.9,"user":"u","stream":true,"stream_options":{"include_usage":true}}`, ChatRequestOptions{}},
+			`{"messages":[{"role":"user","content":"x"}],"stop":["END"],"temperature":0.5,"top_p":0.9,"user":"u","stream":true,"stream_options":{"include_usage":true}}`, chat.Options{}},
 		{"thinking budget → effort",
 			`{"messages":[{"role":"user","content":"x"}],"thinking":{"type":"enabled","budget_tokens":5000}}`,
-			`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"medium"}`, ChatRequestOptions{}},
+			`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"medium"}`, chat.Options{}},
 		{"adaptive thinking with output_config.effort (Claude Code)",
 			`{"messages":[{"role":"user","content":"x"}],"thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"high"},"context_management":{"edits":[]}}`,
-			`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"high"}`, ChatRequestOptions{}},
+			`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"high"}`, chat.Options{}},
 		{"adaptive alone, disabled: no effort",
 			`{"messages":[{"role":"user","content":"x"}],"thinking":{"type":"adaptive"}}`,
-			`{"messages":[{"role":"user","content":"x"}]}`, ChatRequestOptions{}},
+			`{"messages":[{"role":"user","content":"x"}]}`, chat.Options{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := ToChatRequest([]byte(tc.in), tc.opt)
@@ -164,10 +166,10 @@ func TestToChatRequestRefuses(t *testing.T) {
 		{`{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"f"}}]}]}`, "messages[0].content[0].source.type"},
 		{`[]`, ""},
 	} {
-		_, err := ToChatRequest([]byte(tc.in), ChatRequestOptions{})
-		var re *RequestError
+		_, err := ToChatRequest([]byte(tc.in), chat.Options{})
+		var re *chat.RequestError
 		if !errors.As(err, &re) {
-			t.Errorf("%s: err %v, want a *RequestError", tc.in, err)
+			t.Errorf("%s: err %v, want a *chat.RequestError", tc.in, err)
 			continue
 		}
 		if re.Param != tc.param || re.Message == "" {
@@ -192,7 +194,7 @@ func TestClaudeCodeRequestTranslates(t *testing.T) {
 	if err := json.Unmarshal(raw, &capture); err != nil || len(capture.Requests) == 0 {
 		t.Fatalf("capture: %v", err)
 	}
-	out, err := ToChatRequest(capture.Requests[0].Body, ChatRequestOptions{})
+	out, err := ToChatRequest(capture.Requests[0].Body, chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,11 +227,11 @@ func TestClaudeCodeRequestTranslates(t *testing.T) {
 // both dialects carry.
 func TestRequestRoundTrip(t *testing.T) {
 	in := `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"q"},{"role":"assistant","content":"a","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}],"max_tokens":100,"stop":["E"],"temperature":0.5,"top_p":0.5,"user":"u","tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"}}}],"tool_choice":"auto","stream":true}`
-	msg, err := FromChatRequest([]byte(in))
+	msg, err := FromChatRequest([]byte(in), chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := ToChatRequest(msg, ChatRequestOptions{})
+	back, err := ToChatRequest(msg, chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +240,7 @@ func TestRequestRoundTrip(t *testing.T) {
 
 // Prompts keep <, > and & as they are: no \u003c.
 func TestRequestKeepsMarkup(t *testing.T) {
-	out, err := FromChatRequest([]byte(`{"messages":[{"role":"user","content":"<a> & <b>"}]}`))
+	out, err := FromChatRequest([]byte(`{"messages":[{"role":"user","content":"<a> & <b>"}]}`), chat.Options{})
 	if err != nil || !strings.Contains(string(out), `"<a> & <b>"`) {
 		t.Fatalf("%v: %s", err, out)
 	}

@@ -10,8 +10,10 @@ import (
 )
 
 // ToChatResponse translates a Messages answer into a chat.completion, for
-// a Chat client of an Anthropic upstream. created is the Unix time to
-// stamp (Messages answers carry none).
+// a Chat client of an Anthropic upstream. opt.Created is the Unix time to
+// stamp (Messages answers carry none); opt.KeepPauseTurn gives pause_turn
+// the finish_reason chat.FinishPauseTurn instead of "length", for an
+// answer that goes on to a Responses client.
 //
 //	Messages                    chat.completion
 //	id, model                   id, model
@@ -19,29 +21,14 @@ import (
 //	thinking blocks             message.reasoning_content (joined)
 //	tool_use blocks             message.tool_calls (arguments = compact input)
 //	stop_reason                 finish_reason (FinishReason; pause_turn is
-//	                            "length", or FinishPauseTurn on request)
+//	                            "length", or chat.FinishPauseTurn on request)
 //	usage.input_tokens +        usage.prompt_tokens
 //	  cache_read + cache_creation
 //	usage.output_tokens         usage.completion_tokens
 //	cache_read_input_tokens     usage.prompt_tokens_details.cached_tokens
 //	cache_creation_input_tokens usage.cache_creation_input_tokens (when > 0,
 //	                            so cache writes can be priced)
-func ToChatResponse(msg []byte, created int64) ([]byte, error) {
-	return ToChatResponseWith(msg, ChatResponseOptions{Created: created})
-}
-
-// ChatResponseOptions tune ToChatResponseWith.
-type ChatResponseOptions struct {
-	// Created is the Unix time to stamp (Messages answers carry none).
-	Created int64
-	// KeepPauseTurn gives pause_turn the finish_reason FinishPauseTurn
-	// instead of "length": for an answer that goes on to a Responses
-	// client (see ChatStreamOptions.KeepPauseTurn).
-	KeepPauseTurn bool
-}
-
-// ToChatResponseWith is ToChatResponse with options.
-func ToChatResponseWith(msg []byte, opt ChatResponseOptions) ([]byte, error) {
+func ToChatResponse(msg []byte, opt chat.Options) ([]byte, error) {
 	var in messageOut
 	if err := json.Unmarshal(msg, &in); err != nil {
 		return nil, errors.New("the Anthropic answer is not a message: " + err.Error())
@@ -76,7 +63,7 @@ func ToChatResponseWith(msg []byte, opt ChatResponseOptions) ([]byte, error) {
 	u := in.Usage.chat()
 	finish := FinishReason(in.StopReason)
 	if in.StopReason == "pause_turn" && opt.KeepPauseTurn {
-		finish = FinishPauseTurn
+		finish = chat.FinishPauseTurn
 	}
 	out := chatCompletion{
 		ID: in.ID, Object: "chat.completion", Created: opt.Created, Model: in.Model,
@@ -98,7 +85,7 @@ func ToChatResponseWith(msg []byte, opt ChatResponseOptions) ([]byte, error) {
 // type) is its *chat.UnreadableError, as are arguments that are not a JSON
 // object: the relay answers 502 rather than something with a piece
 // missing.
-func FromChatResponse(body []byte) ([]byte, error) {
+func FromChatResponse(body []byte, _ chat.Options) ([]byte, error) {
 	var in chatCompletionIn
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, errors.New("the Chat Completions answer is not a chat.completion: " + err.Error())

@@ -14,19 +14,19 @@ import (
 func TestFromChatResponseFaithful(t *testing.T) {
 	mistral := `{"id":"a4e2","created":1769088912,"model":"magistral-medium-2507","usage":{"prompt_tokens":10,"total_tokens":56,"completion_tokens":46},"object":"chat.completion",
 		"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"The user is asking for 2+2. This is basic arithmetic. 2+2=4."}]},{"type":"text","text":"2 + 2 = 4"}]}}]}`
-	out, err := FromChatResponse([]byte(mistral))
+	out, err := FromChatResponse([]byte(mistral), chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	jsonEqual(t, out, `{"id":"a4e2","type":"message","role":"assistant","model":"magistral-medium-2507","content":[{"type":"thinking","thinking":"The user is asking for 2+2. This is basic arithmetic. 2+2=4.","signature":""},{"type":"text","text":"2 + 2 = 4"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":46}}`)
 
-	out, err = FromChatResponse([]byte(`{"id":"r","model":"m","choices":[{"index":0,"message":{"content":"Sure. ","refusal":"Actually, I can't."},"finish_reason":"stop"}]}`))
+	out, err = FromChatResponse([]byte(`{"id":"r","model":"m","choices":[{"index":0,"message":{"content":"Sure. ","refusal":"Actually, I can't."},"finish_reason":"stop"}]}`), chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	jsonEqual(t, out, `{"id":"r","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Sure. Actually, I can't."}],"stop_reason":"refusal","stop_sequence":null,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}`)
 
-	out, err = FromChatResponse([]byte(`{"id":"n","model":"m","choices":[{"index":0,"message":{"content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"now","arguments":""}}]},"finish_reason":"tool_calls"}]}`))
+	out, err = FromChatResponse([]byte(`{"id":"n","model":"m","choices":[{"index":0,"message":{"content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"now","arguments":""}}]},"finish_reason":"tool_calls"}]}`), chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestFromChatResponseFaithful(t *testing.T) {
 		"an image part":      `{"choices":[{"index":0,"message":{"content":[{"type":"image_url","image_url":{"url":"u"}}]},"finish_reason":"stop"}]}`,
 		"arguments a number": `{"choices":[{"index":0,"message":{"tool_calls":[{"id":"c","function":{"name":"f","arguments":7}}]},"finish_reason":"tool_calls"}]}`,
 	} {
-		_, err := FromChatResponse([]byte(bad))
+		_, err := FromChatResponse([]byte(bad), chat.Options{})
 		if _, ok := errors.AsType[*chat.UnreadableError](err); !ok {
 			t.Errorf("%s: err %v, want a *chat.UnreadableError", name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
@@ -60,7 +61,7 @@ func benchMessages() string {
 	}
 	b.WriteString(msgEv("content_block_stop", `{"type":"content_block_stop","index":1}`))
 	b.WriteString(msgBlockStart("2", `{"type":"tool_use","id":"toolu_01","name":"search","input":{}}`))
-	// Arguments a client can parse: ChatStream checks them at the end.
+	// Arguments a client can parse: ToChatStream checks them at the end.
 	b.WriteString(msgBlockDelta("2", `{"type":"input_json_delta","partial_json":"{\"q\": \""}`))
 	for i := range 18 {
 		b.WriteString(msgBlockDelta("2", fmt.Sprintf(`{"type":"input_json_delta","partial_json":"word%d "}`, i)))
@@ -91,7 +92,7 @@ func benchChat() string {
 	return b.String() + ccDone
 }
 
-func benchTranslate(b *testing.B, text string, wrap func(Source) Source) {
+func benchTranslate(b *testing.B, text string, wrap func(sse.Source) sse.Source) {
 	evs := parseAll(b, text)
 	src := &sliceSource{evs: evs}
 	b.ReportAllocs()
@@ -109,13 +110,13 @@ func benchTranslate(b *testing.B, text string, wrap func(Source) Source) {
 }
 
 func BenchmarkChatStream(b *testing.B) {
-	benchTranslate(b, benchMessages(), func(s Source) Source {
-		return ChatStream(s, ChatStreamOptions{Model: "m", Created: 1, IncludeUsage: true})
+	benchTranslate(b, benchMessages(), func(s sse.Source) sse.Source {
+		return ToChatStream(s, chat.Options{Model: "m", Created: 1, IncludeUsage: true})
 	})
 }
 
 func BenchmarkMessagesStream(b *testing.B) {
-	benchTranslate(b, benchChat(), func(s Source) Source {
-		return MessagesStream(s, MessagesStreamOptions{Model: "m", InputTokens: 500})
+	benchTranslate(b, benchChat(), func(s sse.Source) sse.Source {
+		return FromChatStream(s, chat.Options{Model: "m", InputTokens: 500})
 	})
 }

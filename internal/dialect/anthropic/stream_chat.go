@@ -11,23 +11,15 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
-// ChatStreamOptions configures ChatStream.
-type ChatStreamOptions struct {
-	// Model is the chunks' "model"; "" keeps the one message_start names.
-	Model string
-	// Created is the chunks' "created" (Unix seconds): the caller's clock.
-	Created int64
-	// IncludeUsage adds the final usage chunk (the client's
-	// stream_options.include_usage).
-	IncludeUsage bool
-	// KeepPauseTurn gives pause_turn the finish_reason FinishPauseTurn
-	// instead of Chat's "length": for a stream that goes on to a
-	// Responses client, whose translator says it better.
-	KeepPauseTurn bool
-}
-
-// ChatStream translates a Messages stream (Anthropic events) into a Chat
+// ToChatStream translates a Messages stream (Anthropic events) into a Chat
 // Completions stream (chat.completion.chunk data events, then [DONE]).
+//
+// opt.Model is the chunks' "model" ("" keeps the one message_start
+// names), opt.Created their "created"; opt.IncludeUsage adds the final
+// usage chunk (the client's stream_options.include_usage);
+// opt.KeepPauseTurn gives pause_turn the finish_reason
+// chat.FinishPauseTurn instead of "length", for a stream that goes on to
+// a Responses client, whose translator says it better.
 //
 // Nothing is yielded before the first content (text, thinking or a tool
 // call): message_start and ping are the upstream saying hello, and the
@@ -51,7 +43,7 @@ type ChatStreamOptions struct {
 // An event that cannot be translated faithfully ends the stream with a
 // *chat.UnreadableError, after the events made before it: data that is
 // not a JSON object with a type, an event line its data contradicts, a
-// block started twice or of a type ChatStream does not know, a delta for
+// block started twice or of a type ToChatStream does not know, a delta for
 // a block that is not open or of another kind, content after
 // message_delta, a second message_start, tool arguments that are not a
 // JSON object. Pings, comments, data-less blocks and event types it does
@@ -59,24 +51,25 @@ type ChatStreamOptions struct {
 // unsaid, as are signature and citations deltas, redacted thinking and
 // the server-side blocks (server_tool_use and the results of the tools
 // Anthropic ran), which carry nothing a Chat client can be given.
-func ChatStream(src Source, opt ChatStreamOptions) Source {
-	return &chatStream{streamPump: streamPump{src: src}, opt: opt, model: opt.Model}
+func ToChatStream(src sse.Source, opt chat.Options) sse.Source {
+	s := &chatStream{Pump: sse.Pump{Src: src}, opt: opt}
+	s.w.Begin("", opt.Model, opt.Created)
+	return s
 }
 
-// chatStream is ChatStream's state.
+// chatStream is ToChatStream's state.
 type chatStream struct {
-	streamPump
-	opt ChatStreamOptions
+	sse.Pump
+	opt chat.Options
 
-	id, model    string
-	head         []byte // `{"id":…,"choices":[` (see chunkHead)
-	sawStart     bool   // message_start was read
-	started      bool   // the role chunk is out
-	finished     bool   // the finish chunk is out
-	usage        chatStreamUsage
-	calls        int               // tool calls so far: the next one's index
-	blocks       []chatStreamBlock // every block started, in order
-	scratch, buf []byte            // decoded text of the fast path; the data being built
+	w        chat.ChunkWriter
+	sawStart bool // message_start was read
+	started  bool // the role chunk is out
+	finished bool // the finish chunk is out
+	usage    chatStreamUsage
+	calls    int               // tool calls so far: the next one's index
+	blocks   []chatStreamBlock // every block started, in order
+	scratch  []byte            // decoded text of the fast path
 }
 
 // blockKind is what a content block carries to a Chat client.
@@ -106,12 +99,12 @@ type chatStreamUsage struct {
 }
 
 // Next returns the next Chat event.
-func (s *chatStream) Next() (sse.Event, error) { return s.pull(s) }
+func (s *chatStream) Next() (sse.Event, error) { return s.Pull(s) }
 
 // unreadable ends the stream at ev: what was made before it goes out,
 // then the error.
 func (s *chatStream) unreadable(ev *sse.Event, format string, args ...any) {
-	s.err = &chat.UnreadableError{Event: ev.Type, Reason: fmt.Sprintf(format, args...)}
+	s.Err = &chat.UnreadableError{Event: ev.Type, Reason: fmt.Sprintf(format, args...)}
 }
 
 // block is the newest block with this index (deltas follow their start).
@@ -124,8 +117,8 @@ func (s *chatStream) block(index int) *chatStreamBlock {
 	return nil
 }
 
-// handle translates one upstream event into s.q.
-func (s *chatStream) handle(ev *sse.Event) {
+// handle translates one upstream event into s.Q.
+func (s *chatStream) Handle(ev *sse.Event) {
 	if ev.Unterminated {
 		// A block cut off by EOF may be cut anywhere: dropping it lets the
 		// stream end as truncated. A whole message_stop missing only its
@@ -190,10 +183,11 @@ func (s *chatStream) handle(ev *sse.Event) {
 			return
 		}
 		s.sawStart = true
-		s.id, s.head = m.Message.ID, nil
-		if s.model == "" {
-			s.model = m.Message.Model
+		model := s.w.Model()
+		if model == "" {
+			model = m.Message.Model
 		}
+		s.w.Begin(m.Message.ID, model, s.opt.Created)
 		s.usage.overlay(&m.Message.Usage)
 	case "content_block_start":
 		s.msgBlockStart(ev, &m)
@@ -277,7 +271,7 @@ func (s *chatStream) msgBlockStart(ev *sse.Event, m *msgStreamEvent) {
 		s.content("reasoning_content", []byte(cb.Thinking))
 	case blockTool:
 		s.begin()
-		s.emitTool(nb.call, cb.ID, cb.Name, nil)
+		s.push(s.w.ToolCall(nb.call, cb.ID, cb.Name, nil))
 	}
 }
 
@@ -326,7 +320,7 @@ func (s *chatStream) msgBlockDelta(ev *sse.Event, m *msgStreamEvent) {
 		b := s.block(*m.Index)
 		b.args = append(b.args, d.PartialJSON...)
 		s.begin()
-		s.emitTool(b.call, "", "", []byte(d.PartialJSON))
+		s.push(s.w.ToolCall(b.call, "", "", []byte(d.PartialJSON)))
 	default:
 		s.unreadable(ev, "delta type %q has no Chat Completions counterpart", d.Type)
 	}
@@ -342,7 +336,7 @@ func (s *chatStream) endBlock(ev *sse.Event, b *chatStreamBlock) {
 	}
 	if len(b.args) == 0 {
 		b.args = []byte(compactJSON(b.input))
-		s.emitTool(b.call, "", "", b.args)
+		s.push(s.w.ToolCall(b.call, "", "", b.args))
 	}
 	if !isObject(b.args) {
 		s.unreadable(ev, "tool call %d's arguments are not a JSON object", b.call)
@@ -356,14 +350,14 @@ func (s *chatStream) content(field string, text []byte) {
 		return
 	}
 	s.begin()
-	s.emitContent(field, text)
+	s.push(s.w.Content(field, text))
 }
 
 // begin emits the role chunk before the first output.
 func (s *chatStream) begin() {
 	if !s.started {
 		s.started = true
-		s.emitRole()
+		s.push(s.w.Role())
 	}
 }
 
@@ -376,7 +370,7 @@ func (s *chatStream) finish(ev *sse.Event, stopReason string) {
 	for i := range s.blocks {
 		if b := &s.blocks[i]; b.open {
 			s.endBlock(ev, b)
-			if s.err != nil {
+			if s.Err != nil {
 				return
 			}
 		}
@@ -385,9 +379,9 @@ func (s *chatStream) finish(ev *sse.Event, stopReason string) {
 	s.finished = true
 	reason := FinishReason(stopReason)
 	if stopReason == "pause_turn" && s.opt.KeepPauseTurn {
-		reason = FinishPauseTurn
+		reason = chat.FinishPauseTurn
 	}
-	s.emitFinish(reason)
+	s.push(s.w.Finish(reason))
 }
 
 // stop ends the stream at message_stop. A Chat client expects a
@@ -395,14 +389,19 @@ func (s *chatStream) finish(ev *sse.Event, stopReason string) {
 // "stop".
 func (s *chatStream) stop(ev *sse.Event) {
 	s.finish(ev, "")
-	if s.err != nil {
+	if s.Err != nil {
 		return
 	}
 	if s.opt.IncludeUsage {
-		s.emitUsage()
+		u := s.usage
+		prompt := u.input + u.cacheRead + u.cacheCreation
+		// Messages counts cache reads and writes apart from input_tokens;
+		// Chat's prompt_tokens includes both.
+		s.push(s.w.Usage(chat.ChunkUsage{Prompt: prompt, Completion: u.output, Total: prompt + u.output,
+			Cached: u.cacheRead, CacheCreation: u.cacheCreation}))
 	}
-	s.q.Push(newStreamEvent("", []byte("[DONE]")))
-	s.err = io.EOF
+	s.push([]byte("[DONE]"))
+	s.Err = io.EOF
 }
 
 // fail turns an error event into a Chat error chunk, and ends the stream.
@@ -415,6 +414,10 @@ func (s *chatStream) fail(m *msgStreamEvent) {
 	if msg == "" {
 		msg = "upstream stream error: " + typ
 	}
-	s.emitError(ChatErrorType(streamErrorStatus(typ)), typ, msg)
-	s.err = io.EOF
+	// code keeps Anthropic's own type.
+	s.push(s.w.Error(chat.ErrorType(streamErrorStatus(typ)), typ, msg))
+	s.Err = io.EOF
 }
+
+// push queues a Chat event of data.
+func (s *chatStream) push(data []byte) { s.Q.Push(streamEvents.Event("", data)) }

@@ -8,7 +8,7 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
-// Issue 25: ChatStream carries every tool call with its arguments, maps
+// Issue 25: ToChatStream carries every tool call with its arguments, maps
 // pause_turn to an unfinished answer, and ends with *chat.UnreadableError
 // at an event it cannot translate faithfully, never silently skipping it.
 
@@ -34,12 +34,12 @@ func argsChunk(call, args string) string {
 
 // runChatStream translates message_start + in and returns the outputs and
 // the error the stream ended with.
-func runChatStream(t *testing.T, in string, opt ChatStreamOptions) ([]streamOut, error) {
+func runChatStream(t *testing.T, in string, opt chat.Options) ([]streamOut, error) {
 	t.Helper()
 	if opt.Created == 0 {
 		opt.Created = 1700000000
 	}
-	return drainStream(t, ChatStream(newReusingSource(msgEv("message_start", tStart)+in), opt))
+	return drainStream(t, ToChatStream(newReusingSource(msgEv("message_start", tStart)+in), opt))
 }
 
 func outs(data ...string) []streamOut {
@@ -80,7 +80,7 @@ func TestChatStreamToolWithoutArguments(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := runChatStream(t, c.in, ChatStreamOptions{})
+			got, err := runChatStream(t, c.in, chat.Options{})
 			sameOuts(t, got, outs(c.want...))
 			if err != io.EOF {
 				t.Fatalf("err %v, want io.EOF", err)
@@ -91,15 +91,15 @@ func TestChatStreamToolWithoutArguments(t *testing.T) {
 
 // TestChatStreamPauseTurn: pause_turn (a long turn Anthropic paused, to be
 // continued by sending it back) is not a finished answer: "length" for a
-// Chat client, which reads it as cut short; FinishPauseTurn when the
+// Chat client, which reads it as cut short; chat.FinishPauseTurn when the
 // stream goes on to a Responses client. Failed before the fix: "stop".
 func TestChatStreamPauseTurn(t *testing.T) {
 	in := msgBlockStart("0", `{"type":"text","text":""}`) + msgBlockDelta("0", `{"type":"text_delta","text":"Searching"}`) +
 		blockStop("0") + msgDelta("pause_turn") + msgStop()
 	for _, c := range []struct {
-		opt  ChatStreamOptions
+		opt  chat.Options
 		want string
-	}{{ChatStreamOptions{}, "length"}, {ChatStreamOptions{KeepPauseTurn: true}, FinishPauseTurn}} {
+	}{{chat.Options{}, "length"}, {chat.Options{KeepPauseTurn: true}, chat.FinishPauseTurn}} {
 		got, err := runChatStream(t, in, c.opt)
 		sameOuts(t, got, outs(ckRole, ck(`"content":"Searching"`), ckFinish(c.want), "[DONE]"))
 		if err != io.EOF {
@@ -108,7 +108,7 @@ func TestChatStreamPauseTurn(t *testing.T) {
 	}
 }
 
-// TestChatStreamUnreadable: an event ChatStream cannot translate without
+// TestChatStreamUnreadable: an event ToChatStream cannot translate without
 // losing or inventing something ends the stream with *chat.UnreadableError
 // after the events made before it. Failed before the fix: each was
 // skipped, and the stream ended with [DONE] as if complete.
@@ -152,7 +152,7 @@ func TestChatStreamUnreadable(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := runChatStream(t, c.in, ChatStreamOptions{})
+			got, err := runChatStream(t, c.in, chat.Options{})
 			sameOuts(t, got, outs(c.want...))
 			ue, ok := errors.AsType[*chat.UnreadableError](err)
 			if !ok {
@@ -190,7 +190,7 @@ func TestChatStreamReadableOddities(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := runChatStream(t, c.in+msgDelta("end_turn")+msgStop(), ChatStreamOptions{})
+			got, err := runChatStream(t, c.in+msgDelta("end_turn")+msgStop(), chat.Options{})
 			sameOuts(t, got, outs(append(c.want, ckFinish("stop"), "[DONE]")...))
 			if err != io.EOF {
 				t.Fatalf("err %v, want io.EOF", err)

@@ -18,7 +18,7 @@ import (
 // the fuzz input (text, thinking with signatures, redacted thinking, tool
 // calls whose input comes in deltas cut anywhere, whole in the start
 // block, or not at all, server blocks, pings and unknown events, garbage,
-// an error event, a cut end), ChatStream translates it, and the Chat
+// an error event, a cut end), ToChatStream translates it, and the Chat
 // chunks are reassembled here as a client would. Whatever the input,
 // either the stream does not end cleanly ([DONE] then io.EOF, with no
 // in-band error), or it carries every tool call with its full arguments
@@ -206,7 +206,7 @@ func genStream(in []byte) (stream string, want wantAnswer, garbage, cut bool) {
 // concatenated, tool calls by index (id and name when given, arguments
 // concatenated), the last finish_reason. clean is [DONE] then io.EOF,
 // with no in-band error; endErr is what the stream ended with.
-func gotAnswer(src Source) (a wantAnswer, clean bool, endErr error) {
+func gotAnswer(src sse.Source) (a wantAnswer, clean bool, endErr error) {
 	done, inBand := false, false
 	for range 1 << 16 {
 		ev, err := src.Next()
@@ -297,10 +297,10 @@ func isPrefix(got, want wantAnswer) bool {
 	return got.finish == "" || got.finish == want.finish
 }
 
-// checkFaithful runs one generated stream through ChatStream.
+// checkFaithful runs one generated stream through ToChatStream.
 func checkFaithful(t *testing.T, in []byte) {
 	stream, want, garbage, cut := genStream(in)
-	got, clean, endErr := gotAnswer(ChatStream(sse.NewReader(strings.NewReader(stream), 1<<16), ChatStreamOptions{IncludeUsage: true}))
+	got, clean, endErr := gotAnswer(ToChatStream(sse.NewReader(strings.NewReader(stream), 1<<16), chat.Options{IncludeUsage: true}))
 	if endErr != nil && endErr != io.EOF {
 		if _, ok := errors.AsType[*chat.UnreadableError](endErr); !ok {
 			t.Fatalf("the stream ended with %v\n%s", endErr, stream)
@@ -338,7 +338,7 @@ func TestChatStreamFaithfulRandom(t *testing.T) {
 }
 
 // TestFaithfulCheckCatches: the oracle does fail, on a stream that ends
-// cleanly with a tool call's arguments missing (what ChatStream did
+// cleanly with a tool call's arguments missing (what ToChatStream did
 // before issue 25) and on one that invents text.
 func TestFaithfulCheckCatches(t *testing.T) {
 	want := wantAnswer{text: "a", tools: []wantTool{{"toolu_1", "f", "{}"}}, finish: "tool_calls"}

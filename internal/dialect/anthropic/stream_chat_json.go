@@ -1,13 +1,8 @@
 package anthropic
 
-import (
-	"encoding/json"
-	"strconv"
+import "encoding/json"
 
-	"github.com/llmrelay/caddy-llm-relay/internal/pace"
-)
-
-// msgStreamEvent is the union of the Messages stream events ChatStream
+// msgStreamEvent is the union of the Messages stream events ToChatStream
 // reads off its slow path (everything but text and thinking deltas). A
 // struct, not a map: encoding/json fills only the members named here.
 type msgStreamEvent struct {
@@ -63,7 +58,7 @@ func (c *chatStreamUsage) overlay(u *msgStreamUsage) {
 }
 
 // streamErrorStatus is the HTTP status Anthropic documents for an error
-// type: the key to ChatErrorType, so that an error in the middle of a
+// type: the key to chat.ErrorType, so that an error in the middle of a
 // stream gets the OpenAI type the same error gets before it.
 func streamErrorStatus(typ string) int {
 	switch typ {
@@ -87,113 +82,4 @@ func streamErrorStatus(typ string) int {
 		return StatusOverloaded
 	}
 	return 500 // api_error, anything new
-}
-
-// chunkHead is `{"id":…,"object":"chat.completion.chunk","created":…,
-// "model":…,"choices":[`, the start of every chunk, built once.
-func (s *chatStream) chunkHead() []byte {
-	if s.head == nil {
-		h := append([]byte(`{"id":`), pace.AppendString(nil, []byte(s.id))...)
-		h = append(h, `,"object":"chat.completion.chunk","created":`...)
-		h = strconv.AppendInt(h, s.opt.Created, 10)
-		h = append(h, `,"model":`...)
-		h = pace.AppendString(h, []byte(s.model))
-		s.head = append(h, `,"choices":[`...)
-	}
-	return s.head
-}
-
-// openChoice starts a chunk in s.buf, up to the inside of the delta.
-func (s *chatStream) openChoice() {
-	s.buf = append(append(s.buf[:0], s.chunkHead()...), `{"index":0,"delta":{`...)
-}
-
-// closeChoice ends the chunk in s.buf and queues it; finish "" is null.
-func (s *chatStream) closeChoice(finish string) {
-	s.buf = append(s.buf, `},"logprobs":null,"finish_reason":`...)
-	if finish == "" {
-		s.buf = append(s.buf, "null"...)
-	} else {
-		s.buf = pace.AppendString(s.buf, []byte(finish))
-	}
-	s.buf = append(s.buf, "}]}"...)
-	s.q.Push(newStreamEvent("", s.buf))
-}
-
-func (s *chatStream) emitRole() {
-	s.openChoice()
-	s.buf = append(s.buf, `"role":"assistant","content":""`...)
-	s.closeChoice("")
-}
-
-// emitContent queues a chunk of the shape pace.Classify takes for text:
-// the relay re-paces it.
-func (s *chatStream) emitContent(field string, text []byte) {
-	s.openChoice()
-	s.buf = append(s.buf, '"')
-	s.buf = append(s.buf, field...)
-	s.buf = append(s.buf, `":`...)
-	s.buf = pace.AppendString(s.buf, text)
-	s.closeChoice("")
-}
-
-// emitTool queues a tool call's first chunk (id != "": id, name, empty
-// arguments) or an arguments fragment.
-func (s *chatStream) emitTool(call int, id, name string, args []byte) {
-	s.openChoice()
-	s.buf = append(s.buf, `"tool_calls":[{"index":`...)
-	s.buf = strconv.AppendInt(s.buf, int64(call), 10)
-	if id != "" || args == nil {
-		s.buf = append(s.buf, `,"id":`...)
-		s.buf = pace.AppendString(s.buf, []byte(id))
-		s.buf = append(s.buf, `,"type":"function","function":{"name":`...)
-		s.buf = pace.AppendString(s.buf, []byte(name))
-		s.buf = append(s.buf, `,"arguments":""}}]`...)
-	} else {
-		s.buf = append(s.buf, `,"function":{"arguments":`...)
-		s.buf = pace.AppendString(s.buf, args)
-		s.buf = append(s.buf, "}}]"...)
-	}
-	s.closeChoice("")
-}
-
-func (s *chatStream) emitFinish(reason string) {
-	s.openChoice()
-	s.closeChoice(reason)
-}
-
-// emitUsage queues the usage chunk. Messages counts cache reads and
-// writes apart from input_tokens; Chat's prompt_tokens includes both.
-func (s *chatStream) emitUsage() {
-	u := s.usage
-	prompt := u.input + u.cacheRead + u.cacheCreation
-	b := append(s.buf[:0], s.chunkHead()...)
-	b = append(b, `],"usage":{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(prompt), 10)
-	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, int64(u.output), 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(prompt+u.output), 10)
-	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
-	b = strconv.AppendInt(b, int64(u.cacheRead), 10)
-	b = append(b, '}')
-	if u.cacheCreation > 0 {
-		b = append(b, `,"cache_creation_input_tokens":`...)
-		b = strconv.AppendInt(b, int64(u.cacheCreation), 10)
-	}
-	s.buf = append(b, "}}"...)
-	s.q.Push(newStreamEvent("", s.buf))
-}
-
-// emitError queues an OpenAI-shaped in-band error; code keeps
-// Anthropic's own type.
-func (s *chatStream) emitError(typ, code, msg string) {
-	b := append(s.buf[:0], `{"error":{"message":`...)
-	b = pace.AppendString(b, []byte(msg))
-	b = append(b, `,"type":`...)
-	b = pace.AppendString(b, []byte(typ))
-	b = append(b, `,"param":null,"code":`...)
-	b = pace.AppendString(b, []byte(code))
-	s.buf = append(b, "}}"...)
-	s.q.Push(newStreamEvent("", s.buf))
 }

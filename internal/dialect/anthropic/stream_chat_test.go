@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
@@ -16,7 +17,7 @@ const (
 	tHead  = `{"id":"msg_1","object":"chat.completion.chunk","created":1700000000,"model":"claude-t","choices":[`
 )
 
-// ck is the chunk ChatStream makes for a delta (the inside of its braces).
+// ck is the chunk ToChatStream makes for a delta (the inside of its braces).
 func ck(delta string) string {
 	return tHead + `{"index":0,"delta":{` + delta + `},"logprobs":null,"finish_reason":null}]}`
 }
@@ -40,7 +41,7 @@ func TestChatStreamEvents(t *testing.T) {
 	cases := []struct {
 		name    string
 		in      string // after message_start
-		opt     ChatStreamOptions
+		opt     chat.Options
 		want    []string
 		wantErr error
 	}{
@@ -82,17 +83,17 @@ func TestChatStreamEvents(t *testing.T) {
 			want: []string{ckRole, ckFinish("stop"), "[DONE]"}, wantErr: io.EOF},
 		{name: "nothing read after message_stop", in: stop + msgBlockDelta("0", `{"type":"text_delta","text":"late"}`),
 			want: []string{ckRole, ckFinish("stop"), "[DONE]"}, wantErr: io.EOF},
-		{name: "usage chunk", opt: ChatStreamOptions{IncludeUsage: true},
+		{name: "usage chunk", opt: chat.Options{IncludeUsage: true},
 			in: msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`) + stop,
 			want: []string{ckRole, ckFinish("stop"),
 				tHead + `],"usage":{"prompt_tokens":25,"completion_tokens":7,"total_tokens":32,"prompt_tokens_details":{"cached_tokens":0}}}`,
 				"[DONE]"}, wantErr: io.EOF},
-		{name: "usage overlay with cache", opt: ChatStreamOptions{IncludeUsage: true},
+		{name: "usage overlay with cache", opt: chat.Options{IncludeUsage: true},
 			in: msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":3,"cache_read_input_tokens":100,"cache_creation_input_tokens":20,"output_tokens":7}}`) + stop,
 			want: []string{ckRole, ckFinish("stop"),
 				tHead + `],"usage":{"prompt_tokens":123,"completion_tokens":7,"total_tokens":130,"prompt_tokens_details":{"cached_tokens":100},"cache_creation_input_tokens":20}}`,
 				"[DONE]"}, wantErr: io.EOF},
-		{name: "model and created from options", opt: ChatStreamOptions{Model: "alias", Created: 5},
+		{name: "model and created from options", opt: chat.Options{Model: "alias", Created: 5},
 			in:   msgBlockStart("0", `{"type":"text","text":""}`) + msgBlockDelta("0", `{"type":"text_delta","text":"x"}`),
 			want: []string{strings.Replace(strings.Replace(ckRole, "claude-t", "alias", 1), "1700000000", "5", 1), strings.Replace(strings.Replace(ck(`"content":"x"`), "claude-t", "alias", 1), "1700000000", "5", 1)}},
 		{name: "error event", in: msgEv("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`) + stop,
@@ -119,7 +120,7 @@ func TestChatStreamEvents(t *testing.T) {
 			if c.opt.Created == 0 {
 				c.opt.Created = 1700000000
 			}
-			got, err := drainStream(t, ChatStream(newReusingSource(msgEv("message_start", tStart)+c.in), c.opt))
+			got, err := drainStream(t, ToChatStream(newReusingSource(msgEv("message_start", tStart)+c.in), c.opt))
 			want := make([]streamOut, len(c.want))
 			for i, w := range c.want {
 				want[i] = streamOut{"", w}
@@ -143,12 +144,12 @@ func TestChatStreamNothingBeforeContent(t *testing.T) {
 		msgBlockStart("0", `{"type":"thinking","thinking":"","signature":""}`)
 	src := newReusingSource(pre)
 	src.err = cut
-	got, err := drainStream(t, ChatStream(src, ChatStreamOptions{}))
+	got, err := drainStream(t, ToChatStream(src, chat.Options{}))
 	if len(got) != 0 || err != cut {
 		t.Fatalf("preamble gave %v, %v; want nothing, cut", got, err)
 	}
-	got, err = drainStream(t, ChatStream(newReusingSource(pre+msgBlockDelta("0", `{"type":"thinking_delta","thinking":"a"}`)+
-		msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`)), ChatStreamOptions{}))
+	got, err = drainStream(t, ToChatStream(newReusingSource(pre+msgBlockDelta("0", `{"type":"thinking_delta","thinking":"a"}`)+
+		msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`)), chat.Options{}))
 	if err != io.EOF || len(got) != 3 || got[2].data == "[DONE]" {
 		t.Fatalf("truncated stream gave %v, %v; want role, thinking, finish, no [DONE]", got, err)
 	}
@@ -169,7 +170,7 @@ func TestChatStreamTextIsPaceable(t *testing.T) {
 		index := strconv.Itoa(i)
 		in.WriteString(msgBlockStart(index, block) + msgBlockDelta(index, d) + blockStop(index))
 	}
-	got, _ := drainStream(t, ChatStream(newReusingSource(in.String()), ChatStreamOptions{}))
+	got, _ := drainStream(t, ToChatStream(newReusingSource(in.String()), chat.Options{}))
 	if len(got) != len(texts)+1 {
 		t.Fatalf("%d events, want %d", len(got), len(texts)+1)
 	}

@@ -59,7 +59,7 @@ func (a *msgAnswer) tools() []chattest.Call {
 
 // readMessages drains a Messages stream and reassembles it; an error
 // says how the stream broke the protocol.
-func readMessages(src Source) (*msgAnswer, error) {
+func readMessages(src sse.Source) (*msgAnswer, error) {
 	a := &msgAnswer{}
 	open := -1
 	started := false
@@ -163,7 +163,7 @@ func readMessages(src Source) (*msgAnswer, error) {
 
 func translateMessages(t *testing.T, in string) *msgAnswer {
 	t.Helper()
-	a, err := readMessages(MessagesStream(newReusingSource(in), MessagesStreamOptions{Model: "m"}))
+	a, err := readMessages(FromChatStream(newReusingSource(in), chat.Options{Model: "m"}))
 	if err != nil {
 		t.Fatalf("%v\ninput:\n%s", err, in)
 	}
@@ -238,7 +238,7 @@ func TestMessagesStreamSequentialCallsStream(t *testing.T) {
 		tc(`{"index":1,"id":"b","function":{"name":"g","arguments":"{\"y\""}}`), tc(`{"index":1,"function":{"arguments":":2}"}}`),
 		cc(`"content":"done"`)}
 	src := &countingSource{rd: newReusingSource(strings.Join(in, ""))}
-	ms := MessagesStream(src, MessagesStreamOptions{})
+	ms := FromChatStream(src, chat.Options{})
 	var seen strings.Builder
 	for range 100 {
 		ev, err := ms.Next()
@@ -279,7 +279,7 @@ func TestMessagesStreamPartsAndRefusal(t *testing.T) {
 	}
 }
 
-// An upstream event MessagesStream cannot read ends the stream with a
+// An upstream event FromChatStream cannot read ends the stream with a
 // *chat.UnreadableError after what came before it; chunks without
 // choices (Azure's prompt filter results, usage) are fine.
 func TestMessagesStreamUnreadable(t *testing.T) {
@@ -319,7 +319,7 @@ func FuzzMessagesStreamFaithful(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, want := chattest.Stream(data)
-		a, err := readMessages(MessagesStream(sse.NewReader(strings.NewReader(in), 0), MessagesStreamOptions{Model: "m"}))
+		a, err := readMessages(FromChatStream(sse.NewReader(strings.NewReader(in), 0), chat.Options{Model: "m"}))
 		if err != nil {
 			t.Fatalf("%v\ninput:\n%s", err, in)
 		}

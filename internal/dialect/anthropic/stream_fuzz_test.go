@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
@@ -15,7 +16,7 @@ import (
 // checks what holds for any input: every event's data valid JSON or
 // [DONE], nothing after the terminator ("" for [DONE], else an event
 // type), and the terminator only when the input had one.
-func checkTranslated(src Source, terminator string, inputHasEnd bool) error {
+func checkTranslated(src sse.Source, terminator string, inputHasEnd bool) error {
 	ended := false
 	for i := 0; i <= 1<<16; i++ {
 		ev, err := src.Next()
@@ -54,7 +55,7 @@ func FuzzChatStream(f *testing.F) {
 	f.Add([]byte("data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":\"x\"}}\r\r"), true)
 	f.Fuzz(func(t *testing.T, in []byte, usage bool) {
 		src := sse.NewReader(strings.NewReader(string(in)), 1<<16)
-		if err := checkTranslated(ChatStream(src, ChatStreamOptions{IncludeUsage: usage, Model: "m\n\""}), "", strings.Contains(string(in), "message_stop")); err != nil {
+		if err := checkTranslated(ToChatStream(src, chat.Options{IncludeUsage: usage, Model: "m\n\""}), "", strings.Contains(string(in), "message_stop")); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -70,7 +71,7 @@ func FuzzMessagesStream(f *testing.F) {
 	f.Add([]byte("event: error\n\nevent: error\ndata: \n\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		src := sse.NewReader(strings.NewReader(string(in)), 1<<16)
-		if err := checkTranslated(MessagesStream(src, MessagesStreamOptions{Model: "m\u2028", InputTokens: 3}), "message_stop", strings.Contains(string(in), "[DONE]")); err != nil {
+		if err := checkTranslated(FromChatStream(src, chat.Options{Model: "m\u2028", InputTokens: 3}), "message_stop", strings.Contains(string(in), "[DONE]")); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -79,10 +80,10 @@ func FuzzMessagesStream(f *testing.F) {
 // TestCheckTranslatedCatches: the fuzz check does fail.
 func TestCheckTranslatedCatches(t *testing.T) {
 	stop := msgEv("message_stop", `{"type":"message_stop"}`)
-	if err := checkTranslated(ChatStream(sse.NewReader(strings.NewReader(stop), 0), ChatStreamOptions{}), "", false); err == nil {
+	if err := checkTranslated(ToChatStream(sse.NewReader(strings.NewReader(stop), 0), chat.Options{}), "", false); err == nil {
 		t.Error("a [DONE] with no message_stop in the input was not caught")
 	}
-	if err := checkTranslated(ChatStream(sse.NewReader(strings.NewReader(stop), 0), ChatStreamOptions{}), "", true); err != nil {
+	if err := checkTranslated(ToChatStream(sse.NewReader(strings.NewReader(stop), 0), chat.Options{}), "", true); err != nil {
 		t.Error(err)
 	}
 	if err := checkTranslated(sse.NewReader(strings.NewReader(ccDone+ccDone), 0), "", true); err == nil {

@@ -10,21 +10,14 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
-// MessagesStreamOptions configures MessagesStream.
-type MessagesStreamOptions struct {
-	// Model is message_start's "model": the one the client asked for;
-	// "" takes the first chunk's.
-	Model string
-	// InputTokens is message_start's input_tokens (the relay's estimate:
-	// a Chat upstream reports usage only at the end, if at all).
-	InputTokens int
-}
-
-// MessagesStream translates a Chat Completions stream (chunks, then
+// FromChatStream translates a Chat Completions stream (chunks, then
 // [DONE]) into a Messages stream (message_start, content blocks,
 // message_delta, message_stop).
 //
-// message_start comes at the first upstream chunk. Reasoning
+// message_start comes at the first upstream chunk, naming opt.Model (the
+// one the client asked for; "" takes the first chunk's) and
+// opt.InputTokens as its input_tokens (the relay's estimate: a Chat
+// upstream reports usage only at the end, if at all). Reasoning
 // (reasoning_content or reasoning, or a content part of type thinking)
 // becomes a thinking block, content (a string, or text parts) and a
 // refusal a text block, each tool call a tool_use block. A Chat stream may
@@ -44,16 +37,16 @@ type MessagesStreamOptions struct {
 // as truncation); src's errors, io.EOF included, are returned as they
 // are once the events made before them are out. The returned Source
 // forwards BeforeRead to src.
-func MessagesStream(src Source, opt MessagesStreamOptions) Source {
-	s := &messagesStream{streamPump: streamPump{src: src}, opt: opt}
+func FromChatStream(src sse.Source, opt chat.Options) sse.Source {
+	s := &messagesStream{Pump: sse.Pump{Src: src}, opt: opt}
 	s.seq.Sink = s
 	return s
 }
 
-// messagesStream is MessagesStream's state.
+// messagesStream is FromChatStream's state.
 type messagesStream struct {
-	streamPump
-	opt MessagesStreamOptions
+	sse.Pump
+	opt chat.Options
 	seq chat.Sequencer
 
 	started bool // message_start is out
@@ -76,10 +69,10 @@ type chatStreamTotals struct {
 }
 
 // Next returns the next Messages event.
-func (s *messagesStream) Next() (sse.Event, error) { return s.pull(s) }
+func (s *messagesStream) Next() (sse.Event, error) { return s.Pull(s) }
 
-// handle translates one upstream chunk into s.q.
-func (s *messagesStream) handle(ev *sse.Event) {
+// handle translates one upstream chunk into s.Q.
+func (s *messagesStream) Handle(ev *sse.Event) {
 	if !ev.HasData {
 		return // comments and data-less blocks: the relay sends its own keep-alives
 	}
@@ -149,7 +142,7 @@ func (s *messagesStream) handle(ev *sse.Event) {
 			// text, and the stop reason says what it is.
 			s.refused, kind = true, chat.ItemText
 		}
-		if s.text(kind, []byte(p.Text)); s.err != nil {
+		if s.text(kind, []byte(p.Text)); s.Err != nil {
 			return // unreadable: nothing after it
 		}
 	}
@@ -187,8 +180,8 @@ func (s *messagesStream) unreadable(ev *sse.Event, err error) {
 	if ue, ok := err.(*chat.UnreadableError); ok && ev != nil && ue.Event == "" {
 		ue.Event = ev.Type
 	}
-	if s.err == nil {
-		s.err = err
+	if s.Err == nil {
+		s.Err = err
 	}
 }
 
@@ -244,8 +237,8 @@ func (s *messagesStream) done() {
 		stop = StopReason("") // [DONE] without finish_reason: a normal end
 	}
 	s.emitMessageDelta(stop)
-	s.q.Push(newStreamEvent("message_stop", []byte(`{"type":"message_stop"}`)))
-	s.err = io.EOF
+	s.Q.Push(streamEvents.Event("message_stop", []byte(`{"type":"message_stop"}`)))
+	s.Err = io.EOF
 }
 
 // fail turns an in-band error chunk into an error event, and ends the
@@ -257,5 +250,5 @@ func (s *messagesStream) fail(c *chatStreamChunk) {
 		msg = "upstream stream error"
 	}
 	s.emitError(e.messagesType(), msg)
-	s.err = io.EOF
+	s.Err = io.EOF
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 )
 
-// chatStreamChunk is the part of a Chat chunk MessagesStream reads off its
+// chatStreamChunk is the part of a Chat chunk FromChatStream reads off its
 // slow path (everything but plain text and reasoning deltas). The choices
 // are read by chat.ReadDelta, which checks them.
 type chatStreamChunk struct {
@@ -72,7 +72,7 @@ func (c *chatStreamChunk) errorBody() chatStreamError {
 }
 
 // messagesType is the Messages error type for e: its code when that is
-// already one (an error ChatStream translated keeps it there), else by
+// already one (an error ToChatStream translated keeps it there), else by
 // the OpenAI type or code, else api_error.
 func (e *chatStreamError) messagesType() string {
 	var code string
@@ -124,7 +124,7 @@ func (s *messagesStream) emitMessageStart(chatID, model string) {
 	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(s.opt.InputTokens), 10)
 	s.buf = append(b, `,"output_tokens":0}}}`...)
-	s.q.Push(newStreamEvent("message_start", s.buf))
+	s.Q.Push(streamEvents.Event("message_start", s.buf))
 }
 
 // blockHead starts s.buf with `{"type":<typ>,"index":<open block>`.
@@ -149,7 +149,7 @@ func (s *messagesStream) emitBlockStart(kind chat.ItemKind, id, name string) {
 		s.buf = pace.AppendString(s.buf, []byte(name))
 		s.buf = append(s.buf, `,"input":{}}}`...)
 	}
-	s.q.Push(newStreamEvent("content_block_start", s.buf))
+	s.Q.Push(streamEvents.Event("content_block_start", s.buf))
 }
 
 // emitTextDelta queues a text_delta or thinking_delta of the shape
@@ -163,7 +163,7 @@ func (s *messagesStream) emitTextDelta(kind chat.ItemKind, text []byte) {
 	}
 	s.buf = pace.AppendString(s.buf, text)
 	s.buf = append(s.buf, "}}"...)
-	s.q.Push(newStreamEvent("content_block_delta", s.buf))
+	s.Q.Push(streamEvents.Event("content_block_delta", s.buf))
 }
 
 func (s *messagesStream) emitInputDelta(partial []byte) {
@@ -171,13 +171,13 @@ func (s *messagesStream) emitInputDelta(partial []byte) {
 	s.buf = append(s.buf, `,"delta":{"type":"input_json_delta","partial_json":`...)
 	s.buf = pace.AppendString(s.buf, partial)
 	s.buf = append(s.buf, "}}"...)
-	s.q.Push(newStreamEvent("content_block_delta", s.buf))
+	s.Q.Push(streamEvents.Event("content_block_delta", s.buf))
 }
 
 func (s *messagesStream) emitBlockStop() {
 	s.blockHead("content_block_stop")
 	s.buf = append(s.buf, '}')
-	s.q.Push(newStreamEvent("content_block_stop", s.buf))
+	s.Q.Push(streamEvents.Event("content_block_stop", s.buf))
 }
 
 // emitMessageDelta queues the stop reason and usage. Chat's prompt_tokens
@@ -197,7 +197,7 @@ func (s *messagesStream) emitMessageDelta(stop string) {
 		b = strconv.AppendInt(b, int64(u.cached), 10)
 	}
 	s.buf = append(b, "}}"...)
-	s.q.Push(newStreamEvent("message_delta", s.buf))
+	s.Q.Push(streamEvents.Event("message_delta", s.buf))
 }
 
 func (s *messagesStream) emitError(typ, msg string) {
@@ -206,5 +206,5 @@ func (s *messagesStream) emitError(typ, msg string) {
 	b = append(b, `,"message":`...)
 	b = pace.AppendString(b, []byte(msg))
 	s.buf = append(b, "}}"...)
-	s.q.Push(newStreamEvent("error", s.buf))
+	s.Q.Push(streamEvents.Event("error", s.buf))
 }

@@ -145,7 +145,7 @@ func TestMessagesStreamEvents(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := newReusingSource(ccRole + c.in)
-			got, err := drainStream(t, MessagesStream(src, MessagesStreamOptions{Model: "claude-alias", InputTokens: 12}))
+			got, err := drainStream(t, FromChatStream(src, chat.Options{Model: "claude-alias", InputTokens: 12}))
 			sameOuts(t, got, append([]streamOut{mStart}, c.want...))
 			if c.wantErr == nil {
 				c.wantErr = io.EOF
@@ -170,17 +170,17 @@ func TestMessagesStreamIDs(t *testing.T) {
 		chatEv(`{"choices":[],"id":"","model":"","prompt_filter_results":[]}`) +
 			chatEv(`{"id":"chatcmpl-az","model":"gpt-5-nano","choices":[{"index":0,"delta":{"content":"hi"}}]}`) + ccDone: `"id":"msg_chatcmpl-az","type":"message","role":"assistant","model":"gpt-5-nano"`,
 	} {
-		got, _ := drainStream(t, MessagesStream(newReusingSource(in), MessagesStreamOptions{}))
+		got, _ := drainStream(t, FromChatStream(newReusingSource(in), chat.Options{}))
 		if len(got) == 0 || got[0].typ != "message_start" || !strings.Contains(got[0].data, want) {
 			t.Errorf("%q: got %v, want message_start with %s", in, got, want)
 		}
 	}
-	got, _ := drainStream(t, MessagesStream(newReusingSource(chatEv(`{"id":"x","model":"gpt-up","choices":[]}`)), MessagesStreamOptions{}))
+	got, _ := drainStream(t, FromChatStream(newReusingSource(chatEv(`{"id":"x","model":"gpt-up","choices":[]}`)), chat.Options{}))
 	if len(got) == 0 || !strings.Contains(got[0].data, `"model":"gpt-up"`) {
 		t.Errorf("no Model option: got %v, want the chunk's model", got)
 	}
-	a, _ := drainStream(t, MessagesStream(newReusingSource(ccDone), MessagesStreamOptions{}))
-	b, _ := drainStream(t, MessagesStream(newReusingSource(ccDone), MessagesStreamOptions{}))
+	a, _ := drainStream(t, FromChatStream(newReusingSource(ccDone), chat.Options{}))
+	b, _ := drainStream(t, FromChatStream(newReusingSource(ccDone), chat.Options{}))
 	if a[0] == b[0] {
 		t.Errorf("two made-up ids are the same: %s", a[0].data)
 	}
@@ -200,7 +200,7 @@ func TestMessagesStreamTextIsPaceable(t *testing.T) {
 		d := streamJSONStr(s)
 		in.WriteString(cc(`"` + field + `":` + d))
 	}
-	got, _ := drainStream(t, MessagesStream(newReusingSource(in.String()), MessagesStreamOptions{}))
+	got, _ := drainStream(t, FromChatStream(newReusingSource(in.String()), chat.Options{}))
 	n := 0
 	for _, o := range got {
 		if o.typ != "content_block_delta" {

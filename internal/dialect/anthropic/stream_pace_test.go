@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
@@ -29,7 +30,7 @@ func TestTranslatedStreamsThroughPacer(t *testing.T) {
 
 	var chatOut bufOutput
 	cfg.Format = pace.FormatChat
-	res := pace.Run(context.Background(), cfg, nil, ChatStream(sse.NewReader(strings.NewReader(wholeMessages), 0), ChatStreamOptions{IncludeUsage: true}), &chatOut, func() {})
+	res := pace.Run(context.Background(), cfg, nil, ToChatStream(sse.NewReader(strings.NewReader(wholeMessages), 0), chat.Options{IncludeUsage: true}), &chatOut, func() {})
 	if res.End != pace.EndDone {
 		t.Fatalf("Chat: end %d (%v), want done", res.End, res.Err)
 	}
@@ -39,13 +40,13 @@ func TestTranslatedStreamsThroughPacer(t *testing.T) {
 
 	var msgOut bufOutput
 	cfg.Format = pace.FormatMessages
-	res = pace.Run(context.Background(), cfg, nil, MessagesStream(sse.NewReader(strings.NewReader(wholeChat), 0), MessagesStreamOptions{Model: "m"}), &msgOut, func() {})
+	res = pace.Run(context.Background(), cfg, nil, FromChatStream(sse.NewReader(strings.NewReader(wholeChat), 0), chat.Options{Model: "m"}), &msgOut, func() {})
 	if res.End != pace.EndDone {
 		t.Fatalf("Messages: end %d (%v), want done", res.End, res.Err)
 	}
 	want = streamAnswer{content: "Checking Paris.", reasoning: "Weather needed.",
 		tools: []streamTool{{id: "call_9", name: "get_weather", args: `{"location": "Paris"}`}}, finish: "tool_calls"}
-	if got := readAnswer(t, ChatStream(sse.NewReader(&msgOut.Buffer, 0), ChatStreamOptions{})); fmtAnswer(got) != fmtAnswer(want) {
+	if got := readAnswer(t, ToChatStream(sse.NewReader(&msgOut.Buffer, 0), chat.Options{})); fmtAnswer(got) != fmtAnswer(want) {
 		t.Fatalf("Messages through the pacer:\ngot  %+v\nwant %+v", got, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
@@ -109,7 +110,7 @@ func genChat(r *rand.Rand) (string, streamAnswer) {
 }
 
 // readAnswer reads a Chat stream as a client does; it must end in [DONE].
-func readAnswer(t *testing.T, src Source) streamAnswer {
+func readAnswer(t *testing.T, src sse.Source) streamAnswer {
 	t.Helper()
 	var a streamAnswer
 	sawDone := false
@@ -171,14 +172,14 @@ func readAnswer(t *testing.T, src Source) streamAnswer {
 	return a
 }
 
-// TestRoundTripKeepsAnswer: Chat → MessagesStream → ChatStream keeps the
+// TestRoundTripKeepsAnswer: Chat → FromChatStream → ToChatStream keeps the
 // content, the reasoning, the tool calls and the finish reason.
 func TestRoundTripKeepsAnswer(t *testing.T) {
 	r := rand.New(rand.NewPCG(10, 20))
 	for i := range 500 {
 		in, want := genChat(r)
-		ms := MessagesStream(sse.NewReader(strings.NewReader(in), 0), MessagesStreamOptions{Model: "m"})
-		got := readAnswer(t, ChatStream(ms, ChatStreamOptions{IncludeUsage: true}))
+		ms := FromChatStream(sse.NewReader(strings.NewReader(in), 0), chat.Options{Model: "m"})
+		got := readAnswer(t, ToChatStream(ms, chat.Options{IncludeUsage: true}))
 		if fmtAnswer(got) != fmtAnswer(want) {
 			t.Fatalf("stream %d:\n%s\ngot  %+v\nwant %+v", i, in, got, want)
 		}

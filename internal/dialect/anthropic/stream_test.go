@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
@@ -58,7 +59,7 @@ type streamOut struct{ typ, data string }
 
 // drain reads src to its end; the error it ended with is returned, and
 // must repeat on the next call.
-func drainStream(t *testing.T, src Source) ([]streamOut, error) {
+func drainStream(t *testing.T, src sse.Source) ([]streamOut, error) {
 	t.Helper()
 	var evs []sse.Event
 	for i := 0; ; i++ {
@@ -102,38 +103,12 @@ func sameOuts(t *testing.T, got, want []streamOut) {
 	}
 }
 
-func TestNewStreamEventIsNewEvent(t *testing.T) {
-	for _, c := range []struct{ typ, data string }{
-		{"", "[DONE]"},
-		{"", `{"a":"b"}`},
-		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`},
-		{"message_stop", `{"type":"message_stop"}`},
-		{"x", ""},
-		{"", ""},
-		{"message_start", `{"type":"message_start"}`},
-		{"content_block_start", `{}`},
-		{"content_block_stop", `{}`},
-		{"message_delta", `{}`},
-		{"error", `{"type":"error"}`},
-		{"", "two\nlines"},
-		{"error", "cr\rlf\r\n"},
-		{"event\nsplit", "x"},
-		{"", strings.Repeat("y", 10000)},
-	} {
-		got := newStreamEvent(c.typ, []byte(c.data))
-		want := sse.NewEvent(c.typ, []byte(c.data))
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("newStreamEvent(%q, %q) = %+v, want %+v", c.typ, c.data, got, want)
-		}
-	}
-}
-
 // TestBeforeReadForwarded: both translators hand the relay's hook to src,
 // and an sse.Reader under them calls it.
 func TestBeforeReadForwarded(t *testing.T) {
-	for name, wrap := range map[string]func(Source) Source{
-		"ChatStream":     func(s Source) Source { return ChatStream(s, ChatStreamOptions{}) },
-		"MessagesStream": func(s Source) Source { return MessagesStream(s, MessagesStreamOptions{}) },
+	for name, wrap := range map[string]func(sse.Source) sse.Source{
+		"ToChatStream":   func(s sse.Source) sse.Source { return ToChatStream(s, chat.Options{}) },
+		"FromChatStream": func(s sse.Source) sse.Source { return FromChatStream(s, chat.Options{}) },
 	} {
 		src := newReusingSource("")
 		br, ok := wrap(src).(interface{ BeforeRead(func()) })
@@ -161,7 +136,7 @@ func TestBeforeReadForwarded(t *testing.T) {
 			t.Fatalf("%s: sse.Reader's hook never called", name)
 		}
 		// No BeforeRead on src: nothing to forward, no panic.
-		wrap(struct{ Source }{src}).(interface{ BeforeRead(func()) }).BeforeRead(func() {})
+		wrap(struct{ sse.Source }{src}).(interface{ BeforeRead(func()) }).BeforeRead(func() {})
 	}
 }
 
@@ -173,14 +148,14 @@ func TestSourceErrorPassesThrough(t *testing.T) {
 		msgBlockStart("0", `{"type":"text","text":""}`) +
 		msgEv("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`))
 	src.err = boom
-	got, err := drainStream(t, ChatStream(src, ChatStreamOptions{}))
+	got, err := drainStream(t, ToChatStream(src, chat.Options{}))
 	if err != boom || len(got) != 2 {
-		t.Fatalf("ChatStream: %d events, err %v; want 2 then boom", len(got), err)
+		t.Fatalf("ToChatStream: %d events, err %v; want 2 then boom", len(got), err)
 	}
 	csrc := newReusingSource(chatEv(`{"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}`))
 	csrc.err = boom
-	got, err = drainStream(t, MessagesStream(csrc, MessagesStreamOptions{}))
+	got, err = drainStream(t, FromChatStream(csrc, chat.Options{}))
 	if err != boom || len(got) == 0 {
-		t.Fatalf("MessagesStream: %d events, err %v; want some then boom", len(got), err)
+		t.Fatalf("FromChatStream: %d events, err %v; want some then boom", len(got), err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // A whole Messages stream as Anthropic sends it: thinking with a
@@ -43,7 +45,7 @@ func TestChatStreamWhole(t *testing.T) {
 		head + `],"usage":{"prompt_tokens":2530,"completion_tokens":89,"total_tokens":2619,"prompt_tokens_details":{"cached_tokens":2048},"cache_creation_input_tokens":10}}`,
 		`[DONE]`,
 	}
-	got, err := drainStream(t, ChatStream(newReusingSource(wholeMessages), ChatStreamOptions{Model: "sonnet", Created: 1767225600, IncludeUsage: true}))
+	got, err := drainStream(t, ToChatStream(newReusingSource(wholeMessages), chat.Options{Model: "sonnet", Created: 1767225600, IncludeUsage: true}))
 	if err != io.EOF {
 		t.Fatalf("err %v, want io.EOF", err)
 	}
@@ -84,7 +86,7 @@ func TestMessagesStreamWhole(t *testing.T) {
 		mMsgDelta("tool_use", `"output_tokens":89,"input_tokens":472,"cache_read_input_tokens":2048`),
 		mStop,
 	}
-	got, err := drainStream(t, MessagesStream(newReusingSource(wholeChat), MessagesStreamOptions{Model: "claude-alias", InputTokens: 12}))
+	got, err := drainStream(t, FromChatStream(newReusingSource(wholeChat), chat.Options{Model: "claude-alias", InputTokens: 12}))
 	if err != io.EOF {
 		t.Fatalf("err %v, want io.EOF", err)
 	}
@@ -97,21 +99,21 @@ func TestMessagesStreamWhole(t *testing.T) {
 func TestTruncatedGetsNoTerminator(t *testing.T) {
 	blocks := strings.SplitAfter(wholeMessages, "\n\n")
 	for i := range blocks[:len(blocks)-1] {
-		got, err := drainStream(t, ChatStream(newReusingSource(strings.Join(blocks[:i], "")), ChatStreamOptions{IncludeUsage: true}))
+		got, err := drainStream(t, ToChatStream(newReusingSource(strings.Join(blocks[:i], "")), chat.Options{IncludeUsage: true}))
 		if err != io.EOF || len(got) > 0 && got[len(got)-1].data == "[DONE]" {
-			t.Fatalf("ChatStream of %d of %d blocks ended with %v, %v", i, len(blocks), got, err)
+			t.Fatalf("ToChatStream of %d of %d blocks ended with %v, %v", i, len(blocks), got, err)
 		}
 	}
 	blocks = strings.SplitAfter(wholeChat, "\n\n")
 	for i := range blocks[:len(blocks)-1] {
-		got, err := drainStream(t, MessagesStream(newReusingSource(strings.Join(blocks[:i], "")), MessagesStreamOptions{}))
+		got, err := drainStream(t, FromChatStream(newReusingSource(strings.Join(blocks[:i], "")), chat.Options{}))
 		for _, o := range got {
 			if o.typ == "message_stop" || o.typ == "message_delta" {
-				t.Fatalf("MessagesStream of %d of %d blocks has %s", i, len(blocks), o.typ)
+				t.Fatalf("FromChatStream of %d of %d blocks has %s", i, len(blocks), o.typ)
 			}
 		}
 		if err != io.EOF {
-			t.Fatalf("MessagesStream of %d blocks: err %v", i, err)
+			t.Fatalf("FromChatStream of %d blocks: err %v", i, err)
 		}
 	}
 }

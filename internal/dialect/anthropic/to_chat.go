@@ -8,17 +8,10 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
-// ChatRequestOptions tune ToChatRequest to the Chat provider.
-type ChatRequestOptions struct {
-	// MaxTokensField names the output limit: "max_tokens" (the default,
-	// which every Chat provider reads) or "max_completion_tokens" (OpenAI
-	// itself, whose reasoning models refuse max_tokens).
-	MaxTokensField string
-}
-
 // ToChatRequest translates a Messages request into a Chat Completions
 // request, for an Anthropic client (Claude Code, the Anthropic SDKs) whose
-// chain reaches a Chat provider.
+// chain reaches a Chat provider. opt.MaxTokensField names the output
+// limit ("max_tokens" unless it says "max_completion_tokens").
 //
 //	Messages                              Chat Completions
 //	model                                 model
@@ -49,7 +42,7 @@ type ChatRequestOptions struct {
 //	  .effort                             (max: high); adaptive alone: none set
 //	thinking {disabled}                   no reasoning_effort
 //
-// Refused as Invalid (a *RequestError with Invalid set: not a valid
+// Refused as Invalid (a *chat.RequestError with Invalid set: not a valid
 // Messages request, whatever the target): a message whose content is
 // null or absent, a user or assistant turn with no content (but the final
 // assistant turn), roles other than user, assistant and system, a tool
@@ -59,7 +52,7 @@ type ChatRequestOptions struct {
 // not an integer of at least 1024, an unknown output_config.effort, an
 // image without a source, a member of the wrong type.
 //
-// Refused (a *RequestError: valid, but Chat cannot express it): document,
+// Refused (a *chat.RequestError: valid, but Chat cannot express it): document,
 // search_result and other block types Chat cannot carry, images inside
 // tool results, server tools (a tool with a type such as
 // web_search_20250305 or bash_20250124: the provider would have to run
@@ -69,7 +62,7 @@ type ChatRequestOptions struct {
 // output_config other than effort, container, mcp_servers, service_tier,
 // a tool's defer_loading and strict, and any member this table does not
 // name.
-func ToChatRequest(msg []byte, opt ChatRequestOptions) ([]byte, error) {
+func ToChatRequest(msg []byte, opt chat.Options) ([]byte, error) {
 	var in messagesRequestIn
 	if err := json.Unmarshal(msg, &in); err != nil {
 		return nil, notValid("Anthropic Messages", err)
@@ -358,7 +351,7 @@ func toolResultText(p part, param string) (string, error) {
 	}
 	text, _, err := onlyText(parts, param)
 	if err != nil {
-		return "", reqErr(err.(*RequestError).Param, "a tool result carries only text to Chat Completions")
+		return "", reqErr(err.(*chat.RequestError).Param, "a tool result carries only text to Chat Completions")
 	}
 	if p.IsError {
 		text = "Error: " + text

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // The request translators, fuzzed for loss (issue 25): whatever the body,
-// either the translator refuses it (a *RequestError, checked by
+// either the translator refuses it (a *chat.RequestError, checked by
 // checkTranslation), or its output carries every text, every tool call,
 // every tool result, every tool and a named tool_choice of the input, and
 // thinking when the input asked for it. The body is read here on its own
@@ -57,7 +59,7 @@ func FuzzToChatRequestKeeps(f *testing.F) {
 	f.Add([]byte(`{"model":"m","max_tokens":5,"system":"s","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"tool_use","id":"t","name":"f","input":{"x":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"},{"type":"text","text":"go"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"},"thinking":{"type":"enabled","budget_tokens":2048}}`))
 	f.Add([]byte(`{"messages":[{"role":"user","content":null},{"role":"assistant","content":[]}],"tool_choice":{"type":"tool"},"thinking":{"type":"enabled","budget_tokens":-1}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := ToChatRequest(b, ChatRequestOptions{})
+		out, err := ToChatRequest(b, chat.Options{})
 		checkTranslation(t, out, err)
 		if err != nil {
 			return
@@ -128,7 +130,7 @@ func FuzzFromChatRequestKeeps(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":"a","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},{"role":"tool","tool_call_id":"c","content":"r"},{"role":"user","content":"go"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}},"reasoning_effort":"low"}`))
 	f.Add([]byte(`{"messages":[{"role":"user","content":null},{"role":"assistant"}],"tool_choice":{"type":"function","function":{}},"reasoning_effort":"extreme"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := FromChatRequest(b)
+		out, err := FromChatRequest(b, chat.Options{})
 		checkTranslation(t, out, err)
 		if err != nil {
 			return

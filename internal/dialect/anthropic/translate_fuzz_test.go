@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // The translators never panic, whatever the body; what they produce is
-// JSON; request errors are *RequestError.
+// JSON; request errors are *chat.RequestError.
 
 func FuzzFromChatRequest(f *testing.F) {
 	for _, s := range []string{
@@ -18,7 +20,7 @@ func FuzzFromChatRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := FromChatRequest(b)
+		out, err := FromChatRequest(b, chat.Options{})
 		checkTranslation(t, out, err)
 	})
 }
@@ -31,7 +33,7 @@ func FuzzToChatRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := ToChatRequest(b, ChatRequestOptions{})
+		out, err := ToChatRequest(b, chat.Options{})
 		checkTranslation(t, out, err)
 	})
 }
@@ -39,7 +41,7 @@ func FuzzToChatRequest(f *testing.F) {
 func FuzzToChatResponse(f *testing.F) {
 	f.Add([]byte(`{"id":"m","type":"message","content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"t"},{"type":"tool_use","id":"i","name":"n","input":{"a":[1, 2]}}],"stop_reason":"end_turn","usage":{"input_tokens":1}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := ToChatResponse(b, 1)
+		out, err := ToChatResponse(b, chat.Options{Created: 1})
 		if err == nil && !json.Valid(out) {
 			t.Fatalf("invalid JSON: %s", out)
 		}
@@ -49,7 +51,7 @@ func FuzzToChatResponse(f *testing.F) {
 func FuzzFromChatResponse(f *testing.F) {
 	f.Add([]byte(`{"id":"c","model":"m","choices":[{"message":{"content":"a","reasoning_content":"r","tool_calls":[{"id":"i","function":{"name":"n","arguments":"{\"a\": \"b c\"}"}}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":9}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := FromChatResponse(b)
+		out, err := FromChatResponse(b, chat.Options{})
 		if err == nil && !json.Valid(out) {
 			t.Fatalf("invalid JSON: %s", out)
 		}
@@ -72,9 +74,9 @@ func FuzzErrors(f *testing.F) {
 func checkTranslation(t *testing.T, out []byte, err error) {
 	t.Helper()
 	if err != nil {
-		var re *RequestError
+		var re *chat.RequestError
 		if !errors.As(err, &re) {
-			t.Fatalf("error %T %v, want a *RequestError", err, err)
+			t.Fatalf("error %T %v, want a *chat.RequestError", err, err)
 		}
 		return
 	}

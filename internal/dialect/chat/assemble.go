@@ -65,28 +65,44 @@ type chunkWire struct {
 	Model             json.RawMessage `json:"model"`
 	SystemFingerprint json.RawMessage `json:"system_fingerprint"`
 	ServiceTier       json.RawMessage `json:"service_tier"`
-	Choices           []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Role             json.RawMessage `json:"role"`
-			Content          json.RawMessage `json:"content"`
-			Refusal          json.RawMessage `json:"refusal"`
-			ReasoningContent json.RawMessage `json:"reasoning_content"`
-			Reasoning        json.RawMessage `json:"reasoning"`
-			ToolCalls        []struct {
-				Index    int             `json:"index"`
-				ID       json.RawMessage `json:"id"`
-				Type     json.RawMessage `json:"type"`
-				Function struct {
-					Name      json.RawMessage `json:"name"`
-					Arguments json.RawMessage `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason json.RawMessage `json:"finish_reason"`
-		Logprobs     json.RawMessage `json:"logprobs"`
+	Choices           []choiceWire    `json:"choices"`
+	Usage             json.RawMessage `json:"usage"`
+}
+
+// choiceWire is one choice of a chunk.
+type choiceWire struct {
+	Index        int             `json:"index"`
+	Delta        deltaWire       `json:"delta"`
+	FinishReason json.RawMessage `json:"finish_reason"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+}
+
+// deltaWire is a chunk's delta, or a whole answer's message.
+type deltaWire struct {
+	Role      json.RawMessage `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	ToolCalls []struct {
+		Index    int             `json:"index"`
+		ID       json.RawMessage `json:"id"`
+		Type     json.RawMessage `json:"type"`
+		Function struct {
+			Name      json.RawMessage `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+	Refusal          json.RawMessage `json:"refusal"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+}
+
+// completionWire is a whole chat.completion: a chunk whose choices hold a
+// message instead of a delta.
+type completionWire struct {
+	chunkWire
+	Choices []struct {
+		choiceWire
+		Message deltaWire `json:"message"`
 	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
 }
 
 // str is the value of a JSON string member, ok false for anything else
@@ -112,6 +128,33 @@ func (a *Assembler) Add(data []byte, at time.Duration, dropReasoning bool) bool 
 	if json.Unmarshal(data, &c) != nil {
 		return false
 	}
+	a.add(&c, at, dropReasoning)
+	return true
+}
+
+// AddCompletion reads a whole chat.completion (a non-stream answer) as
+// one chunk whose deltas are its messages, so that an answer read whole
+// and one read from a stream are assembled alike; its message tool calls
+// without an index take their position. It reports false for a body that
+// is not JSON, which is skipped.
+func (a *Assembler) AddCompletion(body []byte) bool {
+	var c completionWire
+	if json.Unmarshal(body, &c) != nil {
+		return false
+	}
+	for _, ch := range c.Choices {
+		for i := range ch.Message.ToolCalls {
+			ch.Message.ToolCalls[i].Index = i
+		}
+		ch.Delta = ch.Message
+		c.chunkWire.Choices = append(c.chunkWire.Choices, ch.choiceWire)
+	}
+	a.add(&c.chunkWire, a.last, false)
+	return true
+}
+
+// add reads one decoded chunk (see Add).
+func (a *Assembler) add(c *chunkWire, at time.Duration, dropReasoning bool) {
 	at = max(at, a.last)
 	a.last = at
 	setOnce(&a.id, c.ID)
@@ -163,7 +206,6 @@ func (a *Assembler) Add(data []byte, at time.Duration, dropReasoning bool) bool 
 		}
 		ch.addLogprobs(wc.Logprobs)
 	}
-	return true
 }
 
 // setOnce sets *dst to the JSON string raw, unless *dst is already set or

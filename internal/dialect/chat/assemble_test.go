@@ -198,3 +198,25 @@ func FuzzAssemble(f *testing.F) {
 		}
 	})
 }
+
+// TestAddCompletion: a whole answer is assembled as the stream of the
+// same answer is: the completion comes back as it was.
+func TestAddCompletion(t *testing.T) {
+	for _, whole := range []string{
+		`{"id":"c1","object":"chat.completion","created":7,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello <b>","refusal":null,"reasoning_content":"hm","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},{"id":"call_2","type":"function","function":{"name":"g","arguments":""}}]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8},"system_fingerprint":"fp"}`,
+		`{"id":"c2","object":"chat.completion","created":7,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"no"},"logprobs":{"content":[{"token":"x"}],"refusal":[{"token":"no"}]},"finish_reason":"stop"},{"index":1,"message":{"role":"assistant","content":"two","refusal":null,"reasoning":"r"},"logprobs":null,"finish_reason":"length"}]}`,
+	} {
+		var a Assembler
+		if !a.AddCompletion([]byte(whole)) {
+			t.Fatalf("refused: %s", whole)
+		}
+		c := a.Completion(0, false)
+		if got := string(c.JSON()); got != whole {
+			t.Errorf("got\n%s\nwant\n%s", got, whole)
+		}
+	}
+	var a Assembler
+	if a.AddCompletion([]byte(`<html>`)) {
+		t.Error("a body that is not JSON was taken")
+	}
+}

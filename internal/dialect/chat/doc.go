@@ -16,5 +16,12 @@
 // interleaved text and tool calls into the one block at a time the
 // Messages and Responses formats require.
 //
+// It declares the codec surface every dialect package has (Codec: a
+// dialect's request, response, error and stream translations to and from
+// Chat, with one Options; Pivot is Chat's own), with what the translators
+// share: RequestError, UnreadableError and ErrNotSupported, OpenAI's
+// error shape and status table (ErrorBody, ErrorType), and the
+// ChunkWriter that writes the chunks of a stream translated into Chat.
+//
 // Pure: bytes in, bytes out, no Caddy imports.
 package chat

@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat/chattest"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // An Anthropic upstream translated for a Responses client goes
-// anthropic.ChatStream → ResponsesStream: the same property holds for the
+// anthropic.ToChatStream → FromChatStream: the same property holds for the
 // chain, from Messages streams made of fuzz input (messagesStream).
 func FuzzChainMessagesToResponses(f *testing.F) {
 	for _, seed := range fuzzSeeds {
@@ -20,8 +21,8 @@ func FuzzChainMessagesToResponses(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, want := messagesStream(data)
-		chat := anthropic.ChatStream(sse.NewReader(strings.NewReader(in), 0), anthropic.ChatStreamOptions{Model: "m", Created: 1, IncludeUsage: true})
-		a, err := readResponses(ResponsesStream(chat, StreamOptions{Created: 1}))
+		cc := anthropic.ToChatStream(sse.NewReader(strings.NewReader(in), 0), chat.Options{Model: "m", Created: 1, IncludeUsage: true})
+		a, err := readResponses(FromChatStream(cc, chat.Options{Created: 1}))
 		if err != nil {
 			t.Fatalf("%v\ninput:\n%s", err, in)
 		}
@@ -137,7 +138,7 @@ func messagesStream(data []byte) (string, chattest.Want) {
 		}
 		if r.n(8) == 0 {
 			// Events a translator cannot read (not JSON, a delta for a
-			// block that never started): ChatStream ends the chain with
+			// block that never started): ToChatStream ends the chain with
 			// chat.UnreadableError.
 			w.Unreadable = true
 			out.WriteString("event: content_block_delta\ndata: {oops\n\n")
@@ -209,8 +210,8 @@ func TestChainMessagesToResponses(t *testing.T) {
 		msgEvent("content_block_stop", `{"type":"content_block_stop","index":2}`) +
 		msgEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`) +
 		msgEvent("message_stop", `{"type":"message_stop"}`)
-	chat := anthropic.ChatStream(sse.NewReader(strings.NewReader(in), 0), anthropic.ChatStreamOptions{Created: 1, IncludeUsage: true})
-	a, err := readResponses(ResponsesStream(chat, StreamOptions{Created: 1}))
+	cc := anthropic.ToChatStream(sse.NewReader(strings.NewReader(in), 0), chat.Options{Created: 1, IncludeUsage: true})
+	a, err := readResponses(FromChatStream(cc, chat.Options{Created: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // FuzzToChatRequestKeeps fuzzes the translation for loss (issue 25):
-// whatever the body, either it is refused (a *RequestError), or the Chat
+// whatever the body, either it is refused (a *chat.RequestError), or the Chat
 // request carries every text, function call, function output and
 // function tool of the input, and a named tool_choice. The body is read
 // here on its own terms, not with the translator's types.
@@ -15,7 +17,7 @@ func FuzzToChatRequestKeeps(f *testing.F) {
 	f.Add([]byte(`{"model":"m","instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"a"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"},{"role":"assistant","content":"b"}],"tools":[{"type":"function","name":"f","parameters":{}},{"type":"web_search"}],"tool_choice":{"type":"function","name":"f"}}`))
 	f.Add([]byte(`{"input":[{"role":"user","content":null}],"tools":[{"type":"web_search"}],"tool_choice":"required"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := ToChatRequest(b, ChatRequestOptions{})
+		out, err := ToChatRequest(b, chat.Options{})
 		if err != nil {
 			return // FuzzToChatRequest checks the error's type
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
@@ -18,15 +19,15 @@ func FuzzToChatRequest(f *testing.F) {
 	f.Add([]byte(`{"input":"x","previous_response_id":"r","store":true}`), false)
 	f.Add([]byte(`{"input":[{"type":"function_call","call_id":"","name":null}],"tools":[{"type":"web_search"}]}`), false)
 	f.Fuzz(func(t *testing.T, in []byte, openai bool) {
-		opt := ChatRequestOptions{}
+		opt := chat.Options{}
 		if openai {
 			opt.MaxTokensField = "max_completion_tokens"
 		}
 		out, err := ToChatRequest(in, opt)
 		if err != nil {
-			var re *RequestError
+			var re *chat.RequestError
 			if !errors.As(err, &re) || re.Message == "" {
-				t.Fatalf("error %v is not a *RequestError with a message", err)
+				t.Fatalf("error %v is not a *chat.RequestError with a message", err)
 			}
 			return
 		}
@@ -52,7 +53,7 @@ func FuzzFromChatResponse(f *testing.F) {
 	f.Add([]byte(completion(`{"role":"assistant","content":"Hello","reasoning_content":"hmm","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{}"}}]}`, "length", usageChat)), []byte(`{"input":"x","tools":[]}`))
 	f.Add([]byte(`{"id":"\"","choices":[{"message":{"content":null}}],"usage":{"prompt_tokens":-1}}`), []byte(`[`))
 	f.Fuzz(func(t *testing.T, in, req []byte) {
-		out, err := FromChatResponse(in, ResponseOptions{Request: req})
+		out, err := FromChatResponse(in, chat.Options{Request: req})
 		if err != nil {
 			return
 		}
@@ -80,7 +81,7 @@ func FuzzResponsesStream(f *testing.F) {
 	f.Add([]byte(delta(`{"tool_calls":[{"index":3,"function":{"arguments":"x"}},{"index":-1}]}`, "length") + "data: [DONE]"))
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":5}}]}\r\r"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		src := ResponsesStream(sse.NewReader(strings.NewReader(string(in)), 1<<16), StreamOptions{})
+		src := FromChatStream(sse.NewReader(strings.NewReader(string(in)), 1<<16), chat.Options{})
 		var evs []sse.Event
 		for range 1 << 16 {
 			ev, err := src.Next()

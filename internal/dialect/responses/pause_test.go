@@ -3,14 +3,16 @@ package responses
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // TestPauseTurnIsIncomplete: the finish_reason "pause_turn" (Anthropic's
-// paused turn, carried by anthropic.ChatStream and ToChatResponseWith for
+// paused turn, carried by anthropic.ToChatStream and ToChatResponse for
 // a Responses client) ends the response incomplete with reason
 // pause_turn, whole and streamed (issue 25). Failed before: completed.
 func TestPauseTurnIsIncomplete(t *testing.T) {
-	out, err := FromChatResponse([]byte(completion(`{"role":"assistant","content":"Searching"}`, "pause_turn", usageChat)), ResponseOptions{})
+	out, err := FromChatResponse([]byte(completion(`{"role":"assistant","content":"Searching"}`, "pause_turn", usageChat)), chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +24,7 @@ func TestPauseTurnIsIncomplete(t *testing.T) {
 		t.Fatalf("whole: %v %+v", err, r)
 	}
 
-	evs, err := runStream(t, delta(`{"role":"assistant","content":"Searching"}`, "")+delta(`{}`, "pause_turn")+usageChunk+doneChunk, StreamOptions{})
+	evs, err := runStream(t, delta(`{"role":"assistant","content":"Searching"}`, "")+delta(`{}`, "pause_turn")+usageChunk+doneChunk, chat.Options{})
 	wantEOF(t, err)
 	checkEvents(t, evs)
 	last := evs[len(evs)-1]

@@ -9,16 +9,9 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
-// ChatRequestOptions tune ToChatRequest to the Chat provider.
-type ChatRequestOptions struct {
-	// MaxTokensField names the output limit: "max_tokens" (the default,
-	// which every Chat provider reads) or "max_completion_tokens" (OpenAI
-	// itself, whose reasoning models refuse max_tokens).
-	MaxTokensField string
-}
-
 // ToChatRequest translates a Responses request into a Chat Completions
-// request.
+// request. opt.MaxTokensField names the output limit ("max_tokens" unless
+// it says "max_completion_tokens").
 //
 //	Responses                              Chat Completions
 //	instructions                           a system message, first
@@ -44,7 +37,7 @@ type ChatRequestOptions struct {
 //	safety_identifier, user                user
 //	stream                                 stream, stream_options.include_usage
 //
-// Refused as Invalid (a *RequestError with Invalid set: not a valid
+// Refused as Invalid (a *chat.RequestError with Invalid set: not a valid
 // Responses request, whatever the target): a message item whose content
 // is null or absent, an unknown role, a function_call without call_id or
 // name, a function_call_output without call_id or with an output that is
@@ -53,7 +46,7 @@ type ChatRequestOptions struct {
 // a function one without a name, an unknown reasoning.effort or
 // text.format type, a member of the wrong type.
 //
-// Refused (a *RequestError: valid, but Chat cannot express it):
+// Refused (a *chat.RequestError: valid, but Chat cannot express it):
 // previous_response_id, store: true, background: true and conversation
 // (they need a provider that keeps responses), a tool_choice that forces
 // a tool other than a function, tool_choice required when hosted tools
@@ -67,7 +60,7 @@ type ChatRequestOptions struct {
 // reasoning.summary, metadata, include,
 // truncation, service_tier, prompt_cache_key, and any member not named
 // here.
-func ToChatRequest(resp []byte, opt ChatRequestOptions) ([]byte, error) {
+func ToChatRequest(resp []byte, opt chat.Options) ([]byte, error) {
 	var in requestIn
 	if err := json.Unmarshal(resp, &in); err != nil {
 		return nil, notValid(err)
@@ -159,17 +152,17 @@ func isObject(b json.RawMessage) bool {
 	return len(bytes.TrimSpace(b)) > 0 && bytes.TrimSpace(b)[0] == '{' && json.Unmarshal(b, &m) == nil
 }
 
-// invalid is the RequestError of a request that is not valid Responses.
-func invalid(param, format string, args ...any) *RequestError {
+// invalid is the chat.RequestError of a request that is not valid Responses.
+func invalid(param, format string, args ...any) *chat.RequestError {
 	e := reqErr(param, format, args...)
 	e.Invalid = true
 	return e
 }
 
-// notValid is the RequestError of a body that is not a Responses request
+// notValid is the chat.RequestError of a body that is not a Responses request
 // at all; a member of the wrong type is named (without the indexes of
 // the arrays it is in: encoding/json does not say them).
-func notValid(err error) *RequestError {
+func notValid(err error) *chat.RequestError {
 	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
 		return invalid(te.Field, "the body is not a valid OpenAI Responses request: this member cannot be a %s", te.Value)
 	}

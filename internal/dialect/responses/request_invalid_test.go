@@ -3,6 +3,8 @@ package responses
 import (
 	"errors"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // TestToChatRequestInvalid: a Responses request that is not valid
@@ -46,10 +48,10 @@ func TestToChatRequestInvalid(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := ToChatRequest([]byte(c.in), ChatRequestOptions{})
-			re, ok := errors.AsType[*RequestError](err)
+			out, err := ToChatRequest([]byte(c.in), chat.Options{})
+			re, ok := errors.AsType[*chat.RequestError](err)
 			if !ok {
-				t.Fatalf("err %v (output %s), want a *RequestError", err, out)
+				t.Fatalf("err %v (output %s), want a *chat.RequestError", err, out)
 			}
 			if re.Param != c.param || re.Invalid != c.invalid || re.Message == "" {
 				t.Fatalf("%+v, want param %q invalid %v and a message", re, c.param, c.invalid)
@@ -69,7 +71,7 @@ func TestToChatRequestValidEdges(t *testing.T) {
 		`{"input":"x","tools":[{"type":"function","name":"f","parameters":{}},{"type":"web_search"}],"tool_choice":"auto"}`,
 		`{"input":"x","tools":[{"type":"function","name":"f","parameters":{}},{"type":"web_search"}],"tool_choice":{"type":"function","name":"f"}}`,
 	} {
-		if out, err := ToChatRequest([]byte(in), ChatRequestOptions{}); err != nil {
+		if out, err := ToChatRequest([]byte(in), chat.Options{}); err != nil {
 			t.Errorf("%s: %v (%s)", in, err, out)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // jsonEq compares two JSON texts by value.
@@ -27,21 +29,21 @@ func jsonEq(t *testing.T, got []byte, want string) {
 func TestToChatRequest(t *testing.T) {
 	cases := []struct {
 		name, in string
-		opt      ChatRequestOptions
+		opt      chat.Options
 		want     string
 	}{
-		{"input string", `{"model":"m","input":"hi"}`, ChatRequestOptions{},
+		{"input string", `{"model":"m","input":"hi"}`, chat.Options{},
 			`{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
-		{"instructions first", `{"model":"m","instructions":"be brief","input":"hi"}`, ChatRequestOptions{},
+		{"instructions first", `{"model":"m","instructions":"be brief","input":"hi"}`, chat.Options{},
 			`{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`},
 		{"message items and parts", `{"model":"m","input":[
 			{"role":"developer","content":"dev"},
 			{"type":"message","role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_text","text":"b"}]},
 			{"type":"message","role":"assistant","content":[{"type":"output_text","text":"c","annotations":[]}]},
-			{"type":"message","role":"system","content":"sys"}]}`, ChatRequestOptions{},
+			{"type":"message","role":"system","content":"sys"}]}`, chat.Options{},
 			`{"model":"m","messages":[{"role":"system","content":"dev"},{"role":"user","content":"ab"},
 			{"role":"assistant","content":"c"},{"role":"system","content":"sys"}]}`},
-		{"image", `{"input":[{"role":"user","content":[{"type":"input_text","text":"what"},{"type":"input_image","image_url":"data:image/png;base64,AA","detail":"low"}]}]}`, ChatRequestOptions{},
+		{"image", `{"input":[{"role":"user","content":[{"type":"input_text","text":"what"},{"type":"input_image","image_url":"data:image/png;base64,AA","detail":"low"}]}]}`, chat.Options{},
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"what"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA","detail":"low"}}]}]}`},
 		{"calls and outputs, reasoning dropped", `{"input":[
 			{"role":"user","content":"go"},
@@ -51,7 +53,7 @@ func TestToChatRequest(t *testing.T) {
 			{"type":"function_call","call_id":"call_2","name":"g","arguments":"{}"},
 			{"type":"function_call_output","call_id":"call_1","output":"one"},
 			{"type":"function_call_output","call_id":"call_2","output":[{"type":"input_text","text":"two"}]},
-			{"type":"function_call","call_id":"call_3","name":"h","arguments":"{}"}]}`, ChatRequestOptions{},
+			{"type":"function_call","call_id":"call_3","name":"h","arguments":"{}"}]}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"go"},
 			{"role":"assistant","content":"calling","tool_calls":[
 				{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},
@@ -60,30 +62,30 @@ func TestToChatRequest(t *testing.T) {
 			{"role":"tool","tool_call_id":"call_2","content":"two"},
 			{"role":"assistant","content":null,"tool_calls":[{"id":"call_3","type":"function","function":{"name":"h","arguments":"{}"}}]}]}`},
 		{"tools and choice", `{"input":"x","parallel_tool_calls":false,"tool_choice":{"type":"function","name":"f"},
-			"tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true},{"type":"function","name":"g"}]}`, ChatRequestOptions{},
+			"tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true},{"type":"function","name":"g"}]}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"x"}],"parallel_tool_calls":false,"tool_choice":{"type":"function","function":{"name":"f"}},
 			"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"},"strict":true}},
 			{"type":"function","function":{"name":"g","parameters":{"type":"object","properties":{}}}}]}`},
-		{"tool_choice string", `{"input":"x","tool_choice":"required","tools":[{"type":"function","name":"f","parameters":{}}]}`, ChatRequestOptions{},
+		{"tool_choice string", `{"input":"x","tool_choice":"required","tools":[{"type":"function","name":"f","parameters":{}}]}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"x"}],"tool_choice":"required","tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}`},
-		{"no tools: tool_choice and parallel_tool_calls dropped", `{"input":"x","tool_choice":"auto","parallel_tool_calls":true,"tools":[]}`, ChatRequestOptions{},
+		{"no tools: tool_choice and parallel_tool_calls dropped", `{"input":"x","tool_choice":"auto","parallel_tool_calls":true,"tools":[]}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"x"}]}`},
-		{"max_output_tokens default", `{"input":"x","max_output_tokens":100}`, ChatRequestOptions{},
+		{"max_output_tokens default", `{"input":"x","max_output_tokens":100}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"x"}],"max_tokens":100}`},
-		{"max_output_tokens openai", `{"input":"x","max_output_tokens":100}`, ChatRequestOptions{MaxTokensField: "max_completion_tokens"},
+		{"max_output_tokens openai", `{"input":"x","max_output_tokens":100}`, chat.Options{MaxTokensField: "max_completion_tokens"},
 			`{"messages":[{"role":"user","content":"x"}],"max_completion_tokens":100}`},
-		{"reasoning effort, summary dropped", `{"input":"x","reasoning":{"effort":"high","summary":"auto"}}`, ChatRequestOptions{},
+		{"reasoning effort, summary dropped", `{"input":"x","reasoning":{"effort":"high","summary":"auto"}}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"high"}`},
-		{"json_schema", `{"input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"},"strict":true}}}`, ChatRequestOptions{},
+		{"json_schema", `{"input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"},"strict":true}}}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"object"},"strict":true}}}`},
-		{"json_object", `{"input":"x","text":{"format":{"type":"json_object"}}}`, ChatRequestOptions{},
+		{"json_object", `{"input":"x","text":{"format":{"type":"json_object"}}}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`},
-		{"text format", `{"input":"x","text":{"format":{"type":"text"},"verbosity":"low"}}`, ChatRequestOptions{},
+		{"text format", `{"input":"x","text":{"format":{"type":"text"},"verbosity":"low"}}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"x"}]}`},
 		{"sampling, user, stream, dropped members", `{"input":"x","temperature":0.5,"top_p":0.9,"safety_identifier":"u1","stream":true,
-			"metadata":{"k":"v"},"include":["reasoning.encrypted_content"],"store":false,"previous_response_id":null,"background":false}`, ChatRequestOptions{},
+			"metadata":{"k":"v"},"include":["reasoning.encrypted_content"],"store":false,"previous_response_id":null,"background":false}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"x"}],"temperature":0.5,"top_p":0.9,"user":"u1","stream":true,"stream_options":{"include_usage":true}}`},
-		{"user", `{"input":"x","user":"u0"}`, ChatRequestOptions{},
+		{"user", `{"input":"x","user":"u0"}`, chat.Options{},
 			`{"messages":[{"role":"user","content":"x"}],"user":"u0"}`},
 	}
 	for _, c := range cases {
@@ -115,10 +117,10 @@ func TestToChatRequestRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ToChatRequest([]byte(c.in), ChatRequestOptions{})
-			var re *RequestError
+			_, err := ToChatRequest([]byte(c.in), chat.Options{})
+			var re *chat.RequestError
 			if !errors.As(err, &re) {
-				t.Fatalf("err = %v, want a *RequestError", err)
+				t.Fatalf("err = %v, want a *chat.RequestError", err)
 			}
 			if re.Param != c.param || re.Message == "" {
 				t.Errorf("param %q message %q, want param %q", re.Param, re.Message, c.param)
@@ -130,7 +132,7 @@ func TestToChatRequestRefusals(t *testing.T) {
 // Codex CLI offers hosted tools (web_search, a namespace) beside its
 // functions with every request: they are dropped, the functions kept.
 func TestHostedToolsDropped(t *testing.T) {
-	out, err := ToChatRequest([]byte(`{"input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}},{"type":"web_search"},{"type":"namespace","name":"multi_agent_v1","tools":[]},{"type":"custom","name":"c"}],"tool_choice":"auto"}`), ChatRequestOptions{})
+	out, err := ToChatRequest([]byte(`{"input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}},{"type":"web_search"},{"type":"namespace","name":"multi_agent_v1","tools":[]},{"type":"custom","name":"c"}],"tool_choice":"auto"}`), chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestCodexRequestTranslates(t *testing.T) {
 	if err := json.Unmarshal(raw, &capture); err != nil || len(capture.Requests) != 1 {
 		t.Fatalf("capture: %v", err)
 	}
-	out, err := ToChatRequest(capture.Requests[0].Body, ChatRequestOptions{})
+	out, err := ToChatRequest(capture.Requests[0].Body, chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

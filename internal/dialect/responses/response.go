@@ -8,19 +8,11 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
-// ResponseOptions tune FromChatResponse and ResponsesStream.
-type ResponseOptions struct {
-	// Created is the response's created_at (Unix seconds): the caller's
-	// clock. 0 takes the completion's "created".
-	Created int64
-	// Request is the client's Responses request, whose settings the
-	// response echoes (instructions, tools, tool_choice, text, reasoning,
-	// temperature...) as OpenAI's does; nil gives the defaults.
-	Request []byte
-}
-
 // FromChatResponse translates a chat.completion into a Responses
-// response object.
+// response object. opt.Created is its created_at (0 takes the
+// completion's "created"); opt.Request is the client's Responses request,
+// whose settings the response echoes (instructions, tools, tool_choice,
+// text, reasoning, temperature...) as OpenAI's does (nil: the defaults).
 //
 //	Chat Completions                     Responses
 //	id (chatcmpl-X)                      id resp_X; items rs_X, msg_X, fc_X_<i>
@@ -45,10 +37,10 @@ type ResponseOptions struct {
 // request cannot ask for, a member of the wrong type) is its
 // *chat.UnreadableError, which the relay answers with a 502 rather than a
 // response with something missing.
-func FromChatResponse(body []byte, opt ResponseOptions) ([]byte, error) {
+func FromChatResponse(body []byte, opt chat.Options) ([]byte, error) {
 	var in chatCompletionIn
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, &RequestError{Message: "the upstream answer is not a valid chat.completion: " + err.Error()}
+		return nil, &chat.RequestError{Message: "the upstream answer is not a valid chat.completion: " + err.Error()}
 	}
 	a, err := chat.ReadAnswer(in.Choices)
 	if err != nil {
@@ -73,7 +65,7 @@ type result struct {
 	usage           *chatUsageIn
 }
 
-func newResult(chatID, model string, created int64, opt ResponseOptions) *result {
+func newResult(chatID, model string, created int64, opt chat.Options) *result {
 	base := strings.TrimPrefix(chatID, "chatcmpl-")
 	if base == "" {
 		base = "0"
@@ -110,7 +102,7 @@ func (r *result) status() (string, json.RawMessage) {
 		return "incomplete", json.RawMessage(`{"reason":"max_output_tokens"}`)
 	case "content_filter":
 		return "incomplete", json.RawMessage(`{"reason":"content_filter"}`)
-	case "pause_turn":
+	case chat.FinishPauseTurn:
 		// Anthropic paused a long turn (anthropic.FinishPauseTurn): sending
 		// the answer back continues it. Not max_output_tokens, which would
 		// send the user to raise a limit that is not the cause.
@@ -119,7 +111,7 @@ func (r *result) status() (string, json.RawMessage) {
 	return "completed", nil
 }
 
-// items is the output of a whole completion, as ResponsesStream makes it
+// items is the output of a whole completion, as FromChatStream makes it
 // of the same answer: each run of reasoning a reasoning item, the text and
 // refusal runs the parts of a message item, then the calls.
 func (r *result) items() []json.RawMessage {

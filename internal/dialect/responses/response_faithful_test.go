@@ -27,7 +27,7 @@ func TestFromChatResponseFaithful(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := FromChatResponse([]byte(c.in), ResponseOptions{})
+			got, err := FromChatResponse([]byte(c.in), chat.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestFromChatResponseFaithful(t *testing.T) {
 		"content a number": `{"choices":[{"index":0,"message":{"content":5},"finish_reason":"stop"}]}`,
 		"an image part":    `{"choices":[{"index":0,"message":{"content":[{"type":"image_url","image_url":{"url":"u"}}]},"finish_reason":"stop"}]}`,
 	} {
-		_, err := FromChatResponse([]byte(bad), ResponseOptions{})
+		_, err := FromChatResponse([]byte(bad), chat.Options{})
 		if _, ok := errors.AsType[*chat.UnreadableError](err); !ok {
 			t.Errorf("%s: err %v, want a *chat.UnreadableError", name, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // respTail is what every response repeats when the request is not given.
@@ -45,31 +47,31 @@ const (
 func TestFromChatResponse(t *testing.T) {
 	cases := []struct {
 		name, in string
-		opt      ResponseOptions
+		opt      chat.Options
 		want     string
 	}{
-		{"text and usage", completion(`{"role":"assistant","content":"Hello"}`, "stop", usageChat), ResponseOptions{},
+		{"text and usage", completion(`{"role":"assistant","content":"Hello"}`, "stop", usageChat), chat.Options{},
 			response("completed", "null", msgHello, usageResp)},
-		{"no usage", completion(`{"role":"assistant","content":"Hello"}`, "stop", ""), ResponseOptions{},
+		{"no usage", completion(`{"role":"assistant","content":"Hello"}`, "stop", ""), chat.Options{},
 			response("completed", "null", msgHello, "")},
-		{"reasoning_content", completion(`{"role":"assistant","content":"Hello","reasoning_content":"hmm"}`, "stop", ""), ResponseOptions{},
+		{"reasoning_content", completion(`{"role":"assistant","content":"Hello","reasoning_content":"hmm"}`, "stop", ""), chat.Options{},
 			response("completed", "null", rsHmm+","+msgHello, "")},
-		{"reasoning (OpenRouter)", completion(`{"role":"assistant","content":"Hello","reasoning":"hmm"}`, "stop", ""), ResponseOptions{},
+		{"reasoning (OpenRouter)", completion(`{"role":"assistant","content":"Hello","reasoning":"hmm"}`, "stop", ""), chat.Options{},
 			response("completed", "null", rsHmm+","+msgHello, "")},
 		{"tool calls, no text", completion(`{"role":"assistant","content":null,"tool_calls":[
 			{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},
-			{"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"}}]}`, "tool_calls", ""), ResponseOptions{},
+			{"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"}}]}`, "tool_calls", ""), chat.Options{},
 			response("completed", "null", `{"type":"function_call","id":"fc_abc_0","call_id":"call_1","name":"f","arguments":"{\"a\":1}","status":"completed"},
 			{"type":"function_call","id":"fc_abc_1","call_id":"call_2","name":"g","arguments":"{}","status":"completed"}`, "")},
-		{"tool call without id", completion(`{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}`, "tool_calls", ""), ResponseOptions{},
+		{"tool call without id", completion(`{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}`, "tool_calls", ""), chat.Options{},
 			response("completed", "null", `{"type":"function_call","id":"fc_abc_0","call_id":"call_abc_0","name":"f","arguments":"{}","status":"completed"}`, "")},
-		{"length", completion(`{"role":"assistant","content":"Hello"}`, "length", ""), ResponseOptions{},
+		{"length", completion(`{"role":"assistant","content":"Hello"}`, "length", ""), chat.Options{},
 			response("incomplete", `{"reason":"max_output_tokens"}`, msgHello, "")},
-		{"content_filter", completion(`{"role":"assistant","content":"Hello"}`, "content_filter", ""), ResponseOptions{},
+		{"content_filter", completion(`{"role":"assistant","content":"Hello"}`, "content_filter", ""), chat.Options{},
 			response("incomplete", `{"reason":"content_filter"}`, msgHello, "")},
-		{"empty", completion(`{"role":"assistant","content":""}`, "stop", ""), ResponseOptions{},
+		{"empty", completion(`{"role":"assistant","content":""}`, "stop", ""), chat.Options{},
 			response("completed", "null", "", "")},
-		{"created from opt", completion(`{"role":"assistant","content":"Hello"}`, "stop", ""), ResponseOptions{Created: 1800000000},
+		{"created from opt", completion(`{"role":"assistant","content":"Hello"}`, "stop", ""), chat.Options{Created: 1800000000},
 			strings.Replace(response("completed", "null", msgHello, ""), "1700000000", "1800000000", 1)},
 	}
 	for _, c := range cases {
@@ -87,7 +89,7 @@ func TestFromChatResponseEchoesRequest(t *testing.T) {
 	req := `{"model":"m1","input":"x","instructions":"be brief","max_output_tokens":50,"parallel_tool_calls":false,
 		"reasoning":{"effort":"low","summary":"auto"},"temperature":0.2,"top_p":0.5,"tool_choice":"required",
 		"tools":[{"type":"function","name":"f","parameters":{}}],"text":{"format":{"type":"json_object"}},"user":"u","metadata":{"k":"v"}}`
-	got, err := FromChatResponse([]byte(completion(`{"content":"Hello"}`, "stop", "")), ResponseOptions{Request: []byte(req)})
+	got, err := FromChatResponse([]byte(completion(`{"content":"Hello"}`, "stop", "")), chat.Options{Request: []byte(req)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestFromChatResponseEchoesRequest(t *testing.T) {
 }
 
 func TestFromChatResponseNotJSON(t *testing.T) {
-	if _, err := FromChatResponse([]byte(`<html>`), ResponseOptions{}); err == nil {
+	if _, err := FromChatResponse([]byte(`<html>`), chat.Options{}); err == nil {
 		t.Fatal("no error for a body that is not JSON")
 	}
 }
@@ -143,7 +145,7 @@ func TestFromChatError(t *testing.T) {
 // does): they must translate to the assistant turn they came from.
 func TestOutputItemsRoundTrip(t *testing.T) {
 	out, err := FromChatResponse([]byte(completion(`{"role":"assistant","content":"Hello","reasoning_content":"hmm","tool_calls":[
-		{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]}`, "tool_calls", "")), ResponseOptions{})
+		{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]}`, "tool_calls", "")), chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func TestOutputItemsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	input, _ := json.Marshal(append(r.Output, json.RawMessage(`{"type":"function_call_output","call_id":"call_1","output":"42"}`)))
-	req, err := ToChatRequest([]byte(`{"model":"m","input":`+string(input)+`}`), ChatRequestOptions{})
+	req, err := ToChatRequest([]byte(`{"model":"m","input":`+string(input)+`}`), chat.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

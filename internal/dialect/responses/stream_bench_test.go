@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
@@ -66,7 +67,7 @@ func BenchmarkResponsesStream(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		src.i = 0
-		tr := ResponsesStream(src, StreamOptions{Created: 1})
+		tr := FromChatStream(src, chat.Options{Created: 1})
 		for {
 			if _, err := tr.Next(); err != nil {
 				break

@@ -105,7 +105,7 @@ type rspItemWire struct {
 
 // readResponses drains a Responses stream and reassembles it; an error
 // says how the stream broke the protocol.
-func readResponses(src Source) (*rspAnswer, error) {
+func readResponses(src sse.Source) (*rspAnswer, error) {
 	a := &rspAnswer{}
 	var open *rspItem
 	var doneItems []json.RawMessage
@@ -294,7 +294,7 @@ func jsonSame(a, b []byte) bool {
 
 func translateResponses(t *testing.T, in string) *rspAnswer {
 	t.Helper()
-	a, err := readResponses(ResponsesStream(sse.NewReader(strings.NewReader(in), 0), StreamOptions{Created: 1}))
+	a, err := readResponses(FromChatStream(sse.NewReader(strings.NewReader(in), 0), chat.Options{Created: 1}))
 	if err != nil {
 		t.Fatalf("%v\ninput:\n%s", err, in)
 	}
@@ -380,13 +380,13 @@ func TestResponsesStreamPartsAndRefusal(t *testing.T) {
 	if len(a.items) != 1 || len(a.items[0].parts) != 2 {
 		t.Errorf("want one message with a text and a refusal part, got %d items", len(a.items))
 	}
-	evs, _ := runStream(t, in, StreamOptions{})
+	evs, _ := runStream(t, in, chat.Options{})
 	if findEvent(evs, evRefusalDelta) == nil || findEvent(evs, evRefusalDone) == nil {
 		t.Errorf("no refusal events: %q", types(evs))
 	}
 }
 
-// An upstream event ResponsesStream cannot read ends the stream with a
+// An upstream event FromChatStream cannot read ends the stream with a
 // *chat.UnreadableError after what came before it; chunks without
 // choices (Azure's prompt filter results, usage) are fine.
 func TestResponsesStreamUnreadable(t *testing.T) {
@@ -427,7 +427,7 @@ func FuzzResponsesStreamFaithful(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, want := chattest.Stream(data)
-		a, err := readResponses(ResponsesStream(sse.NewReader(strings.NewReader(in), 0), StreamOptions{Created: 1}))
+		a, err := readResponses(FromChatStream(sse.NewReader(strings.NewReader(in), 0), chat.Options{Created: 1}))
 		if err != nil {
 			t.Fatalf("%v\ninput:\n%s", err, in)
 		}

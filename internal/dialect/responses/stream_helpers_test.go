@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
@@ -39,9 +40,9 @@ var (
 )
 
 // runStream translates in and returns the events and the final error.
-func runStream(t testing.TB, in string, opt StreamOptions) ([]sse.Event, error) {
+func runStream(t testing.TB, in string, opt chat.Options) ([]sse.Event, error) {
 	t.Helper()
-	src := ResponsesStream(sse.NewReader(strings.NewReader(in), 1<<20), opt)
+	src := FromChatStream(sse.NewReader(strings.NewReader(in), 1<<20), opt)
 	var evs []sse.Event
 	for range 100000 {
 		ev, err := src.Next()

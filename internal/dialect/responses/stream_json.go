@@ -9,7 +9,7 @@ import (
 )
 
 // chunkIn is the part of a chat.completion.chunk (or an in-band error)
-// ResponsesStream reads off its hot path. A struct, not a map:
+// FromChatStream reads off its hot path. A struct, not a map:
 // encoding/json fills only the members named here. The choices are read
 // by chat.ReadDelta, which checks them.
 type chunkIn struct {
@@ -69,10 +69,10 @@ func (s *respStream) head(typ string) []byte {
 	return b
 }
 
-// push makes the event of data b (copied: newStreamEvent writes its own
+// push makes the event of data b (copied: streamEvents.Event writes its own
 // Raw) and keeps b's array for the next event.
 func (s *respStream) push(typ string, b []byte) {
-	s.q.Push(newStreamEvent(typ, b))
+	s.Q.Push(streamEvents.Event(typ, b))
 	s.buf = b[:0]
 }
 

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // Random Chat streams: every translation is a well-formed Responses
@@ -43,7 +45,7 @@ func TestResponsesStreamRandom(t *testing.T) {
 		case 2:
 			in.WriteString(chunk(`{"error":{"message":"x"}}`))
 		}
-		evs, err := runStream(t, in.String(), StreamOptions{})
+		evs, err := runStream(t, in.String(), chat.Options{})
 		wantEOF(t, err)
 		checkEvents(t, evs)
 		last := ""

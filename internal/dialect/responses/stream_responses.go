@@ -9,19 +9,11 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
-// StreamOptions configures ResponsesStream.
-type StreamOptions struct {
-	// Created is the response's created_at (Unix seconds): the caller's
-	// clock. 0 takes the first chunk's "created".
-	Created int64
-	// Request is the client's Responses request, echoed in the response
-	// objects as FromChatResponse does.
-	Request []byte
-}
-
-// ResponsesStream translates a Chat Completions stream (chunks, then
+// FromChatStream translates a Chat Completions stream (chunks, then
 // [DONE]) into a Responses stream (typed events, sequence_number counting
-// from 0).
+// from 0). opt.Created is the response's created_at (0 takes the first
+// chunk's "created"); opt.Request is the client's Responses request,
+// echoed in the response objects as FromChatResponse does.
 //
 // Nothing is yielded before the first content (text, reasoning, a refusal
 // or a tool call) but response.created and response.in_progress, which
@@ -49,8 +41,8 @@ type StreamOptions struct {
 // it. A stream cut short ends without a terminator (the relay reads that
 // as truncation), src's error returned as it is. The returned Source
 // forwards BeforeRead to src.
-func ResponsesStream(src Source, opt StreamOptions) Source {
-	s := &respStream{src: src, opt: opt}
+func FromChatStream(src sse.Source, opt chat.Options) sse.Source {
+	s := &respStream{Pump: sse.Pump{Src: src}, opt: opt}
 	s.order.Sink = s
 	return s
 }
@@ -64,11 +56,8 @@ const (
 )
 
 type respStream struct {
-	src Source
-	opt StreamOptions
-	q   sse.Queue
-	err error // returned once q is empty
-	cur sse.Event
+	sse.Pump
+	opt chat.Options
 
 	r       *result // nil until the first chunk that names the response
 	started bool    // response.created is out
@@ -94,33 +83,11 @@ type respStream struct {
 	buf     []byte
 }
 
-// BeforeRead forwards the relay's per-read hook to src.
-func (s *respStream) BeforeRead(f func()) {
-	if br, ok := s.src.(interface{ BeforeRead(func()) }); ok {
-		br.BeforeRead(f)
-	}
-}
-
 // Next returns the next Responses event.
-func (s *respStream) Next() (sse.Event, error) {
-	for {
-		if ev, ok := s.q.Pop(); ok {
-			return ev, nil
-		}
-		if s.err != nil {
-			return sse.Event{}, s.err
-		}
-		var err error
-		s.cur, err = s.src.Next()
-		if err != nil {
-			s.err = err
-			continue
-		}
-		s.handle(&s.cur)
-	}
-}
+func (s *respStream) Next() (sse.Event, error) { return s.Pull(s) }
 
-func (s *respStream) handle(ev *sse.Event) {
+// Handle translates one upstream chunk into s.Q (sse.Handler).
+func (s *respStream) Handle(ev *sse.Event) {
 	if ev.Unterminated {
 		// A block cut off by EOF may be cut anywhere: dropping it lets the
 		// stream end as truncated; a whole [DONE] is the end all the same.
@@ -161,7 +128,7 @@ func (s *respStream) handle(ev *sse.Event) {
 	}
 	if c.Kind == pace.KindError {
 		if s.r == nil {
-			s.r = newResult(m.ID, m.Model, m.Created, ResponseOptions{Created: s.opt.Created, Request: s.opt.Request})
+			s.r = newResult(m.ID, m.Model, m.Created, s.opt)
 		}
 		s.fail(&m)
 		return
@@ -174,7 +141,7 @@ func (s *respStream) handle(ev *sse.Event) {
 		// Not at a chunk that names nothing: Azure's first chunk holds
 		// only prompt_filter_results, with "" for id and model, which
 		// come with the next.
-		s.r = newResult(m.ID, m.Model, m.Created, ResponseOptions{Created: s.opt.Created, Request: s.opt.Request})
+		s.r = newResult(m.ID, m.Model, m.Created, s.opt)
 	}
 	if s.r == nil {
 		return
@@ -207,8 +174,8 @@ func (s *respStream) unreadable(ev *sse.Event, err error) {
 	if ue, ok := err.(*chat.UnreadableError); ok && ev != nil && ue.Event == "" {
 		ue.Event = ev.Type
 	}
-	if s.err == nil {
-		s.err = err
+	if s.Err == nil {
+		s.Err = err
 	}
 }
 
@@ -219,7 +186,7 @@ func (s *respStream) begin() {
 	}
 	s.started = true
 	if s.r == nil {
-		s.r = newResult("", "", 0, ResponseOptions{Created: s.opt.Created, Request: s.opt.Request})
+		s.r = newResult("", "", 0, s.opt)
 	}
 	resp := s.r.marshal("in_progress")
 	s.emitResponse(evCreated, resp)
@@ -306,7 +273,7 @@ func (s *respStream) done() {
 		typ = evIncomplete
 	}
 	s.emitResponse(typ, resp)
-	s.err = io.EOF
+	s.Err = io.EOF
 }
 
 // fail turns an in-band error into an error event and response.failed
@@ -326,11 +293,11 @@ func (s *respStream) fail(m *chunkIn) {
 	// The nested "error" is not in OpenAI's event: openai-python and
 	// openai-node raise on an error event only when its data has one.
 	s.emit(evError, marshal(struct {
-		Code    string   `json:"code"`
-		Message string   `json:"message"`
-		Param   *string  `json:"param"`
-		Error   errorObj `json:"error"`
-	}{code, msg, nil, errorObj{Message: msg, Type: "server_error", Code: &code}}))
+		Code    string           `json:"code"`
+		Message string           `json:"message"`
+		Param   *string          `json:"param"`
+		Error   chat.ErrorObject `json:"error"`
+	}{code, msg, nil, chat.ErrorObject{Message: msg, Type: "server_error", Code: &code}}))
 	s.emitResponse(evFailed, s.r.marshalFailed(s.output, code, msg))
-	s.err = io.EOF
+	s.Err = io.EOF
 }

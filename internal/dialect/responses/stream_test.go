@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 var (
@@ -59,7 +62,7 @@ func TestResponsesStreamOrder(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			evs, err := runStream(t, c.in, StreamOptions{})
+			evs, err := runStream(t, c.in, chat.Options{})
 			wantEOF(t, err)
 			checkEvents(t, evs)
 			if got := types(evs); len(got)+len(c.want) > 0 && !reflect.DeepEqual(got, c.want) {
@@ -74,7 +77,7 @@ func TestResponsesStreamEventData(t *testing.T) {
 		delta(`{"content":"say \"x\"\n"}`, "") +
 		delta(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`, "") +
 		delta(`{}`, "tool_calls") + usageChunk + doneChunk
-	evs, err := runStream(t, in, StreamOptions{})
+	evs, err := runStream(t, in, chat.Options{})
 	wantEOF(t, err)
 	checkEvents(t, evs)
 	want := []string{
@@ -123,7 +126,7 @@ func TestResponsesStreamEqualsWhole(t *testing.T) {
 		{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},
 		{"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"}}]}`, "length", usageChat)
 	req := []byte(`{"model":"m1","input":"x","instructions":"i","tools":[{"type":"function","name":"f"}]}`)
-	evs, err := runStream(t, in, StreamOptions{Created: 5, Request: req})
+	evs, err := runStream(t, in, chat.Options{Created: 5, Request: req})
 	wantEOF(t, err)
 	checkEvents(t, evs)
 	last := evs[len(evs)-1]
@@ -134,7 +137,7 @@ func TestResponsesStreamEqualsWhole(t *testing.T) {
 	if err := json.Unmarshal(last.Data, &d); err != nil {
 		t.Fatal(err)
 	}
-	want, err := FromChatResponse([]byte(whole), ResponseOptions{Created: 5, Request: req})
+	want, err := FromChatResponse([]byte(whole), chat.Options{Created: 5, Request: req})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +146,7 @@ func TestResponsesStreamEqualsWhole(t *testing.T) {
 
 func TestResponsesStreamCallWithoutID(t *testing.T) {
 	in := delta(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"f","arguments":"{}"}}]}`, "tool_calls") + doneChunk
-	evs, err := runStream(t, in, StreamOptions{})
+	evs, err := runStream(t, in, chat.Options{})
 	wantEOF(t, err)
 	checkEvents(t, evs)
 	var d struct {
@@ -158,7 +161,7 @@ func TestResponsesStreamCallWithoutID(t *testing.T) {
 
 func TestResponsesStreamFailed(t *testing.T) {
 	in := delta(`{"content":"Hi"}`, "") + chunk(`{"error":{"message":"overloaded","type":"server_error","code":"overloaded"}}`)
-	evs, err := runStream(t, in, StreamOptions{})
+	evs, err := runStream(t, in, chat.Options{})
 	wantEOF(t, err)
 	checkEvents(t, evs)
 	jsonEq(t, findEvent(evs, evError), `{"type":"error","sequence_number":5,"code":"overloaded","message":"overloaded","param":null,
@@ -178,7 +181,7 @@ func TestResponsesStreamFailed(t *testing.T) {
 }
 
 type hookSource struct {
-	Source
+	sse.Source
 	hook func()
 }
 
@@ -186,7 +189,7 @@ func (h *hookSource) BeforeRead(f func()) { h.hook = f }
 
 func TestResponsesStreamForwardsBeforeRead(t *testing.T) {
 	src := &hookSource{}
-	br, ok := ResponsesStream(src, StreamOptions{}).(interface{ BeforeRead(func()) })
+	br, ok := FromChatStream(src, chat.Options{}).(interface{ BeforeRead(func()) })
 	if !ok {
 		t.Fatal("no BeforeRead")
 	}
@@ -207,7 +210,7 @@ func TestResponsesStreamForwardsBeforeRead(t *testing.T) {
 func TestResponsesStreamAzureFirstChunk(t *testing.T) {
 	in := chunk(`{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0}]}`) +
 		delta(`{"content":"Hi"}`, "stop") + doneChunk
-	evs, err := runStream(t, in, StreamOptions{})
+	evs, err := runStream(t, in, chat.Options{})
 	wantEOF(t, err)
 	checkEvents(t, evs)
 	var d struct {

@@ -56,6 +56,16 @@ func (r *bytesIn) n(k int) int {
 	return v % k
 }
 
+// Input hands out fuzz input as bytesIn does, for the generators of other
+// dialects' streams.
+type Input struct{ r bytesIn }
+
+// NewInput hands out b.
+func NewInput(b []byte) *Input { return &Input{r: bytesIn{b: b}} }
+
+// N is the next number in [0, k); 0 past the input's end.
+func (in *Input) N(k int) int { return in.r.n(k) }
+
 // The ways providers name tool call fragments.
 const (
 	modeIndexed      = iota // index on every fragment, id and name on the first (OpenAI)
