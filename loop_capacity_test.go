@@ -42,7 +42,6 @@ func (lr *loopRelay) holdOne(t *testing.T, from string) (wait func() *loopResult
 // next target with room, without an attempt on the full one, and the full
 // one takes requests again once its stream ends.
 func TestLoopCapacitySpillOver(t *testing.T) {
-	t.Parallel()
 	release := make(chan struct{})
 	a := heldStreams("a", release)
 	b := fakeUpstream("b", func(_ int, w http.ResponseWriter, _ *http.Request) { sendSSE(w, chatStream("spare")...) })
@@ -74,7 +73,6 @@ func TestLoopCapacitySpillOver(t *testing.T) {
 // chain's length, 2, the other target is tried twice) and ends with the
 // relay's 502 naming both.
 func TestLoopCapacityFullTargetPassed(t *testing.T) {
-	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	a := heldStreams("a", release)
@@ -99,7 +97,6 @@ func TestLoopCapacityFullTargetPassed(t *testing.T) {
 // (queue_timeout 0): 503 overloaded with Retry-After, and no upstream is
 // asked.
 func TestLoopCapacityShed(t *testing.T) {
-	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	lr := startLoop(t, `{

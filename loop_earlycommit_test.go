@@ -34,7 +34,6 @@ func awaitHeartbeats(t *testing.T, rec *streamRecorder, n int) {
 // heartbeats; a failover behind them stays invisible, and the next
 // target's stream follows as it came.
 func TestLoopEarlyCommitThenAnswer(t *testing.T) {
-	t.Parallel()
 	rec := newStreamRecorder()
 	a := fakeUpstream("a", func(_ int, w http.ResponseWriter, _ *http.Request) {
 		awaitHeartbeats(t, rec, 2)
@@ -69,7 +68,6 @@ func TestLoopEarlyCommitThenAnswer(t *testing.T) {
 // no end event; an upstream error that would have been passed through is
 // that event, with the upstream's own code.
 func TestLoopEarlyCommitThenFailure(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		name, path, body string
 		status           int

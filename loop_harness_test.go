@@ -14,6 +14,12 @@ package llmrelay
 // client got and what each upstream was sent. They guard the request
 // loop's behaviour while its insides move.
 //
+// Top-level tests are not parallel (their subtests are): so they run
+// before the binary's end-to-end tests, whose Caddy attaches the durable
+// store, and one test's Cleanup (a save) never meets another's Provision;
+// see durable_lock_test.go for the deadlock that otherwise hangs the
+// binary now and then.
+//
 // The fake transport behaves as net/http's does where the relay can tell:
 // RoundTrip returns when the handler has written its headers (or failed
 // to connect), the body is a pipe the handler writes piece by piece, a
@@ -80,7 +86,7 @@ var loopFakes sync.Map
 
 // loopSeq makes every relay's base URLs its own: the relay keeps a
 // target's health and in-flight count process-wide, by upstream name and
-// base URL, and the tests run in parallel.
+// base URL, and subtests run in parallel.
 var loopSeq atomic.Int64
 
 // loopSeen is one request an upstream received.

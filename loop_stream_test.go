@@ -102,7 +102,6 @@ func soloConfig(api, extra string) string {
 // client's shape after what was sent. A stream the relay does not
 // understand (an endpoint it passes through) ends cleanly at EOF.
 func TestLoopEndOfStreamPerEndpoint(t *testing.T) {
-	t.Parallel()
 	const (
 		openaiTruncated    = "upstream_stream_truncated"
 		messagesTruncated  = `{"type":"error","error":{"type":"api_error","message":"The upstream closed the stream before it was complete."}}`
@@ -192,7 +191,6 @@ func TestLoopEndOfStreamPerEndpoint(t *testing.T) {
 // reverse_proxy does) rather than ending as a short body that looks
 // complete.
 func TestLoopNonStreamPassThrough(t *testing.T) {
-	t.Parallel()
 	const embeddings = `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,0.2]}],"model":"m","usage":{"prompt_tokens":1,"total_tokens":1}}`
 	u := fakeUpstream("u", func(n int, w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -232,7 +230,6 @@ var unreadableChat = []string{
 // with upstream_event_unreadable after what came before it, never a clean
 // end with something missing; before the commit point it fails over.
 func TestLoopUnreadableUpstreamEvent(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct{ path, body, wantErr, end string }{
 		{"/v1/messages", messagesReq, `{"type":"error","error":{"type":"api_error","message":"The upstream sent an event the relay cannot read`, "message_stop"},
 		{"/v1/responses", responsesReq, `"code":"upstream_event_unreadable"`, "response.completed"},
@@ -282,7 +279,6 @@ func TestLoopUnreadableUpstreamEvent(t *testing.T) {
 // A Messages stream is one message: there the failover action ends it
 // with reasoning_budget_exceeded, and no other target is tried.
 func TestLoopReasoningBudgetFailover(t *testing.T) {
-	t.Parallel()
 	t.Run("chat", func(t *testing.T) {
 		t.Parallel()
 		var thinking []string
@@ -372,7 +368,6 @@ func TestLoopReasoningBudgetFailover(t *testing.T) {
 // either) are held, so an upstream that fails after them is failed over
 // invisibly and the client gets the next target's stream alone.
 func TestLoopCommitPointPerEndpoint(t *testing.T) {
-	t.Parallel()
 	const overloaded = `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
 	const roleChunk = `{"id":"c0","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`
 	for _, c := range []struct {
@@ -432,7 +427,6 @@ func TestLoopCommitPointPerEndpoint(t *testing.T) {
 // off: the client's stream ends with the in-band upstream_timeout, though
 // the relay's heartbeats kept its connection busy meanwhile.
 func TestLoopStreamIdleTimeout(t *testing.T) {
-	t.Parallel()
 	u := fakeUpstream("u", func(_ int, w http.ResponseWriter, r *http.Request) {
 		sendSSE(w, data(chatChunk("Hello")))
 		hang(r)
@@ -452,7 +446,6 @@ func TestLoopStreamIdleTimeout(t *testing.T) {
 // the relay adds no error of its own after it, as the stream did not end
 // silently.
 func TestLoopUpstreamErrorAfterCommit(t *testing.T) {
-	t.Parallel()
 	const msg = "the upstream gave up"
 	chatErr := data(`{"error":{"message":"` + msg + `","type":"server_error","param":null,"code":"server_error"}}`)
 	for _, c := range []struct {
@@ -494,7 +487,6 @@ func TestLoopUpstreamErrorAfterCommit(t *testing.T) {
 // answered from the relay's estimate when no target speaks it; an
 // endpoint a target's api lacks skips that target without an attempt.
 func TestLoopEndpointKinds(t *testing.T) {
-	t.Parallel()
 	const countReq = `{"model":"m","messages":[{"role":"user","content":"hello there, how are you today?"}]}`
 	t.Run("count_tokens estimated", func(t *testing.T) {
 		t.Parallel()
@@ -546,7 +538,6 @@ func TestLoopEndpointKinds(t *testing.T) {
 // clients, Anthropic's {"type":"error","error":{...}} for Messages
 // clients, translated when the upstream speaks the other.
 func TestLoopErrorsInTheClientsShape(t *testing.T) {
-	t.Parallel()
 	const openaiBad = `{"error":{"message":"messages: too long","type":"invalid_request_error","param":null,"code":"context_length_exceeded"}}`
 	const anthropicBad = `{"type":"error","error":{"type":"invalid_request_error","message":"messages: too long"}}`
 	for _, c := range []struct {

@@ -38,7 +38,6 @@ const fastTimeout = `"first_byte_timeout": "200ms"`
 // client gets the next target's stream, byte for byte, and nothing of the
 // failed one (not even its keep-alive comment).
 func TestLoopFailoverBeforeFirstDataIsInvisible(t *testing.T) {
-	t.Parallel()
 	a := fakeUpstream("a", func(_ int, w http.ResponseWriter, _ *http.Request) {
 		sendSSE(w, ": upstream a is warming up\n\n")
 		breakOff(w)
@@ -77,7 +76,6 @@ func TestLoopFailoverBeforeFirstDataIsInvisible(t *testing.T) {
 // with the relay's in-band error and no [DONE], and no other target is
 // tried.
 func TestLoopBreakAfterFirstDataEndsInBand(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		script func(w http.ResponseWriter)
@@ -112,7 +110,6 @@ func TestLoopBreakAfterFirstDataEndsInBand(t *testing.T) {
 // moves on, or a status never passed through): the client gets b's
 // stream, and never sees a's failure.
 func TestLoopFailoverClasses(t *testing.T) {
-	t.Parallel()
 	const rateLimited = `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`
 	for _, c := range []struct {
 		name   string
@@ -171,7 +168,6 @@ func TestLoopFailoverClasses(t *testing.T) {
 // headers, less the provider account's), anything else is the relay's own
 // error; the next target is never tried.
 func TestLoopFailureNotListed(t *testing.T) {
-	t.Parallel()
 	const badRequest = `{"error":{"message":"messages: too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`
 	for _, c := range []struct {
 		name     string
@@ -232,7 +228,6 @@ func TestLoopFailureNotListed(t *testing.T) {
 // and the upstream's refusal of the relay's own key. As the last target,
 // the client gets the relay's 502, naming neither.
 func TestLoopNeverPassedThrough(t *testing.T) {
-	t.Parallel()
 	a := fakeUpstream("a", func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n == 1 {
 			w.Header().Set("Location", "http://10.0.0.7/internal?token=secret")
@@ -258,7 +253,6 @@ func TestLoopNeverPassedThrough(t *testing.T) {
 // A stream request every target answers without a stream is the relay's
 // 502 upstream_not_streaming.
 func TestLoopNoTargetStreams(t *testing.T) {
-	t.Parallel()
 	json200 := func(_ int, w http.ResponseWriter, _ *http.Request) { sendJSON(w, 200, okChatAnswer) }
 	lr := startLoop(t, chainAB(""), fakeUpstream("a", json200), fakeUpstream("b", json200))
 	res := lr.post("/v1/chat/completions", chatStreamReq)
@@ -273,7 +267,6 @@ func TestLoopNoTargetStreams(t *testing.T) {
 // out the client gets 504 upstream_timeout, and no further target is
 // tried, even one that was never asked.
 func TestLoopTryDurationRunsOut(t *testing.T) {
-	t.Parallel()
 	const failover = `"try_duration": "250ms"`
 	t.Run("on the first target", func(t *testing.T) {
 		t.Parallel()
@@ -306,7 +299,6 @@ func TestLoopTryDurationRunsOut(t *testing.T) {
 // left, whatever its Retry-After); as the last target its error reaches
 // the client with X-Should-Retry: false and no Retry-After.
 func TestLoopInsufficientQuota(t *testing.T) {
-	t.Parallel()
 	const quota = `{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`
 	outOfQuota := func(_ int, w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", "2")
@@ -369,7 +361,6 @@ func TestLoopInsufficientQuota(t *testing.T) {
 // A client that leaves ends everything: the attempt in flight is given
 // up and no other target is tried.
 func TestLoopClientGone(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	a := fakeUpstream("a", func(_ int, _ http.ResponseWriter, r *http.Request) {
 		cancel() // the client leaves while a is thinking
