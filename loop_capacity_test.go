@@ -47,7 +47,7 @@ func TestLoopCapacitySpillOver(t *testing.T) {
 	b := fakeUpstream("b", func(_ int, w http.ResponseWriter, _ *http.Request) { sendSSE(w, chatStream("spare")...) })
 	lr := startLoop(t, `{
 		"upstreams": [{"name": "a", "max_concurrent": 1}, {"name": "b"}],
-		"models": [{"alias": "m", "targets": [{"upstream": "a"}, {"upstream": "b"}]}]
+		"models": [{"alias": "loop", "targets": [{"upstream": "a"}, {"upstream": "b"}]}]
 	}`, a, b)
 
 	held := lr.holdOne(t, "a")
@@ -79,15 +79,15 @@ func TestLoopCapacityFullTargetPassed(t *testing.T) {
 	b := fakeUpstream("b", func(_ int, w http.ResponseWriter, _ *http.Request) { sendJSON(w, 503, `{}`) })
 	lr := startLoop(t, `{
 		"upstreams": [{"name": "a", "max_concurrent": 1}, {"name": "b"}],
-		"models": [{"alias": "m", "targets": [{"upstream": "a"}, {"upstream": "b"}]}],
+		"models": [{"alias": "loop", "targets": [{"upstream": "a"}, {"upstream": "b"}]}],
 		"failover": {"backoff_base": "1ms", "backoff_max": "1ms"}
 	}`, a, b)
 
 	lr.holdOne(t, "a")
 	res := lr.post("/v1/chat/completions", chatStreamReq)
 	res.expect(t, http.StatusBadGateway, "", "")
-	if errorCode(res.body) != "all_upstreams_failed" || !strings.Contains(res.body, "b (m): status 503") ||
-		!strings.Contains(res.body, "a (m): skipped: at capacity (1 of max_concurrent 1 in flight)") {
+	if errorCode(res.body) != "all_upstreams_failed" || !strings.Contains(res.body, "b (loop): status 503") ||
+		!strings.Contains(res.body, "a (loop): skipped: at capacity (1 of max_concurrent 1 in flight)") {
 		t.Errorf("body %s", res.body)
 	}
 	lr.expectSeen(t, map[string]int{"a": 1, "b": 2})
@@ -101,7 +101,7 @@ func TestLoopCapacityShed(t *testing.T) {
 	defer close(release)
 	lr := startLoop(t, `{
 		"upstreams": [{"name": "a", "max_concurrent": 1}, {"name": "b", "max_concurrent": 1}],
-		"models": [{"alias": "m", "targets": [{"upstream": "a"}, {"upstream": "b"}]}]
+		"models": [{"alias": "loop", "targets": [{"upstream": "a"}, {"upstream": "b"}]}]
 	}`, heldStreams("a", release), heldStreams("b", release))
 
 	lr.holdOne(t, "a")

@@ -16,7 +16,7 @@ import (
 func earlyConfig(targets string) string {
 	return `{
 		"upstreams": [{"name": "a"}, {"name": "b"}],
-		"models": [{"alias": "m", "targets": [` + targets + `]}],
+		"models": [{"alias": "loop", "targets": [` + targets + `]}],
 		"failover": {"backoff_base": "1ms", "backoff_max": "1ms"},
 		"smoothing": {"mode": "off", "early_commit": "50ms", "heartbeat": "50ms"}
 	}`

@@ -319,13 +319,15 @@ func chatStream(texts ...string) []string {
 
 const okChatAnswer = `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
 
-// Request bodies.
+// Request bodies. Every model alias of the loop tests is "loop": the
+// relay's metrics are process-wide, and the end-to-end tests of the same
+// binary read some of their values whole (alias "m", upstream "u").
 const (
-	chatReq         = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
-	chatStreamReq   = `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
-	messagesReq     = `{"model":"m","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
-	responsesReq    = `{"model":"m","stream":true,"input":"hi"}`
-	completionsReq  = `{"model":"m","stream":true,"prompt":"hi"}`
+	chatReq         = `{"model":"loop","messages":[{"role":"user","content":"hi"}]}`
+	chatStreamReq   = `{"model":"loop","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	messagesReq     = `{"model":"loop","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	responsesReq    = `{"model":"loop","stream":true,"input":"hi"}`
+	completionsReq  = `{"model":"loop","stream":true,"prompt":"hi"}`
 	anthropicHeader = "Anthropic-Version"
 )
 

@@ -92,7 +92,7 @@ func soloConfig(api, extra string) string {
 	}
 	return `{
 		"upstreams": [{"name": "u", "api": "` + api + `"}],
-		"models": [{"alias": "m", "targets": [{"upstream": "u"}]}]` + extra + `
+		"models": [{"alias": "loop", "targets": [{"upstream": "u"}]}]` + extra + `
 	}`
 }
 
@@ -146,7 +146,7 @@ func TestLoopEndOfStreamPerEndpoint(t *testing.T) {
 		{"responses from a chat upstream, EOF", "/v1/responses", responsesReq, "chat", chatStream("Hello")[:1], "/v1/chat/completions", false, responsesTruncated, "Hello", []string{"response.completed"}},
 		{"chat from an anthropic upstream, message_stop", "/v1/chat/completions", chatStreamReq, "anthropic", messagesStream("Hello"), "/v1/messages", false, clean, "Hello", nil},
 		{"chat from an anthropic upstream, EOF", "/v1/chat/completions", chatStreamReq, "anthropic", messagesStream("Hello")[:5], "/v1/messages", false, openaiTruncated, "Hello", []string{"[DONE]"}},
-		{"passed through, EOF", "/v1/threads/runs", `{"model":"m","stream":true,"assistant_id":"asst_1"}`, "openai", runs, "/v1/threads/runs", true, clean, "Hello", nil},
+		{"passed through, EOF", "/v1/threads/runs", `{"model":"loop","stream":true,"assistant_id":"asst_1"}`, "openai", runs, "/v1/threads/runs", true, clean, "Hello", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -202,12 +202,12 @@ func TestLoopNonStreamPassThrough(t *testing.T) {
 		_, _ = w.Write([]byte(embeddings[40:]))
 	})
 	lr := startLoop(t, soloConfig("openai", ""), u)
-	res := lr.post("/v1/embeddings", `{"model":"m","input":"hi"}`)
+	res := lr.post("/v1/embeddings", `{"model":"loop","input":"hi"}`)
 	res.expect(t, http.StatusOK, "u", "1")
 	if res.body != embeddings || res.aborted {
 		t.Errorf("body %s (aborted %v), want the upstream's", res.body, res.aborted)
 	}
-	res = lr.post("/v1/embeddings", `{"model":"m","input":"hi"}`)
+	res = lr.post("/v1/embeddings", `{"model":"loop","input":"hi"}`)
 	if !res.aborted {
 		t.Errorf("a body broken after its commit was not aborted: status %d body %s", res.status, res.body)
 	}
@@ -259,7 +259,7 @@ func TestLoopUnreadableUpstreamEvent(t *testing.T) {
 			b := fakeUpstream("b", func(_ int, w http.ResponseWriter, _ *http.Request) { sendSSE(w, chatStream("Hello")...) })
 			lr := startLoop(t, `{
 				"upstreams": [{"name": "a", "api": "chat"}, {"name": "b", "api": "chat"}],
-				"models": [{"alias": "m", "targets": [{"upstream": "a"}, {"upstream": "b"}]}],
+				"models": [{"alias": "loop", "targets": [{"upstream": "a"}, {"upstream": "b"}]}],
 				"failover": {"backoff_base": "1ms", "backoff_max": "1ms"}
 			}`, a, b)
 			res := lr.post(c.path, c.body, anthropicHeader, "2023-06-01")
@@ -346,7 +346,7 @@ func TestLoopReasoningBudgetFailover(t *testing.T) {
 		b := fakeUpstream("b", func(_ int, w http.ResponseWriter, _ *http.Request) { sendSSE(w, messagesStream("answer")...) })
 		lr := startLoop(t, `{
 			"upstreams": [{"name": "a", "api": "anthropic"}, {"name": "b", "api": "anthropic"}],
-			"models": [{"alias": "m", "targets": [{"upstream": "a"}, {"upstream": "b"}], "reasoning_budget": {"tokens": 10, "action": "failover"}}]
+			"models": [{"alias": "loop", "targets": [{"upstream": "a"}, {"upstream": "b"}], "reasoning_budget": {"tokens": 10, "action": "failover"}}]
 		}`, a, b)
 		res := lr.post("/v1/messages", messagesReq, anthropicHeader, "2023-06-01")
 		res.expect(t, http.StatusOK, "a", "1")
@@ -398,7 +398,7 @@ func TestLoopCommitPointPerEndpoint(t *testing.T) {
 			b := fakeUpstream("b", func(_ int, w http.ResponseWriter, _ *http.Request) { sendSSE(w, c.good...) })
 			lr := startLoop(t, `{
 				"upstreams": [{"name": "a", "api": "`+c.api+`"}, {"name": "b", "api": "`+c.api+`"}],
-				"models": [{"alias": "m", "targets": [{"upstream": "a"}, {"upstream": "b"}]}]
+				"models": [{"alias": "loop", "targets": [{"upstream": "a"}, {"upstream": "b"}]}]
 			}`, a, b)
 			res := lr.post(c.path, c.body, anthropicHeader, "2023-06-01")
 			res.expect(t, http.StatusOK, "b", "2")
@@ -487,7 +487,7 @@ func TestLoopUpstreamErrorAfterCommit(t *testing.T) {
 // answered from the relay's estimate when no target speaks it; an
 // endpoint a target's api lacks skips that target without an attempt.
 func TestLoopEndpointKinds(t *testing.T) {
-	const countReq = `{"model":"m","messages":[{"role":"user","content":"hello there, how are you today?"}]}`
+	const countReq = `{"model":"loop","messages":[{"role":"user","content":"hello there, how are you today?"}]}`
 	t.Run("count_tokens estimated", func(t *testing.T) {
 		t.Parallel()
 		u := fakeUpstream("u", func(_ int, w http.ResponseWriter, _ *http.Request) { sendJSON(w, 200, okChatAnswer) })
@@ -521,10 +521,10 @@ func TestLoopEndpointKinds(t *testing.T) {
 		b := fakeUpstream("b", func(_ int, w http.ResponseWriter, _ *http.Request) { sendJSON(w, 200, embeddings) })
 		lr := startLoop(t, `{
 			"upstreams": [{"name": "a", "api": "anthropic"}, {"name": "b"}],
-			"models": [{"alias": "m", "targets": [{"upstream": "a"}, {"upstream": "b"}]}],
+			"models": [{"alias": "loop", "targets": [{"upstream": "a"}, {"upstream": "b"}]}],
 			"failover": {"attempts": 1}
 		}`, a, b)
-		res := lr.post("/v1/embeddings", `{"model":"m","input":"hi"}`)
+		res := lr.post("/v1/embeddings", `{"model":"loop","input":"hi"}`)
 		res.expect(t, http.StatusOK, "b", "1")
 		if res.body != embeddings {
 			t.Errorf("body %s", res.body)
@@ -548,10 +548,10 @@ func TestLoopErrorsInTheClientsShape(t *testing.T) {
 		shape                 string // in the client's body
 	}{
 		{"chat, all failed", "/v1/chat/completions", chatReq, "openai", 503, `{}`, 502, `{"error":{"message":"All upstream attempts failed`},
-		{"responses, all failed", "/v1/responses", `{"model":"m","input":"hi"}`, "openai", 503, `{}`, 502, `{"error":{"message":"All upstream attempts failed`},
-		{"messages, all failed", "/v1/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, "anthropic", 503, `{}`, 502,
+		{"responses, all failed", "/v1/responses", `{"model":"loop","input":"hi"}`, "openai", 503, `{}`, 502, `{"error":{"message":"All upstream attempts failed`},
+		{"messages, all failed", "/v1/messages", `{"model":"loop","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, "anthropic", 503, `{}`, 502,
 			`{"type":"error","error":{"type":"api_error","message":"All upstream attempts failed`},
-		{"messages from a chat upstream's 400", "/v1/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, "chat", 400, openaiBad, 400,
+		{"messages from a chat upstream's 400", "/v1/messages", `{"model":"loop","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, "chat", 400, openaiBad, 400,
 			`{"type":"error","error":{"type":"invalid_request_error","message":"messages: too long"}}`},
 		{"chat from an anthropic upstream's 400", "/v1/chat/completions", chatReq, "anthropic", 400, anthropicBad, 400,
 			`"error":{"message":"messages: too long","type":"invalid_request_error"`},

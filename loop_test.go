@@ -24,7 +24,7 @@ func chainAB(failover string, relay ...string) string {
 	}
 	return `{
 		"upstreams": [{"name": "a"}, {"name": "b"}],
-		"models": [{"alias": "m", "targets": [{"upstream": "a", "model": "model-a"}, {"upstream": "b", "model": "model-b"}]}],
+		"models": [{"alias": "loop", "targets": [{"upstream": "a", "model": "model-a"}, {"upstream": "b", "model": "model-b"}]}],
 		"failover": {"backoff_base": "1ms", "backoff_max": "1ms"` + failover + `}` + more + `
 	}`
 }
@@ -238,7 +238,7 @@ func TestLoopNeverPassedThrough(t *testing.T) {
 	})
 	lr := startLoop(t, `{
 		"upstreams": [{"name": "a"}],
-		"models": [{"alias": "m", "targets": [{"upstream": "a"}]}],
+		"models": [{"alias": "loop", "targets": [{"upstream": "a"}]}],
 		"failover": {"on": ["5xx"], "attempts": 2, "backoff_base": "1ms", "backoff_max": "1ms"}
 	}`, a)
 	res := lr.post("/v1/chat/completions", chatReq)
@@ -343,7 +343,7 @@ func TestLoopInsufficientQuota(t *testing.T) {
 		t.Parallel()
 		lr := startLoop(t, `{
 			"upstreams": [{"name": "a"}],
-			"models": [{"alias": "m", "targets": [{"upstream": "a"}]}],
+			"models": [{"alias": "loop", "targets": [{"upstream": "a"}]}],
 			"failover": {"attempts": 3, "backoff_base": "1ms", "backoff_max": "1ms"}
 		}`, fakeUpstream("a", outOfQuota))
 		res := lr.post("/v1/chat/completions", chatReq)
