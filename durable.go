@@ -226,14 +226,28 @@ func snapshotState(now time.Time) durableFile {
 }
 
 // save writes the state if it changed since the last save.
+//
+// The pools are read before d.mu is taken, never under it: a target or a
+// canary being created holds its pool entry while its constructor takes
+// d.mu (takeRestored), and the pools' Range waits for an entry under
+// construction, so a save holding d.mu while reading them deadlocked
+// with a Provision creating one (durable_lock_test.go). A piece adopted
+// between the snapshot and the lock is in neither and waits for the next
+// save, a second later.
 func (d *durableStore) save() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.storage == nil {
+	on := d.storage != nil
+	d.mu.Unlock()
+	if !on {
 		return
 	}
 	now := time.Now()
 	f := snapshotState(now)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.storage == nil {
+		return // detached meanwhile
+	}
 	// The pieces restored but not adopted yet (a canary or target no
 	// config has named again) are kept, so a restart that loads a
 	// smaller config first loses nothing.

@@ -1,29 +1,24 @@
 package llmrelay
 
-// DEFECT, found by the request loop's in-package tests (issue 26, item 6)
-// and NOT fixed here: this test fails on the code as it is.
-//
-// A lock-order inversion between the durable store and the pools' entries
-// deadlocks a Provision against a save:
+// A lock-order inversion between the durable store and the pools' entries,
+// found by the request loop's in-package tests (issue 26, item 6), which
+// deadlocked a Provision against a save:
 //
 //   - Creating a target's health entry (attachHealth) runs its constructor
 //     inside targetPool.LoadOrNew, which holds that entry's lock while the
 //     constructor runs; the constructor calls durable.restoredEjection,
 //     which takes durable.mu. (Canaries do the same: restoredCanary in
 //     canaryPool.LoadOrNew.)
-//   - durable.save holds durable.mu while snapshotState ranges the pools,
+//   - durable.save held durable.mu while snapshotState ranged the pools,
 //     which takes each entry's lock, waiting for one being constructed.
 //
-// So a save that starts while a new target is being created waits for its
-// entry, and the entry's constructor waits for the save's durable.mu:
-// neither ever returns, and every later Provision (each needs durable.mu)
-// hangs behind them. save runs once a second (the saver) and at every
+// So a save that started while a new target was being created waited for
+// its entry, and the entry's constructor waited for the save's durable.mu:
+// neither ever returned, and every later Provision (each needs durable.mu)
+// hung behind them. save runs once a second (the saver) and at every
 // Cleanup, once any config with storage was provisioned: a config reload
-// that adds a target can hang the admin API and the process's shutdown.
-// The loop tests hit it when run in parallel after the end-to-end tests
-// (whose Caddy had attached the durable store): one test's Cleanup saved
-// while another's Provision created a target, and the binary hung until
-// its 10-minute timeout.
+// that added a target could hang the admin API and the process's
+// shutdown. save now reads the pools before it takes durable.mu.
 //
 // The test checks the two halves separately, each time releasing what it
 // holds, so that it reports the defect instead of hanging: it fails when
@@ -65,7 +60,7 @@ func TestDurableSaveAndTargetCreationDoNotDeadlock(t *testing.T) {
 	saveHolds := saveHoldsTheStoreWhileWaitingForAnEntry(t)
 	creationNeeds := targetCreationWaitsForTheStoreWithItsEntryLocked(t)
 	if saveHolds && creationNeeds {
-		t.Errorf("DEFECT: durable.save holds durable.mu while it waits for a pool entry under construction, " +
+		t.Errorf("durable.save holds durable.mu while it waits for a pool entry under construction, " +
 			"and a target entry's constructor (attachHealth → durable.restoredEjection) waits for durable.mu: " +
 			"a save during a Provision that creates a target deadlocks both (see this file's comment)")
 	}
