@@ -102,6 +102,11 @@ func (p *Parser) State() State {
 	return State{Reasoning: p.reasoning, Blocks: p.blocks, Unclosed: p.unclosed, Held: len(p.held)}
 }
 
+// Plain reports that p will never split its text again: with AtStart,
+// the text began with something other than an opening tag, so the rest is
+// answer. A caller may then stop feeding it and take the text as it is.
+func (p *Parser) Plain() bool { return p.plain && p.held == nil }
+
 func (p *Parser) kind() Kind {
 	if p.reasoning {
 		return Reasoning
