@@ -52,6 +52,14 @@ type lane struct {
 	clusterAt    time.Time // when the current cluster started
 	clusterRunes int       // runes in it so far
 	inRate       float64   // runes per second, a moving average of the samples; 0: not known yet
+
+	// inherited: the cadence and rate are another lane's (inherit),
+	// and the lane is still in its first cluster. ownSample: the next
+	// sample replaces inRate rather than being averaged in. heldUntil:
+	// that first cluster sends nothing before this (Pacer.holdStart).
+	inherited bool
+	ownSample bool
+	heldUntil time.Time
 }
 
 func newLane(maxDelay, interval time.Duration) lane {
@@ -102,11 +110,21 @@ const untilNext = 1.05
 // comes from the same model at the same pace, and guessing it afresh
 // would start the answer at twice its rate (see Pacer.stretchFirst) just
 // as the reasoning drains.
+//
+// The inherited rate is a guess, as a lane's first gap is: the answer may
+// come faster or slower than the reasoning did (reasoning bursts 300 ms
+// apart, answer bursts 250 ms apart, say). And the lane's first cluster
+// is where the other lane's text stopped, anywhere in a burst: it may be
+// a sliver of one, and is no measure of the rate. So the first cluster
+// gives no sample, and the sample of the second replaces the inherited
+// rate outright (see measure); averaged in, the guess would hold the
+// answer below its rate for a second, its backlog growing all along.
 func (l *lane) inherit(from *lane) {
 	if !l.last.IsZero() || from.guessed || from.inRate == 0 {
 		return
 	}
 	l.gap, l.guessed, l.inRate = from.gap, false, from.inRate
+	l.inherited = true
 }
 
 // rateWeight is the weight of a new sample in the moving average of the
@@ -122,18 +140,25 @@ func (l *lane) measure(now time.Time, runes int) {
 		l.clusterAt, l.clusterRunes = now, 0
 	case now.Sub(l.last) >= l.interval:
 		sample := float64(l.clusterRunes) / dt.Seconds()
-		if l.inRate == 0 {
-			l.inRate = sample
-		} else {
+		switch {
+		case l.inherited:
+			// The first cluster after inheriting: no sample (see
+			// inherit), and the next one replaces the guess.
+			l.ownSample = true
+		case l.inRate == 0 || l.ownSample:
+			l.inRate, l.ownSample = sample, false
+		default:
 			l.inRate += rateWeight * (sample - l.inRate)
 		}
 		l.clusterAt, l.clusterRunes = now, 0
+		l.inherited, l.heldUntil = false, time.Time{}
 	case dt >= flowSpan*l.interval:
 		// A flow: arrivals closer than an interval for longer than a
 		// burst lasts. There is no gap to bridge; its rate is what it
 		// has carried so far.
 		l.inRate = float64(l.clusterRunes) / dt.Seconds()
 		l.gap, l.guessed = l.interval.Seconds(), false
+		l.inherited, l.ownSample, l.heldUntil = false, false, time.Time{}
 	}
 	l.clusterRunes += runes
 }
@@ -190,4 +215,5 @@ func (l *lane) targetLag() float64 {
 // (at a barrier or the stream's end).
 func (l *lane) hurry(lag float64) {
 	l.rate = max(l.rate, float64(l.backlog)/lag)
+	l.heldUntil = time.Time{}
 }

@@ -333,7 +333,11 @@ func (p *Pacer) pushText(c *Chunk, raw []byte, now time.Time) {
 	if c.Channel == ChanReasoning && p.cfg.Mode == ModeSplit {
 		ln = laneReasoning
 	}
-	if p.cfg.Mode == ModeSplit && ln == laneAnswer && p.lanes[laneReasoning].backlog > 0 {
+	switched := p.cfg.Mode == ModeSplit && ln == laneAnswer && p.lanes[laneReasoning].backlog > 0
+	// The answer's first text, in the same burst as the reasoning's last
+	// (see holdStart).
+	midBurst := switched && p.lanes[ln].last.IsZero() && now.Sub(p.lanes[laneReasoning].last) < p.tickEvery
+	if switched {
 		// The answer starts: queued reasoning must finish within
 		// ReasoningDrain, at a steady rate, rather than at once (a
 		// reader would see a dump of reasoning text, the very thing
@@ -371,7 +375,46 @@ func (p *Pacer) pushText(c *Chunk, raw []byte, now time.Time) {
 	it.runes = utf8.RuneCount(c.Text)
 	p.items = append(p.items, it)
 	p.lanes[ln].arrive(now, it.runes)
+	if l := &p.lanes[ln]; ln == laneAnswer && l.inherited && (midBurst || !l.heldUntil.IsZero()) {
+		p.holdStart(now)
+	}
 	p.meetDeadlines(ln, &p.items[len(p.items)-1], now)
+}
+
+// holdStart paces the answer lane's first cluster when the switch from
+// reasoning to answer fell inside a burst (its first answer text came
+// less than a tick after the reasoning's last, with reasoning still
+// queued; split-reasoning): at the rate the stream had, which the lane
+// inherited (lane.inherit), starting late enough that the cluster lasts
+// until the next one is due. Such a cluster is the rest of a burst, a
+// few tokens it may be; spread over a whole gap, as steadyRate spreads a
+// backlog, they trickled out at a fraction of the answer's rate and the
+// next burst jumped to the full rate: the answer crawled for 300 ms,
+// then ran, with a gap over 250 ms among its first words (the trace
+// reasoning-answer-250ms: -76 % rate CV on the answer where the other
+// traces reach -90 %). Held back, it starts at its pace and keeps it.
+// The reader is not left waiting, since the queued reasoning drains
+// meanwhile: the hold ends by the time that drain does (ReasoningDrain)
+// and well within MaxDelay. A cluster that lasts the gap at that rate
+// is not held (the later reads of a burst may lift a hold its first
+// read set); the next cluster, a barrier or the end ends a hold
+// (lane.measure, lane.hurry).
+func (p *Pacer) holdStart(now time.Time) {
+	l := &p.lanes[laneAnswer]
+	rate := catchUp * l.inRate
+	l.rate = max(l.rate, rate)
+	last := min(time.Duration(l.hold*l.gap*float64(time.Second)), p.cfg.ReasoningDrain, l.maxDelay-2*p.tickEvery)
+	drain := time.Duration(float64(l.backlog) / l.rate * float64(time.Second))
+	held := !l.heldUntil.IsZero()
+	l.heldUntil = l.clusterAt.Add(last - drain)
+	if !l.heldUntil.After(now) {
+		l.heldUntil = time.Time{}
+		if held && l.fresh {
+			// The burst's later reads made it large enough: it
+			// starts at once, as it would have.
+			p.urgent = true
+		}
+	}
 }
 
 // meetDeadlines raises a lane's drain rate to a constant rate at which
@@ -542,7 +585,7 @@ func (p *Pacer) serve(ln uint8, now, horizon time.Time) {
 		nb, nr := it.body.len(), it.runes
 		if it.deadline.After(horizon) { // and so are the lane's later ones
 			if budget < 0 {
-				budget = p.budget(ln, it)
+				budget = p.budget(ln, it, now)
 			}
 			if budget <= 0 {
 				return
@@ -560,9 +603,14 @@ func (p *Pacer) serve(ln uint8, now, horizon time.Time) {
 
 // budget is the runes lane ln may send this tick, it being its first
 // item not yet due.
-func (p *Pacer) budget(ln uint8, it *item) int {
+func (p *Pacer) budget(ln uint8, it *item, now time.Time) int {
 	l := &p.lanes[ln]
 	switch {
+	case now.Before(l.heldUntil):
+		// Nothing accrues while held: the first piece is a tick's
+		// worth.
+		l.credit, l.accrued = 0, now
+		return 0
 	case l.fresh:
 		// The first delta after a pause leaves at once, whole unless it
 		// is large.
