@@ -74,12 +74,26 @@ func (r *report) evaluate(o options) {
 		}
 		a := res.all()
 		t, _ := traces.ByName(res.Name)
-		if res.cvApplies = cvApplies(t, o); res.cvApplies {
-			check(&cv, res.Error == "" && a.OutRateCV <= (1-cvReduction)*a.InRateCV,
-				fmt.Sprintf("%s %.2f->%.2f (%s)", res.Name, a.InRateCV, a.OutRateCV, change(a.InRateCV, a.OutRateCV)))
+		// The whole text, and each channel's alone where each is
+		// clustered (traces.Trace.LanesClustered).
+		rows := res.Rows[:1]
+		if t.LanesClustered {
+			rows = res.Rows
 		}
-		check(&stalls, res.Error == "" && a.BridgeableStalls == 0,
-			fmt.Sprintf("%s %d bridgeable", res.Name, a.BridgeableStalls))
+		res.cvApplies = cvApplies(t, o)
+		for _, row := range rows {
+			name := res.Name
+			if row.Channel != "all" {
+				name += "/" + row.Channel
+			}
+			r := row.Report
+			if res.cvApplies {
+				check(&cv, res.Error == "" && r.OutRateCV <= (1-cvReduction)*r.InRateCV,
+					fmt.Sprintf("%s %.2f->%.2f (%s)", name, r.InRateCV, r.OutRateCV, change(r.InRateCV, r.OutRateCV)))
+			}
+			check(&stalls, res.Error == "" && r.BridgeableStalls == 0,
+				fmt.Sprintf("%s %d bridgeable", name, r.BridgeableStalls))
+		}
 		for _, row := range res.lagRows(t, o) {
 			check(&lag, res.Error == "" && row.lag.P99 <= row.max+lagSlack,
 				fmt.Sprintf("%s/%s p99 %s > %s", res.Name, row.name, fmtDur(row.lag.P99), fmtDur(row.max+lagSlack)))
@@ -191,7 +205,7 @@ func (r *report) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "smoothreport: mode %s, max_delay %s, reasoning_max_delay %s, min_interval %s; input times: %s\n\n",
 		r.Mode, time.Duration(r.MaxDelay), time.Duration(r.ReasoningMaxDelay), time.Duration(r.MinInterval), timing)
-	const format = "%-22s %-4s %9s %6s %6s %6s %13s %7s %9s %7s %7s %7s %7s  %s\n"
+	const format = "%-26s %-4s %9s %6s %6s %6s %13s %7s %9s %7s %7s %7s %7s  %s\n"
 	fmt.Fprintf(w, format, "trace", "ch", "events", "CV in", "CV out", "change", "text gap p99", "stalls", "steady", "lag p50", "p99", "max", "tail", "exact")
 	for _, res := range r.Traces {
 		name := res.Name

@@ -273,6 +273,7 @@ func generate() []Trace {
 		genBursts("bursts-150ms", 4, 150*ms, 20),
 		genReasoningClustered(),
 		genReasoningThenAnswer(),
+		genReasoningAnswer250(),
 		genOnOff(),
 		genFinalDump(),
 		genClusteredVocab("cjk", 8, cjk, 15, 250*ms, 12),
@@ -333,7 +334,7 @@ func genReasoningClustered() Trace {
 // reasoning it still holds.
 func genReasoningThenAnswer() Trace {
 	g := newGen("reasoning-then-answer", 12)
-	g.t.Clustered, g.t.Cadence = true, 300*ms
+	g.t.Clustered, g.t.Cadence, g.t.LanesClustered = true, 300*ms, true
 	g.role(0)
 	g.at(0)
 	var last time.Duration
@@ -341,6 +342,37 @@ func genReasoningThenAnswer() Trace {
 		last = g.burst(50*ms+300*ms*time.Duration(b), 5*ms, 20, 4, b < 7, english)
 	}
 	g.end(last + 300*ms)
+	return g.trace()
+}
+
+// genReasoningAnswer250: reasoning in 20-token bursts every 300 ms; then
+// a burst in which the reasoning ends and the answer begins (17 reasoning
+// tokens, then 3 of the answer: an upstream batches tokens whatever their
+// channel, so the switch falls anywhere in a burst); then the answer in
+// 20-token bursts every 250 ms. In split-reasoning the answer lane starts
+// with a sliver of a burst, and with the cadence and rate the reasoning
+// lane measured, which are not the answer's.
+func genReasoningAnswer250() Trace {
+	g := newGen("reasoning-answer-250ms", 17)
+	g.t.Clustered, g.t.Cadence, g.t.LanesClustered = true, 300*ms, true
+	g.role(0)
+	g.at(0)
+	for b := range 8 {
+		g.burst(50*ms+300*ms*time.Duration(b), 5*ms, 20, 4, true, english)
+	}
+	// The switching burst, read in four pieces like the others.
+	start := 50*ms + 300*ms*8
+	for i := range 20 {
+		g.text(i < 17, english(g.rng))
+		if i%5 == 4 {
+			g.at(start + 5*ms*time.Duration(i/5)/3)
+		}
+	}
+	var last time.Duration
+	for b := range 10 {
+		last = g.burst(start+250*ms*time.Duration(b+1), 5*ms, 20, 4, false, english)
+	}
+	g.end(last + 250*ms)
 	return g.trace()
 }
 

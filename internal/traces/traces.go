@@ -41,6 +41,10 @@ type Trace struct {
 	// can only smooth them with a max delay at least this long on the
 	// lane that carries them.
 	Cadence time.Duration
+	// LanesClustered marks a clustered trace whose reasoning and answer
+	// are each clustered too: the CV target applies to each channel's
+	// text alone as well as to all of it.
+	LanesClustered bool
 	// Reasoning and Answer are the exact text per channel that a correct
 	// relay delivers: the concatenation of delta.reasoning_content
 	// (resp. delta.content) over all events and all choices, in event

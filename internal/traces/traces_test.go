@@ -11,12 +11,12 @@ import (
 )
 
 var required = []string{
-	"steady", "steady-fast", "bursts-300ms", "bursts-150ms", "reasoning-clustered", "reasoning-then-answer", "onoff",
-	"final-dump", "cjk", "emoji-zwj", "base64", "tools", "logprobs", "n2", "usage",
+	"steady", "steady-fast", "bursts-300ms", "bursts-150ms", "reasoning-clustered", "reasoning-then-answer", "reasoning-answer-250ms",
+	"onoff", "final-dump", "cjk", "emoji-zwj", "base64", "tools", "logprobs", "n2", "usage",
 	"error-mid", "eof-no-done",
 }
 
-var clustered = []string{"bursts-300ms", "bursts-150ms", "reasoning-clustered", "reasoning-then-answer", "onoff", "cjk", "emoji-zwj"}
+var clustered = []string{"bursts-300ms", "bursts-150ms", "reasoning-clustered", "reasoning-then-answer", "reasoning-answer-250ms", "onoff", "cjk", "emoji-zwj"}
 
 func TestSetNamesAndFlags(t *testing.T) {
 	names := Names()
@@ -228,6 +228,10 @@ func TestShapes(t *testing.T) {
 	if maxGap != 1200*ms {
 		t.Errorf("reasoning-clustered: longest silence %v, want 1.2s", maxGap)
 	}
+	// reasoning-answer-250ms: reasoning bursts 300 ms apart, one burst
+	// that carries the end of the reasoning and the start of the answer,
+	// then answer bursts 250 ms apart.
+	checkSwitch(t, get("reasoning-answer-250ms"), 300*ms, 250*ms)
 	// onoff: silences of 2.5 s and 4 s.
 	times, _ = textEvents(t, get("onoff"))
 	var long []time.Duration
@@ -305,6 +309,69 @@ func TestCadence(t *testing.T) {
 	for _, tr := range All() {
 		if tr.Clustered != (tr.Cadence > 0) {
 			t.Errorf("%s: clustered %v, cadence %v", tr.Name, tr.Clustered, tr.Cadence)
+		}
+		if tr.LanesClustered && (!tr.Clustered || tr.Reasoning == "" || tr.Answer == "") {
+			t.Errorf("%s: lanes clustered, but not clustered or without both channels", tr.Name)
+		}
+	}
+}
+
+// checkSwitch checks a trace whose reasoning comes in bursts rsnEvery
+// apart, then one burst that holds both channels, then the answer in
+// bursts ansEvery apart.
+func checkSwitch(t *testing.T, tr Trace, rsnEvery, ansEvery time.Duration) {
+	t.Helper()
+	evs, err := tr.Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tx Transcript
+	type burst struct {
+		at        time.Duration
+		rsn, ans  bool
+		lastStart time.Duration
+	}
+	var bursts []burst
+	for _, ev := range evs {
+		pieces, err := tx.Add(ev.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pieces {
+			if n := len(bursts); n == 0 || ev.At-bursts[n-1].lastStart > 10*ms {
+				bursts = append(bursts, burst{at: ev.At})
+			}
+			b := &bursts[len(bursts)-1]
+			b.lastStart = ev.At
+			if p.Reasoning {
+				b.rsn = true
+			} else {
+				b.ans = true
+			}
+		}
+	}
+	sw := -1
+	for i, b := range bursts {
+		if b.rsn && b.ans {
+			if sw >= 0 {
+				t.Fatalf("%s: bursts %d and %d both hold both channels", tr.Name, sw, i)
+			}
+			sw = i
+		}
+	}
+	if sw < 3 || sw > len(bursts)-4 {
+		t.Fatalf("%s: switching burst %d of %d", tr.Name, sw, len(bursts))
+	}
+	for i := 1; i < len(bursts); i++ {
+		want := rsnEvery
+		if i > sw {
+			want = ansEvery
+		}
+		if got := bursts[i].at - bursts[i-1].at; got != want {
+			t.Errorf("%s: burst %d comes %v after the one before, want %v", tr.Name, i, got, want)
+		}
+		if i < sw && (bursts[i].ans || !bursts[i].rsn) || i > sw && (bursts[i].rsn || !bursts[i].ans) {
+			t.Errorf("%s: burst %d holds the wrong channel", tr.Name, i)
 		}
 	}
 }
