@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/smoothness"
 	"github.com/llmrelay/caddy-llm-relay/internal/traces"
 )
@@ -51,9 +52,14 @@ type traceResult struct {
 	Ends      string       `json:"ends"`
 	Timing    string       `json:"input_timing"` // "upstream-write" or "header-offset"
 	Rows      []chanReport `json:"rows"`         // "all", then "reasoning" and "answer" if both exist
-	Exact     bool         `json:"exact"`
-	ExactNote string       `json:"exact_note,omitempty"`
-	Error     string       `json:"error,omitempty"`
+	// ReasoningSurge is the most reasoning text the client got in a
+	// 100 ms window once the answer had begun to arrive, over what a
+	// 100 ms window held on average before (reasoningSurge); traces with
+	// both channels only.
+	ReasoningSurge float64 `json:"reasoning_surge,omitempty"`
+	Exact          bool    `json:"exact"`
+	ExactNote      string  `json:"exact_note,omitempty"`
+	Error          string  `json:"error,omitempty"`
 }
 
 // all returns the report over all text.
@@ -73,8 +79,9 @@ func analyze(s *stream, o options) *traceResult {
 		return fail("%v", s.err)
 	}
 
-	// Input: the trace's events at their arrival times.
-	evs, err := t.Events()
+	// Input: the trace's events at their arrival times, as the relay
+	// reads them (a tagged trace's reasoning in its field).
+	evs, err := relayEvents(t)
 	if err != nil {
 		return fail("trace: %v", err)
 	}
@@ -87,11 +94,11 @@ func analyze(s *stream, o options) *traceResult {
 	want := new(traces.Transcript)
 	var in []timed
 	for _, ev := range evs {
-		pieces, err := want.Add(ev.Data)
+		pieces, err := want.Add(ev.ev.Data)
 		if err != nil {
 			return fail("trace: %v", err)
 		}
-		in = append(in, timed{at: stepTime(ev.Step), pieces: pieces})
+		in = append(in, timed{at: stepTime(ev.step), pieces: pieces})
 	}
 	if t.Ends == traces.EndsEOF && len(t.Steps) > 0 {
 		// The cut-off block: the upstream's last bytes, without text.
@@ -209,6 +216,7 @@ func analyze(s *stream, o options) *traceResult {
 	res.Rows = []chanReport{{"all", all.Report()}}
 	if hasR && hasA {
 		res.Rows = append(res.Rows, chanReport{"reasoning", chRec[true].Report()}, chanReport{"answer", chRec[false].Report()})
+		res.ReasoningSurge = reasoningSurge(in, out)
 	}
 	if s.err != nil {
 		res.Error = s.err.Error()
@@ -278,4 +286,58 @@ func exactness(t traces.Trace, want, got *traces.Transcript, parseErr error, unt
 		}
 	}
 	return true, ""
+}
+
+// reasoningSurge measures a reasoning dump when the answer starts: the
+// most reasoning runes the output carried in a 100 ms window that ends
+// after the first answer text arrived, over the larger of the output's
+// mean reasoning runes per 100 ms before then and what 100 ms of a steady
+// drain of the reasoning still queued then carries (split-reasoning
+// drains it within ReasoningDrain, the default 300 ms, beside the
+// answer). A relay that sends what it holds of the reasoning at once when
+// the answer comes scores several times 1; one that drains it at a
+// steady rate, about 1. 0 when no reasoning left after the answer began,
+// or none before.
+func reasoningSurge(in, out []timed) float64 {
+	var answerAt time.Time
+	queued := 0
+	for _, e := range in {
+		if answerAt.IsZero() && e.runes(false) > 0 {
+			answerAt = e.at
+		}
+		if !answerAt.IsZero() && e.at.After(answerAt) {
+			break
+		}
+		queued += e.runes(true)
+	}
+	var first time.Time
+	before := 0
+	for _, e := range out {
+		if n := e.runes(true); n > 0 && e.at.Before(answerAt) {
+			if first.IsZero() {
+				first = e.at
+			}
+			before += n
+		}
+	}
+	queued -= before
+	span := answerAt.Sub(first)
+	if answerAt.IsZero() || before == 0 || span < smoothness.Window {
+		return 0
+	}
+	ref := max(float64(before)/(float64(span)/float64(smoothness.Window)),
+		float64(queued)/(float64(pace.DefaultReasoningDrain)/float64(smoothness.Window)))
+	most := 0
+	for i, e := range out {
+		if e.runes(true) == 0 || !e.at.After(answerAt) {
+			continue
+		}
+		// The window that ends with this event.
+		n := 0
+		for j := i; j >= 0 && e.at.Sub(out[j].at) < smoothness.Window; j-- {
+			n += out[j].runes(true)
+		}
+		most = max(most, n)
+	}
+	return float64(most) / ref
 }

@@ -34,6 +34,23 @@ func caddyfile(o options, port, upPort int) string {
 			min_interval %s
 		}`, o.mode, o.maxDelay, o.reasoningMaxDelay, o.minInterval)
 	}
+	// The tagged traces go to the same server through an upstream that
+	// parses their inline reasoning, one alias per trace.
+	var tagged string
+	if o.tagged {
+		tagged = fmt.Sprintf(`
+		upstream traces_tagged http://127.0.0.1:%d/v1 {
+			reasoning_format tags
+		}`, upPort)
+		for _, t := range traces.All() {
+			if t.Tagged {
+				tagged += fmt.Sprintf(`
+		model %s {
+			to traces_tagged %s
+		}`, t.Name, t.Name)
+			}
+		}
+	}
 	return fmt.Sprintf(`{
 	admin off
 	persist_config off
@@ -50,13 +67,13 @@ func caddyfile(o options, port, upPort int) string {
 http://127.0.0.1:%d {
 	bind 127.0.0.1
 	llm_relay {
-		upstream traces http://127.0.0.1:%d/v1
+		upstream traces http://127.0.0.1:%d/v1%s
 		model * {
 			to traces
 		}%s
 	}
 }
-`, port, upPort, smoothing)
+`, port, upPort, tagged, smoothing)
 }
 
 // startCaddy adapts and loads the config on a free port and returns the

@@ -119,6 +119,12 @@ type options struct {
 	concurrency       int
 	timeout           time.Duration
 	printConfig       bool
+	// tagged: on the real clock, replay the tagged traces too, through a
+	// second upstream with `reasoning_format tags`. Off by default until
+	// the relay has the directive: a config with it does not load
+	// without. The virtual clock always replays them (it parses the tags
+	// itself, with internal/tagged, as the relay does).
+	tagged bool
 }
 
 // answerMax and reasoningMax are the max delays of each channel.
@@ -159,6 +165,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.concurrency, "concurrency", o.concurrency, "streams replayed at once")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "bound on the whole run")
 	fs.BoolVar(&o.printConfig, "print-config", false, "print the Caddyfile and exit")
+	fs.BoolVar(&o.tagged, "tagged", o.tagged, "real clock: replay the tagged traces too, through an upstream with reasoning_format tags (needs a relay with that directive)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./cmd/smoothreport [flags]\n\n"+
 			"Replays the trace set through llm_relay over loopback and reports\n"+
@@ -266,6 +273,22 @@ func run(ctx context.Context, o options, logw io.Writer) (*report, error) {
 	}
 	if o.clock == "virtual" {
 		return runVirtual(o, names)
+	}
+	if !o.tagged {
+		var skipped []string
+		names = slices.DeleteFunc(slices.Clone(names), func(name string) bool {
+			t, _ := traces.ByName(name)
+			if t.Tagged {
+				skipped = append(skipped, name)
+			}
+			return t.Tagged
+		})
+		if len(skipped) > 0 {
+			fmt.Fprintf(logw, "smoothreport: not replaying %s on the real clock (-tagged replays them through an upstream with reasoning_format tags)\n", strings.Join(skipped, ", "))
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("no trace to replay: %s need -tagged on the real clock", strings.Join(skipped, ", "))
+		}
 	}
 	up, err := startUpstream()
 	if err != nil {

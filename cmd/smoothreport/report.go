@@ -43,6 +43,9 @@ const (
 	cvReduction = 0.80
 	lagSlack    = 30 * time.Millisecond
 	tailMax     = 100 * time.Millisecond
+	// surgeMax bounds the reasoning's most in a 100 ms window once the
+	// answer began, against its mean before (traceResult.ReasoningSurge).
+	surgeMax = 2.0
 )
 
 // evaluate fills Targets and OK.
@@ -52,6 +55,7 @@ func (r *report) evaluate(o options) {
 	stalls := targetResult{Name: "no bridgeable stall > 250ms"}
 	lag := targetResult{Name: fmt.Sprintf("lag p99 <= max delay + %s", lagSlack)}
 	tail := targetResult{Name: fmt.Sprintf("tail flush <= %s", tailMax)}
+	surge := targetResult{Name: fmt.Sprintf("no reasoning dump when the answer starts (surge <= %.0fx)", surgeMax)}
 	worse := targetResult{Name: "never worse than pass-through (all traces)"}
 	check := func(tr *targetResult, ok bool, failure string) {
 		tr.Checked++
@@ -100,8 +104,12 @@ func (r *report) evaluate(o options) {
 		}
 		check(&tail, res.Error == "" && a.TailFlush <= tailMax,
 			fmt.Sprintf("%s %s", res.Name, fmtDur(a.TailFlush)))
+		if t.LanesClustered && res.cvApplies {
+			check(&surge, res.Error == "" && res.ReasoningSurge <= surgeMax,
+				fmt.Sprintf("%s %.1fx", res.Name, res.ReasoningSurge))
+		}
 	}
-	r.Targets = []targetResult{exact, cv, stalls, lag, tail, worse}
+	r.Targets = []targetResult{exact, cv, stalls, lag, tail, surge, worse}
 	r.Informational = o.mode == "off"
 	r.OK = true
 	for i := range r.Targets {

@@ -52,7 +52,19 @@ func simulateTrace(cfg pace.Config, t traces.Trace) (*stream, error) {
 		at[i], writes[i] = st.At, st.Raw
 		s.upstream = append(s.upstream, vt0.Add(st.At))
 	}
-	ems, _, err := pace.Simulate(cfg, pace.ArrivalsOf(at, writes))
+	arrs := pace.ArrivalsOf(at, writes)
+	if t.Tagged {
+		// The relay parses the inline reasoning before the pacer.
+		evs, err := relayEvents(t)
+		if err != nil {
+			return nil, err
+		}
+		arrs = arrs[:0]
+		for _, e := range evs {
+			arrs = append(arrs, pace.Arrival{At: e.at, Event: e.ev})
+		}
+	}
+	ems, _, err := pace.Simulate(cfg, arrs)
 	if err != nil {
 		return nil, err
 	}

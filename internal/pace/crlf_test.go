@@ -68,10 +68,11 @@ func TestRunBareCRStreamsEndInLF(t *testing.T) {
 						t.Errorf("%s: no heartbeat in the 3 s pause", name)
 					}
 					got := transcriptOf(t, out.writes)
-					if string(got.Answer) != tr.Answer {
+					sentR, sentA := tr.Sent()
+					if string(got.Answer) != sentA {
 						t.Errorf("%s: answer differs", name)
 					}
-					if !cfg.HideReasoning && string(got.Reasoning) != tr.Reasoning {
+					if !cfg.HideReasoning && string(got.Reasoning) != sentR {
 						t.Errorf("%s: reasoning differs", name)
 					}
 				})

@@ -143,7 +143,7 @@ func TestRunTracesExact(t *testing.T) {
 					t.Errorf("%s/%s: SawError = %v", tr.Name, m, res.SawError)
 				}
 				got := transcriptOf(t, out.writes)
-				if string(got.Answer) != tr.Answer || string(got.Reasoning) != tr.Reasoning {
+				if r, a := tr.Sent(); string(got.Answer) != a || string(got.Reasoning) != r {
 					t.Errorf("%s/%s: text differs", tr.Name, m)
 				}
 				want2, _ := tr.Transcript()

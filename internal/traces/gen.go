@@ -138,6 +138,21 @@ func (g *gen) textOf(index int, reasoning bool, s string, logprobs json.RawMessa
 	g.chunk(choice{Index: index, Delta: d, Logprobs: logprobs})
 }
 
+// inline queues a content delta of choice 0 whose text is raw, the
+// inline form of rsn reasoning and ans answer text (raw holds them with
+// the tags, or pieces of tags, around them).
+func (g *gen) inline(raw, rsn, ans string) {
+	d := delta{Content: &raw}
+	g.reasoning.WriteString(rsn)
+	g.answer.WriteString(ans)
+	if ans != "" {
+		g.aTokens++
+	} else {
+		g.rTokens++
+	}
+	g.chunk(choice{Delta: d})
+}
+
 // finish queues the finish chunk of a choice.
 func (g *gen) finish(index int, reason string) {
 	g.chunk(choice{Index: index, Delta: delta{}, FinishReason: &reason})
@@ -274,6 +289,7 @@ func generate() []Trace {
 		genReasoningClustered(),
 		genReasoningThenAnswer(),
 		genReasoningAnswer250(),
+		genTaggedReasoning(),
 		genOnOff(),
 		genFinalDump(),
 		genClusteredVocab("cjk", 8, cjk, 15, 250*ms, 12),
@@ -373,6 +389,72 @@ func genReasoningAnswer250() Trace {
 		last = g.burst(start+250*ms*time.Duration(b+1), 5*ms, 20, 4, false, english)
 	}
 	g.end(last + 250*ms)
+	return g.trace()
+}
+
+// genTaggedReasoning is reasoning-answer-250ms's kind of stream from a
+// model served without a reasoning parser: the reasoning inline in
+// content between <think> and </think>, in 20-token bursts every 300 ms;
+// a burst in which it ends and the answer begins; the answer in bursts
+// every 300 ms. The tags are cut where a parser must hold bytes back:
+// "<th" ends the first read of the first burst and "ink>" starts the
+// next; "\n</th" ends a read of the switching burst and "ink>" starts
+// the next. The newline after each tag is formatting, not text (see
+// internal/thinktag); the one before </think> is reasoning. Reasoning
+// and Answer are the text a relay with `reasoning_format tags` delivers.
+func genTaggedReasoning() Trace {
+	g := newGen("tagged-reasoning", 18)
+	g.t.Clustered, g.t.Cadence, g.t.LanesClustered, g.t.Tagged = true, 300*ms, true, true
+	g.role(0)
+	g.at(0)
+	read := func(b, r int) time.Duration { return 50*ms + 300*ms*time.Duration(b) + 5*ms*time.Duration(r)/3 }
+	word := func(reasoning bool) {
+		w := english(g.rng)
+		if reasoning {
+			g.inline(w, w, "")
+		} else {
+			g.inline(w, "", w)
+		}
+	}
+	// The first burst: the opening tag cut between two reads.
+	g.inline("<th", "", "")
+	g.at(read(0, 0))
+	g.inline("ink>\n", "", "")
+	g.inline("Let", "Let", "")
+	for i := range 17 {
+		word(true)
+		if i%6 == 5 {
+			g.at(read(0, 1+i/6))
+		}
+	}
+	g.at(read(0, 3))
+	for b := 1; b < 7; b++ {
+		for i := range 20 {
+			word(true)
+			if i%5 == 4 {
+				g.at(read(b, i/5))
+			}
+		}
+	}
+	// The switching burst: the closing tag cut between two reads.
+	for i := range 12 {
+		word(true)
+		if i%5 == 4 {
+			g.at(read(7, i/5))
+		}
+	}
+	g.inline("\n</th", "\n", "")
+	g.at(read(7, 2))
+	g.inline("ink>\n\nThe", "", "The")
+	for range 5 {
+		word(false)
+	}
+	g.at(read(7, 3))
+	var last time.Duration
+	for b := 8; b < 14; b++ {
+		last = g.burst(read(b, 0), 5*ms, 20, 4, false, english)
+	}
+	g.end(last + 300*ms)
 	return g.trace()
 }
 

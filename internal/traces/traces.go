@@ -45,6 +45,13 @@ type Trace struct {
 	// are each clustered too: the CV target applies to each channel's
 	// text alone as well as to all of it.
 	LanesClustered bool
+	// Tagged marks a trace whose reasoning is inline in content between
+	// <think> and </think>, as a model served without a reasoning parser
+	// sends it: an upstream with `reasoning_format tags` (default tag
+	// syntax) in front of it. Reasoning and Answer are then what the
+	// relay delivers, with the reasoning in a reasoning field and no tag
+	// in either.
+	Tagged bool
 	// Reasoning and Answer are the exact text per channel that a correct
 	// relay delivers: the concatenation of delta.reasoning_content
 	// (resp. delta.content) over all events and all choices, in event
@@ -85,6 +92,17 @@ func Names() []string {
 		names = append(names, t.Name)
 	}
 	return names
+}
+
+// Sent returns the text per channel that the upstream sends: Reasoning
+// and Answer, but for a tagged trace, whose content carries the reasoning
+// between the tags, then the answer (a newline after each tag, which a
+// tag parser drops as formatting).
+func (t Trace) Sent() (reasoning, answer string) {
+	if t.Tagged {
+		return "", "<think>\n" + t.Reasoning + "</think>\n\n" + t.Answer
+	}
+	return t.Reasoning, t.Answer
 }
 
 // Duration returns the offset of the last step.
@@ -164,8 +182,9 @@ func (t Trace) Transcript() (*Transcript, error) {
 // chat completion stream.
 type Transcript struct {
 	Events int // data events, [DONE] included
-	// Reasoning and Answer concatenate delta.reasoning_content and
-	// delta.content over all choices, in event order.
+	// Reasoning and Answer concatenate delta.reasoning_content (or
+	// delta.reasoning, in a chunk without it) and delta.content over all
+	// choices, in event order.
 	Reasoning, Answer []byte
 	Choices           map[int]*ChoiceText
 	Done              bool     // data: [DONE] seen
@@ -209,6 +228,7 @@ type wireChunk struct {
 			Role             string  `json:"role"`
 			Content          *string `json:"content"`
 			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
 			ToolCalls        []struct {
 				Index    int    `json:"index"`
 				ID       string `json:"id"`
@@ -262,8 +282,14 @@ func (tr *Transcript) Add(data []byte) ([]Piece, error) {
 		if d.Role != "" {
 			ct.Role = d.Role
 		}
-		if d.ReasoningContent != nil && *d.ReasoningContent != "" {
-			s := *d.ReasoningContent
+		rsn := d.ReasoningContent
+		if rsn == nil {
+			// The other name for it (vLLM, OpenRouter, Ollama); a
+			// chunk with both carries the same text twice.
+			rsn = d.Reasoning
+		}
+		if rsn != nil && *rsn != "" {
+			s := *rsn
 			ct.Reasoning = append(ct.Reasoning, s...)
 			tr.Reasoning = append(tr.Reasoning, s...)
 			pieces = append(pieces, Piece{Choice: ch.Index, Reasoning: true, Text: s})

@@ -12,11 +12,11 @@ import (
 
 var required = []string{
 	"steady", "steady-fast", "bursts-300ms", "bursts-150ms", "reasoning-clustered", "reasoning-then-answer", "reasoning-answer-250ms",
-	"onoff", "final-dump", "cjk", "emoji-zwj", "base64", "tools", "logprobs", "n2", "usage",
+	"tagged-reasoning", "onoff", "final-dump", "cjk", "emoji-zwj", "base64", "tools", "logprobs", "n2", "usage",
 	"error-mid", "eof-no-done",
 }
 
-var clustered = []string{"bursts-300ms", "bursts-150ms", "reasoning-clustered", "reasoning-then-answer", "reasoning-answer-250ms", "onoff", "cjk", "emoji-zwj"}
+var clustered = []string{"bursts-300ms", "bursts-150ms", "reasoning-clustered", "reasoning-then-answer", "reasoning-answer-250ms", "tagged-reasoning", "onoff", "cjk", "emoji-zwj"}
 
 func TestSetNamesAndFlags(t *testing.T) {
 	names := Names()
@@ -112,8 +112,15 @@ func TestEventsParseAndTextsMatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(tx.Reasoning) != tr.Reasoning || string(tx.Answer) != tr.Answer {
-				t.Fatalf("texts differ from the events'")
+			if r, a := tr.Sent(); string(tx.Reasoning) != r || string(tx.Answer) != a {
+				t.Fatalf("texts differ from the events': reasoning %.80q, answer %.80q; want %.80q, %.80q", tx.Reasoning, tx.Answer, r, a)
+			}
+			if tr.Tagged {
+				// All of it is content, and the texts a relay
+				// delivers are what the tags hold and follow.
+				if r, _ := tr.Sent(); r != "" || tr.Reasoning == "" || strings.Contains(tr.Reasoning+tr.Answer, "think>") {
+					t.Fatal("a tagged trace's texts hold a tag, or it has no reasoning")
+				}
 			}
 			if tr.Answer == "" {
 				t.Fatal("no answer text")
@@ -232,6 +239,24 @@ func TestShapes(t *testing.T) {
 	// that carries the end of the reasoning and the start of the answer,
 	// then answer bursts 250 ms apart.
 	checkSwitch(t, get("reasoning-answer-250ms"), 300*ms, 250*ms)
+	// tagged-reasoning: both tags cut between two reads, inside the
+	// tag.
+	evs, err := get("tagged-reasoning").Events()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"<think>", "</think>"} {
+		cut := false
+		for i := 1; i < len(evs); i++ {
+			a, b := contentOf(t, evs[i-1].Data), contentOf(t, evs[i].Data)
+			if evs[i].Step != evs[i-1].Step && strings.Contains(a+b, tag) && !strings.Contains(a, tag) && !strings.Contains(b, tag) {
+				cut = true
+			}
+		}
+		if !cut {
+			t.Errorf("tagged-reasoning: %s is not cut between two reads", tag)
+		}
+	}
 	// onoff: silences of 2.5 s and 4 s.
 	times, _ = textEvents(t, get("onoff"))
 	var long []time.Duration
@@ -254,7 +279,7 @@ func TestShapes(t *testing.T) {
 	}
 	// emoji-zwj: long runs of ZWJ sequences in one event.
 	found := false
-	evs, _ := get("emoji-zwj").Events()
+	evs, _ = get("emoji-zwj").Events()
 	for _, ev := range evs {
 		if strings.Count(string(ev.Data), "\u200d") >= 12 {
 			found = true
@@ -373,5 +398,33 @@ func checkSwitch(t *testing.T, tr Trace, rsnEvery, ansEvery time.Duration) {
 		if i < sw && (bursts[i].ans || !bursts[i].rsn) || i > sw && (bursts[i].rsn || !bursts[i].ans) {
 			t.Errorf("%s: burst %d holds the wrong channel", tr.Name, i)
 		}
+	}
+}
+
+// contentOf returns the content of a chunk's choices.
+func contentOf(t *testing.T, data []byte) string {
+	t.Helper()
+	var tx Transcript
+	if _, err := tx.Add(data); err != nil {
+		t.Fatal(err)
+	}
+	return string(tx.Answer)
+}
+
+// A client reads reasoning under either name; a chunk with both (a relay
+// sending both names) carries it once.
+func TestTranscriptReasoningNames(t *testing.T) {
+	var tx Transcript
+	for _, data := range []string{
+		`{"choices":[{"index":0,"delta":{"reasoning_content":"a"}}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning":"b"}}]}`,
+		`{"choices":[{"index":0,"delta":{"reasoning_content":"c","reasoning":"c"}}]}`,
+	} {
+		if _, err := tx.Add([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(tx.Reasoning) != "abc" || string(tx.Choices[0].Reasoning) != "abc" {
+		t.Fatalf("reasoning %q", tx.Reasoning)
 	}
 }
