@@ -53,7 +53,7 @@ type traceResult struct {
 	Timing    string       `json:"input_timing"` // "upstream-write" or "header-offset"
 	Rows      []chanReport `json:"rows"`         // "all", then "reasoning" and "answer" if both exist
 	// ReasoningSurge is the most reasoning text the client got in a
-	// 100 ms window once the answer had begun to arrive, over what a
+	// 100 ms window once the answer began to arrive, over what a
 	// 100 ms window held on average before (reasoningSurge); traces with
 	// both channels only.
 	ReasoningSurge float64 `json:"reasoning_surge,omitempty"`
@@ -290,7 +290,7 @@ func exactness(t traces.Trace, want, got *traces.Transcript, parseErr error, unt
 
 // reasoningSurge measures a reasoning dump when the answer starts: the
 // most reasoning runes the output carried in a 100 ms window that ends
-// after the first answer text arrived, over the larger of the output's
+// when or after the first answer text arrived, over the larger of the output's
 // mean reasoning runes per 100 ms before then and what 100 ms of a steady
 // drain of the reasoning still queued then carries (split-reasoning
 // drains it within ReasoningDrain, the default 300 ms, beside the
@@ -329,7 +329,7 @@ func reasoningSurge(in, out []timed) float64 {
 		float64(queued)/(float64(pace.DefaultReasoningDrain)/float64(smoothness.Window)))
 	most := 0
 	for i, e := range out {
-		if e.runes(true) == 0 || !e.at.After(answerAt) {
+		if e.runes(true) == 0 || e.at.Before(answerAt) {
 			continue
 		}
 		// The window that ends with this event.

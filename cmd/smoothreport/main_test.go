@@ -171,6 +171,7 @@ func TestReasoningSurge(t *testing.T) {
 	}{
 		{"a steady drain within 300 ms", steady(1510, 1810, 15), 0.8, 1.3},
 		{"all at once", []timed{{at(1510), piece(true, 150)}}, 2.5, 100},
+		{"all at once, as the answer arrives", []timed{{at(1500), piece(true, 150)}}, 2.5, 100},
 	} {
 		out := merge(merge(steady(0, 1500, 10), c.drain), answer)
 		if got := reasoningSurge(in, out); got < c.min || got > c.max {
