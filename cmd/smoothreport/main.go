@@ -24,11 +24,26 @@
 //	}
 //
 // (no smoothing block with -mode off), once per mode of -mode (default
-// pace,split-reasoning; all adds off), one report each. With -clock
-// virtual there is no Caddy and no network: the pacer alone
-// (pace.Simulate) replays each trace on a virtual clock with the same
-// configuration, and its writes are the client's stream, stamped at their
-// virtual times. The figures are the same in every run; CI gates them
+// pace,split-reasoning; all adds off), one report each. With -tagged the
+// site also has an upstream for the tagged traces (traces.Trace.Tagged,
+// reasoning inline in content between <think> tags), and an alias per
+// tagged trace routed to it:
+//
+//	upstream traces_tagged http://127.0.0.1:UPPORT/v1 {
+//		reasoning_format tags
+//	}
+//	model tagged-reasoning {
+//		to traces_tagged tagged-reasoning
+//	}
+//
+// -tagged is off by default until the relay has that directive (a config
+// that names it does not load before); without it the real clock leaves
+// the tagged traces out. With -clock virtual there is no Caddy and no network: the pacer
+// alone (pace.Simulate) replays each trace on a virtual clock with the
+// same configuration, and its writes are the client's stream, stamped at
+// their virtual times; a tagged trace's events go through
+// tagged.NewSource (the default tag syntax, reasoning_content) first, as
+// the relay's do. The figures are the same in every run; CI gates them
 // (TestVirtualTargets). The real clock is what a user sees, noise
 // included. For each trace a client posts
 // {"model":"<trace>","stream":true,...} to the relay and reads the SSE
@@ -51,7 +66,10 @@
 //
 // A smoothness.Recorder per trace gets Input for each upstream data event
 // (runes = visible characters, the code points of content and
-// reasoning_content; tool-call arguments are not visible text) and Output
+// reasoning_content; tool-call arguments are not visible text; a tagged
+// trace's events as the relay reads them, the reasoning parsed out of the
+// content and the tags gone, each stamped with the arrival of the
+// upstream event that released it) and Output
 // for each data event the client received (SSE comments, i.e. heartbeats,
 // are not events). An "eof" trace's cut-off last block counts as an input
 // event without text, as the upstream's last bytes. The per-rune lag
@@ -72,7 +90,8 @@
 // lag p50/p99/max; tail flush (last output − last input); exact:
 // per choice and channel the text the client reassembled equals the
 // trace's, tool calls, logprobs, finish reasons and usage agree, and the
-// ending is right ([DONE] iff the trace ends with it; the upstream's error
+// ending is right (a tagged trace's text is its reasoning and answer
+// without the tags; [DONE] iff the trace ends with it; the upstream's error
 // event for "error"; for "eof" no [DONE], the relay's own truncation error
 // event being allowed).
 //
@@ -81,7 +100,12 @@
 // On the clustered traces: output CV at least 80 % below input where the
 // mode's bound can bridge the trace's cadence (traces.Trace.Cadence); no
 // bridgeable stall; lag p99 <= the channel's max delay + 30 ms; tail <=
-// 100 ms. On every trace and channel row: never worse than pass-through
+// 100 ms. The CV and stall targets hold on each channel's row as well
+// where both channels are clustered (traces.Trace.LanesClustered), and
+// there the reasoning surge (the most reasoning in a 100 ms window once
+// the answer began, over the larger of its mean per 100 ms before and a
+// steady drain of what was queued over 300 ms) is at most 2: no dump of
+// reasoning when the answer starts. On every trace and channel row: never worse than pass-through
 // (output CV <= input CV·1.05 + 0.02; text gap p99 <= the larger of the
 // input's and one tick interval, ·1.05, + 1 ms on the virtual clock or
 // 10 ms of scheduling jitter on the real one; no more gaps over 250 ms).

@@ -55,7 +55,7 @@ func (r *report) evaluate(o options) {
 	stalls := targetResult{Name: "no bridgeable stall > 250ms"}
 	lag := targetResult{Name: fmt.Sprintf("lag p99 <= max delay + %s", lagSlack)}
 	tail := targetResult{Name: fmt.Sprintf("tail flush <= %s", tailMax)}
-	surge := targetResult{Name: fmt.Sprintf("no reasoning dump when the answer starts (surge <= %.0fx)", surgeMax)}
+	surge := targetResult{Name: fmt.Sprintf("reasoning surge at the answer <= %.0fx", surgeMax)}
 	worse := targetResult{Name: "never worse than pass-through (all traces)"}
 	check := func(tr *targetResult, ok bool, failure string) {
 		tr.Checked++
