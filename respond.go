@@ -62,7 +62,8 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, req *requestStat
 // event and no [DONE], so no client mistakes a broken stream for a
 // complete one.
 func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, req *requestState, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
-	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
+	var out pace.Output = &eventWriter{w: w, rc: http.NewResponseController(w)}
+	out = withReasoningOutput(out, res.x.reasoningField)
 	tl := newTimeline()
 	pol.cfg.Timeline = tl
 	if pol.cfg.Mode == pace.ModeOff && !res.x.crosses() {

@@ -93,7 +93,7 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, body *requestBody, ep endpoint) shadow.Result {
 	start := time.Now()
 	var res shadow.Result
-	x, ok := exchangeFor(ep, t.up, "")
+	x, ok := exchangeFor(ep, t.up, t.think, "")
 	x.request = body.raw
 	if !ok {
 		res.Err = "the shadow upstream speaks " + t.up.api + ", which has no /v1/" + ep.rest
