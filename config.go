@@ -212,8 +212,8 @@ type ModelRoute struct {
 	ReasoningBudget *ReasoningBudget `json:"reasoning_budget,omitempty"`
 	AdaptiveEffort  *AdaptiveEffort  `json:"adaptive_effort,omitempty"`
 
-	// `reasoning_field reasoning_content|reasoning`: overrides the
-	// relay-level reasoning_field for this model.
+	// `reasoning_field reasoning_content|reasoning|both|inline`: overrides
+	// the relay-level reasoning_field for this model.
 	ReasoningField string `json:"reasoning_field,omitempty"`
 }
 
