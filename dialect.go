@@ -232,11 +232,8 @@ func (x exchange) refused(param, msg string, invalid bool) error {
 
 // translateStream wraps an upstream stream so that it yields the client's
 // dialect (through Chat Completions), with the reasoning field renamed if
-// asked.
+// asked. A stream with inline reasoning is read through tagSource first.
 func (x exchange) translateStream(src pace.Source, model string, includeUsage bool, inputTokens int) pace.Source {
-	if x.think != nil {
-		src = tagged.NewSource(src, x.think, chat.FieldReasoningContent)
-	}
 	if x.crosses() {
 		opt := chat.Options{Model: model, Created: time.Now().Unix(), Request: x.request,
 			IncludeUsage: includeUsage || x.client != dialectChat, KeepPauseTurn: x.client == dialectResponses,
@@ -248,6 +245,15 @@ func (x exchange) translateStream(src pace.Source, model string, includeUsage bo
 		src = &renamingSource{src: src, to: x.reasoningField}
 	}
 	return src
+}
+
+// tagSource is src with its inline reasoning moved into reasoning_content
+// (see InlineReasoning), nil when the upstream sends reasoning in fields.
+func (x exchange) tagSource(src pace.Source) *tagged.Source {
+	if x.think == nil {
+		return nil
+	}
+	return tagged.NewSource(src, x.think, chat.FieldReasoningContent)
 }
 
 // renames reports whether the reasoning field is renamed on the way in,

@@ -75,6 +75,10 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, req *requestSt
 	}
 	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
 	res.release() // Run has read its last event
+	if res.tags != nil && res.tags.State().Unclosed {
+		// Sent as reasoning, all of it: never dumped into the answer.
+		req.note(t, "the reasoning never ended (no closing tag): all of it went out as reasoning")
+	}
 	result.Stats.Cluster = tl.Clusters()
 	recordStream(req.requestLog, tl, &result.Stats)
 	if req.smooth != nil {
