@@ -548,3 +548,56 @@ func TestInlineReasoningAutoPassesMentions(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineReasoningTargetOverridesUpstream: a target's own reasoning
+// lines decide for its model over its upstream's, as one server may serve
+// a tagged model and a parsed one. `reasoning_format fields` on a target
+// of an upstream whose models start in reasoning leaves that target's
+// content alone (and the upstream's starts_in_reasoning is no error for
+// it); `starts_in_reasoning` on a target of an upstream set to fields
+// reads that target's content for tags.
+func TestInlineReasoningTargetOverridesUpstream(t *testing.T) {
+	startRelay(t, `llm_relay {
+		key `+taggedKey+`
+		upstream r1 http://127.0.0.1:9085/fields/v1 {
+			api chat
+			starts_in_reasoning
+		}
+		upstream parsed http://127.0.0.1:9085/unopened/v1 {
+			api chat
+			reasoning_format fields
+		}
+		model r1 {
+			to r1 sim-reasoner
+		}
+		model fields-over-tagged {
+			to r1 sim-reasoner {
+				reasoning_format fields
+			}
+		}
+		model tags-over-fields {
+			to parsed sim-reasoner {
+				starts_in_reasoning
+			}
+		}
+	}`, taggedSimSite)
+	simReasoning, wantR, answer := taggedTexts(t)
+	unopened := option.WithHeader(sim.ReasoningFormHeader, sim.ReasoningTagsUnopened)
+	for _, stream := range []bool{false, true} {
+		for _, tc := range []struct {
+			model       string
+			opts        []option.RequestOption
+			reasoning   string
+			whatItMeans string
+		}{
+			{"r1", []option.RequestOption{unopened}, wantR, "the upstream's starts_in_reasoning"},
+			{"fields-over-tagged", nil, simReasoning, "the target's fields: the simulator's reasoning_content as sent"},
+			{"tags-over-fields", nil, wantR, "the target's starts_in_reasoning"},
+		} {
+			got := chatGo(t, tc.model, stream, tc.opts...)
+			if got.reasoningContent != tc.reasoning || got.content != answer {
+				t.Errorf("%s (stream %v): reasoning_content %q content %q;\nwant %q and %q (%s)", tc.model, stream, got.reasoningContent, got.content, tc.reasoning, answer, tc.whatItMeans)
+			}
+		}
+	}
+}
