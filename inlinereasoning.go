@@ -21,8 +21,17 @@ const (
 const endMarkerQwen35 = "qwen3.5"
 
 // over is r with every setting o makes replacing r's: a target's settings
-// over its upstream's.
+// over its upstream's. A target's format is its model's, whatever its
+// upstream's: with `fields` the upstream's tag settings do not apply (its
+// content is not read), and tag settings of its own without a format
+// imply tags over an upstream's `fields`, as they would alone.
 func (r InlineReasoning) over(o InlineReasoning) InlineReasoning {
+	switch {
+	case o.Format == formatFields:
+		return o
+	case o.Format == "" && o.tagged() && r.Format == formatFields:
+		r.Format = ""
+	}
 	if o.Format != "" {
 		r.Format = o.Format
 	}
