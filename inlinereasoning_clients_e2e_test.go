@@ -113,7 +113,7 @@ func TestInlineReasoningOpenAINode(t *testing.T) {
 				}
 				switch tc.field {
 				case "inline":
-					want := "<think>\n" + wantR + "\n</think>\n\n" + answer
+					want := "<think>\n" + wantR + "</think>\n\n" + answer
 					if got.Content != want || got.HasReasoningContent || got.HasReasoning {
 						t.Errorf("%s: content %q, reasoning members %v %v;\nwant content %q and no reasoning member", what, got.Content, got.HasReasoningContent, got.HasReasoning, want)
 					}

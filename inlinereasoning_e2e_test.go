@@ -295,8 +295,9 @@ func TestInlineReasoningOpenAIGoChat(t *testing.T) {
 					// reasoning_field inline writes the reasoning back into
 					// content between its own tags (chat.Inliner): "<think>\n",
 					// the reasoning (which keeps the "\n" it had before
-					// </think>), "\n</think>\n\n", the answer.
-					want := "<think>\n" + wantR + "\n</think>\n\n" + answer
+					// </think>, so no other is added), "</think>\n\n", the
+					// answer.
+					want := "<think>\n" + wantR + "</think>\n\n" + answer
 					if got.content != want || got.hasRC || got.hasR {
 						t.Errorf("%s: content %q, reasoning fields %v %v;\nwant content %q and no reasoning field", what, got.content, got.hasRC, got.hasR, want)
 					}

@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 )
@@ -87,6 +88,7 @@ const (
 // is ready; it is not safe for concurrent use.
 type Inliner struct {
 	open bool // a <think> block is open in the client's content
+	nl   bool // the reasoning written so far ends with a newline
 }
 
 // Chunk rewrites one chat.completion.chunk's data. changed is false (data
@@ -149,9 +151,16 @@ func (in *Inliner) rewrite(data []byte, member string) ([]byte, bool) {
 			text, in.open = inlineOpen, true
 		}
 		text += reasoning
+		in.nl = strings.HasSuffix(reasoning, "\n")
 	}
 	if in.open && (content != "" || calls || finish || member == "message") {
-		text += inlineClose
+		// The newline before </think>: the reasoning's own, when it
+		// ends with one (as tagged reasoning does), else the tag's.
+		close := inlineClose
+		if in.nl {
+			close = close[1:]
+		}
+		text += close
 		in.open = false
 	}
 	if text == "" {

@@ -83,3 +83,28 @@ func TestInlinerMessage(t *testing.T) {
 		t.Errorf("reasoning left: %s", out)
 	}
 }
+
+// Reasoning that ends with a newline (tagged reasoning keeps the one
+// before </think>) gets no second one before the closing tag.
+func TestInlinerNewlineBeforeClose(t *testing.T) {
+	var in Inliner
+	var content strings.Builder
+	for _, c := range []string{
+		`{"choices":[{"index":0,"delta":{"reasoning_content":"r\n"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"a"}}]}`,
+	} {
+		out, _ := in.Chunk([]byte(c))
+		var v struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		_ = json.Unmarshal(out, &v)
+		content.WriteString(v.Choices[0].Delta.Content)
+	}
+	if want := "<think>\nr\n</think>\n\na"; content.String() != want {
+		t.Errorf("content %q, want %q", content.String(), want)
+	}
+}
