@@ -234,9 +234,7 @@ func (x exchange) refused(param, msg string, invalid bool) error {
 // dialect (through Chat Completions), with the reasoning field renamed if
 // asked.
 func (x exchange) translateStream(src pace.Source, model string, includeUsage bool, inputTokens int) pace.Source {
-	if x.think != nil {
-		src = tagged.NewSource(src, x.think, chat.FieldReasoningContent)
-	}
+	src = x.untagStream(src)
 	if x.crosses() {
 		opt := chat.Options{Model: model, Created: time.Now().Unix(), Request: x.request,
 			IncludeUsage: includeUsage || x.client != dialectChat, KeepPauseTurn: x.client == dialectResponses,
@@ -248,6 +246,26 @@ func (x exchange) translateStream(src pace.Source, model string, includeUsage bo
 		src = &renamingSource{src: src, to: x.reasoningField}
 	}
 	return src
+}
+
+// untagStream is an upstream stream with its inline reasoning moved into
+// reasoning_content, when the upstream writes it inline (x.think); src as
+// it is otherwise. Everything that reads an upstream's answer (an
+// attempt's stream, a shadow copy's) reads it through here.
+func (x exchange) untagStream(src pace.Source) pace.Source {
+	if x.think == nil {
+		return src
+	}
+	return tagged.NewSource(src, x.think, chat.FieldReasoningContent)
+}
+
+// untagAnswer is untagStream for a whole answer: a 2xx body, with its
+// inline reasoning moved into reasoning_content.
+func (x exchange) untagAnswer(status int, body []byte) []byte {
+	if x.think != nil && status >= 200 && status < 300 {
+		body, _, _ = tagged.Answer(body, x.think, chat.FieldReasoningContent)
+	}
+	return body
 }
 
 // renames reports whether the reasoning field is renamed on the way in,
@@ -287,9 +305,7 @@ func (r *renamingSource) BeforeRead(f func()) { sse.ForwardBeforeRead(r.src, f) 
 // client's dialect: passing it on would hand the client a shape its SDK
 // cannot read.
 func (x exchange) translateAnswer(status int, body []byte) (int, []byte) {
-	if x.think != nil && status >= 200 && status < 300 {
-		body, _, _ = tagged.Answer(body, x.think, chat.FieldReasoningContent)
-	}
+	body = x.untagAnswer(status, body)
 	status, body = x.translateBody(status, body)
 	if status >= 200 && status < 300 {
 		switch x.reasoningField {
