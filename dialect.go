@@ -249,11 +249,32 @@ func (x exchange) translateStream(src pace.Source, model string, includeUsage bo
 
 // tagSource is src with its inline reasoning moved into reasoning_content
 // (see InlineReasoning), nil when the upstream sends reasoning in fields.
+// An attempt keeps it, to ask at the end whether the reasoning closed.
 func (x exchange) tagSource(src pace.Source) *tagged.Source {
 	if x.think == nil {
 		return nil
 	}
 	return tagged.NewSource(src, x.think, chat.FieldReasoningContent)
+}
+
+// untagStream is an upstream stream with its inline reasoning moved into
+// reasoning_content, when the upstream writes it inline (x.think); src as
+// it is otherwise. Everything that reads an upstream's answer (an
+// attempt's stream through tagSource, a shadow copy's) reads it so.
+func (x exchange) untagStream(src pace.Source) pace.Source {
+	if ts := x.tagSource(src); ts != nil {
+		return ts
+	}
+	return src
+}
+
+// untagAnswer is untagStream for a whole answer: a 2xx body, with its
+// inline reasoning moved into reasoning_content.
+func (x exchange) untagAnswer(status int, body []byte) []byte {
+	if x.think != nil && status >= 200 && status < 300 {
+		body, _, _ = tagged.Answer(body, x.think, chat.FieldReasoningContent)
+	}
+	return body
 }
 
 // renames reports whether the reasoning field is renamed on the way in,
@@ -293,9 +314,7 @@ func (r *renamingSource) BeforeRead(f func()) { sse.ForwardBeforeRead(r.src, f) 
 // client's dialect: passing it on would hand the client a shape its SDK
 // cannot read.
 func (x exchange) translateAnswer(status int, body []byte) (int, []byte) {
-	if x.think != nil && status >= 200 && status < 300 {
-		body, _, _ = tagged.Answer(body, x.think, chat.FieldReasoningContent)
-	}
+	body = x.untagAnswer(status, body)
 	status, body = x.translateBody(status, body)
 	if status >= 200 && status < 300 {
 		switch x.reasoningField {

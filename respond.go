@@ -89,6 +89,10 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, req *requestSt
 		}
 	}
 	req.smooth = &result.Stats
+	req.reasoningRunes = result.Stats.ReasoningRunes
+	if m := res.meter; m != nil {
+		req.upstreamReasoning = m.reasoning
+	}
 	if m := res.meter; m != nil && !m.upstreamUsage() {
 		// The upstream reported no usage: the translation carried the
 		// meter's estimate, or, cut short, none at all.
@@ -160,7 +164,13 @@ func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, req *r
 		h.reject(w, req, errUntranslatable(errors.New("the answer is larger than 32 MiB")))
 		return false
 	}
+	if res.x.upstream == dialectChat && res.resp.StatusCode/100 == 2 {
+		req.reasoningRunes = answerReasoningRunes(body, res.x.think)
+	}
 	if res.x.crosses() && res.x.upstream == dialectChat && res.resp.StatusCode/100 == 2 {
+		if u, ok := usage.ParseUsage(topUsage(body)); ok {
+			req.upstreamReasoning = u.Reasoning
+		}
 		var estimated bool
 		body, estimated = withUsage(body, res.prompt) // see usagemeter.go
 		req.usageEstimated = req.usageEstimated || estimated

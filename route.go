@@ -61,7 +61,10 @@ func (t *target) modelJSON() json.RawMessage {
 
 // newTarget is a target for model on up; the model's JSON is made once.
 func newTarget(up *upstreamRuntime, model string) *target {
-	t := &target{up: up, model: model, weight: 1, think: up.think}
+	t := &target{up: up, model: model, weight: 1}
+	if up != nil { // tests build targets of no upstream
+		t.think = up.think
+	}
 	if model != "" {
 		t.quotedModel, _ = json.Marshal(model)
 	}
