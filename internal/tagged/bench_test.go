@@ -3,6 +3,7 @@ package tagged
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
@@ -13,7 +14,9 @@ import (
 // and nothing is allocated on the steady path. Each benchmark reads an
 // endless stream one event per op (so ns/op is per upstream event), once
 // through a Source ("tagged") and once straight from the sse.Reader
-// ("reader"): the difference is what the Source adds.
+// ("reader"): the difference is what the Source adds. "added" runs both
+// in alternate batches and reports the difference itself, which a loaded
+// machine disturbs less than two separate runs.
 
 // benchWords are the deltas: a token or two each, some to escape.
 var benchWords = strings.Fields(`Okay , so the user is asking what the "capital" of France is . That is simple : Paris , naïve 日本 . Let me double check that nothing else is meant by the question`)
@@ -48,6 +51,36 @@ func benchStream(b *testing.B, cfg thinktag.Config, head string) {
 				b.Fatal(err)
 			}
 		}
+	})
+	// Both at once, in alternate batches, so that a loaded machine slows
+	// both alike: the difference is the Source's cost per event. An op
+	// is a batch of each.
+	b.Run("added", func(b *testing.B) {
+		const batch = 64
+		rd := sse.NewReader(&loopReader{head: head, body: body}, 0)
+		rd2 := sse.NewReader(&loopReader{head: head, body: body}, 0)
+		src := NewSource(rd2, thinktag.MustNew(cfg), chat.FieldReasoningContent)
+		var plain, tagged time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			for range batch {
+				if _, err := rd.Next(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			t1 := time.Now()
+			for range batch {
+				if _, err := src.Next(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			plain += t1.Sub(t0)
+			tagged += time.Since(t1)
+		}
+		n := float64(b.N * batch)
+		b.ReportMetric(float64(plain.Nanoseconds())/n, "reader-ns/event")
+		b.ReportMetric(float64(tagged.Nanoseconds())/n, "tagged-ns/event")
+		b.ReportMetric(float64((tagged-plain).Nanoseconds())/n, "added-ns/event")
 	})
 }
 
