@@ -18,6 +18,7 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+	"github.com/llmrelay/caddy-llm-relay/internal/tagged"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
@@ -70,6 +71,8 @@ type attemptResult struct {
 	// (usagemeter.go).
 	prompt int
 	meter  *usageMeter
+	// tags reads a Chat upstream's inline reasoning (nil: in fields).
+	tags *tagged.Source
 
 	// idle watches the committed body (stream_idle_timeout); idleOut
 	// reports whether it cut the body off.
@@ -207,8 +210,11 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	if isEventStream(resp.Header) {
 		res.reader = sse.NewReader(res.resp.Body, 0).NormalizeLineEndings()
 		var src pace.Source = res.reader
+		if res.tags = x.tagSource(src); res.tags != nil {
+			src = res.tags
+		}
 		if x.crosses() && x.upstream == dialectChat {
-			res.meter = newUsageMeter(res.reader, res.prompt)
+			res.meter = newUsageMeter(src, res.prompt)
 			src = res.meter
 		}
 		res.events = x.translateStream(src, "", true, res.prompt)

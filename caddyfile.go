@@ -313,6 +313,10 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 				return nil, d.Errf("upstream %q: %v", u.Name, err)
 			}
 			u.MaxConcurrent = n
+		case "reasoning_format", "reasoning_tags", "starts_in_reasoning", "reasoning_end_marker":
+			if _, err := parseInlineReasoning(d, &u.InlineReasoning); err != nil {
+				return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
+			}
 		case "health_check":
 			if u.HealthCheck != nil {
 				return nil, d.Errf("upstream %q: health_check is already specified", u.Name)
@@ -339,7 +343,7 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 			}
 			u.TransportRaw = caddyconfig.JSONModuleObject(unm, "protocol", name, nil)
 		default:
-			return nil, d.Errf("unrecognized upstream subdirective %q; expected api, api_key, header, transport, region, health_check or max_concurrent", d.Val())
+			return nil, d.Errf("unrecognized upstream subdirective %q; expected api, api_key, header, transport, region, health_check, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning or reasoning_end_marker", d.Val())
 		}
 	}
 	return u, nil
@@ -488,8 +492,12 @@ func parseTargetEdits(d *caddyfile.Dispenser, t *Target) error {
 				return d.Err(err.Error())
 			}
 			t.MaxConcurrent = n
+		case "reasoning_format", "reasoning_tags", "starts_in_reasoning", "reasoning_end_marker":
+			if _, err := parseInlineReasoning(d, &t.InlineReasoning); err != nil {
+				return err
+			}
 		default:
-			return d.Errf("unrecognized target subdirective %q; expected set, unset, rank, weight or max_concurrent", d.Val())
+			return d.Errf("unrecognized target subdirective %q; expected set, unset, rank, weight, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning or reasoning_end_marker", d.Val())
 		}
 	}
 	return nil
@@ -1058,10 +1066,10 @@ func parseKeyBlock(d *caddyfile.Dispenser, k *ClientKey) error {
 	return nil
 }
 
-// parseReasoningField parses `reasoning_field reasoning_content|reasoning`.
+// parseReasoningField parses `reasoning_field reasoning_content|reasoning|both|inline`.
 func parseReasoningField(d *caddyfile.Dispenser) (string, error) {
 	if !d.NextArg() {
-		return "", d.Errf("reasoning_field: expected `reasoning_field reasoning_content|reasoning`")
+		return "", d.Errf("reasoning_field: expected `reasoning_field reasoning_content|reasoning|both|inline`")
 	}
 	f := d.Val()
 	if err := checkReasoningField(f); err != nil {

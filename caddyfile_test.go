@@ -296,7 +296,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		{"duplicate upstream", ok("\tupstream u http://other/v1"), []string{`upstream "u" is defined twice; give each upstream a unique name`, "Testfile:6"}, ""},
 		{"duplicate upstream with a block", ok("\tupstream u http://other/v1 {\n\t\tapi_key k\n\t}"), []string{`upstream "u" is defined twice`, "Testfile:6"},
 			"regression: caddyfile.go: the duplicate check runs after parseUpstream consumed the block, so the error names the closing `}` (Testfile:8), not the `upstream` line (Testfile:6)"},
-		{"unknown upstream subdirective", ok("\tupstream v http://v/v1 {\n\t\tapikey k\n\t}"), []string{`unrecognized upstream subdirective "apikey"; expected api, api_key, header, transport, region, health_check or max_concurrent`, "Testfile:7"}, ""},
+		{"unknown upstream subdirective", ok("\tupstream v http://v/v1 {\n\t\tapikey k\n\t}"), []string{`unrecognized upstream subdirective "apikey"; expected api, api_key, header, transport, region, health_check, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning or reasoning_end_marker`, "Testfile:7"}, ""},
 		{"api_key without value", ok("\tupstream v http://v/v1 {\n\t\tapi_key\n\t}"), []string{"wrong argument count", "Testfile:7"}, ""},
 		{"api_key twice", ok("\tupstream v http://v/v1 {\n\t\tapi_key a\n\t\tapi_key b\n\t}"), []string{`upstream "v": api_key is already specified`, "Testfile:8"}, ""},
 		{"api_key with 2 args", ok("\tupstream v http://v/v1 {\n\t\tapi_key a b\n\t}"), []string{"wrong argument count", "Testfile:7"}, ""},
@@ -325,7 +325,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		{"set with 3 args", ok("\tmodel n {\n\t\tto u {\n\t\t\tset stop end here\n\t\t}\n\t}"), []string{"set stop: too many arguments; quote a value with spaces", "Testfile:8"}, ""},
 		{"unset without field", ok("\tmodel n {\n\t\tto u {\n\t\t\tunset\n\t\t}\n\t}"), []string{"unset: expected `unset <json_field>`", "Testfile:8"}, ""},
 		{"unset with 2 args", ok("\tmodel n {\n\t\tto u {\n\t\t\tunset a b\n\t\t}\n\t}"), []string{"wrong argument count", "Testfile:8"}, ""},
-		{"unknown target subdirective", ok("\tmodel n {\n\t\tto u {\n\t\t\tdelete top_p\n\t\t}\n\t}"), []string{`unrecognized target subdirective "delete"; expected set, unset, rank, weight or max_concurrent`, "Testfile:8"}, ""},
+		{"unknown target subdirective", ok("\tmodel n {\n\t\tto u {\n\t\t\tdelete top_p\n\t\t}\n\t}"), []string{`unrecognized target subdirective "delete"; expected set, unset, rank, weight, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning or reasoning_end_marker`, "Testfile:8"}, ""},
 
 		// failover
 		{"failover twice", ok("\tfailover {\n\t\tattempts 2\n\t}\n\tfailover {\n\t}"), []string{"failover is already specified; use one failover block", "Testfile:9"}, ""},

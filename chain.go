@@ -155,7 +155,7 @@ func (c *chainRun) step(st step) chainOutcome {
 		c.cur.unuse()
 		return chainNext
 	}
-	x, ok := exchangeFor(c.req.ep, t.up, c.rt.reasoningField)
+	x, ok := exchangeFor(c.req.ep, t.up, t.think, c.rt.reasoningField)
 	x.request = c.body.raw
 	if !ok {
 		c.req.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.req.ep.rest)

@@ -124,6 +124,58 @@ type Upstream struct {
 	// the `capacity` stages apply: spill-over to the next target of the
 	// chain, degradation, then no new request. Default: 0, no cap.
 	MaxConcurrent int `json:"max_concurrent,omitempty"`
+
+	// Where the upstream's models write their reasoning: `reasoning_format`,
+	// `reasoning_tags`, `starts_in_reasoning`, `reasoning_end_marker`. A
+	// target may override each (see Target).
+	InlineReasoning
+}
+
+// InlineReasoning says where a Chat Completions upstream's model writes its
+// reasoning: in a field of its own (`reasoning_content`, `reasoning`), or
+// inline in `content` between tags, as self-hosted reasoning models do when
+// their server runs no reasoning parser (docs/reasoning.md has a table of
+// servers and models and what to set for each). Tagged reasoning is moved
+// into `reasoning_content` as it arrives, so that every reasoning feature
+// reads it as a field, and every client dialect gets it in its own form.
+// Only Chat Completions answers are read (`api chat`, and `api openai` on
+// /v1/chat/completions); the other APIs have reasoning of their own.
+type InlineReasoning struct {
+	// `reasoning_format fields|tags|auto`:
+	//   - `fields`: reasoning comes in a field; content is passed as it
+	//     is. The default, unless a line below is given (then `tags`).
+	//   - `tags`: reasoning blocks are recognised anywhere in content
+	//     (several blocks, between tool calls, too).
+	//   - `auto`: a block is recognised only at the start of the answer
+	//     (after whitespace), so an answer that merely mentions <think>
+	//     is not split; after a first block, later ones anywhere. An
+	//     answer that begins with text costs nothing more.
+	Format string `json:"reasoning_format,omitempty"`
+
+	// `reasoning_tags <open> <close>`: a tag family recognised, one line
+	// each. Default: `<think> </think>` and `<thinking> </thinking>`.
+	Tags []ReasoningTag `json:"reasoning_tags,omitempty"`
+
+	// `starts_in_reasoning [true|false]`: the answer begins inside a
+	// block whose opening tag never comes, for chat templates that end
+	// the prompt with `<think>` (DeepSeek-R1 and its distills, QwQ,
+	// Qwen3.5, Qwen3 Thinking-2507, MiniMax-M2). An opening tag the model
+	// writes anyway, first, is taken as that block's. Only for models
+	// that always reason: a hybrid model's plain answer would be taken
+	// for reasoning. Default: false.
+	StartsInReasoning *bool `json:"starts_in_reasoning,omitempty"`
+
+	// `reasoning_end_marker <text>|qwen3.5`: a string that ends a
+	// reasoning block without its closing tag, and is answer text itself
+	// (a tool call a model opens inside its thinking). `qwen3.5` is
+	// Qwen3.5's "<tool_call>\n<function=". Repeatable. Default: none.
+	EndMarkers []string `json:"reasoning_end_markers,omitempty"`
+}
+
+// ReasoningTag is one family of reasoning tags (`reasoning_tags`).
+type ReasoningTag struct {
+	Open  string `json:"open"`
+	Close string `json:"close"`
 }
 
 // ModelRoute maps a model alias that clients ask for to an ordered failover
@@ -160,8 +212,8 @@ type ModelRoute struct {
 	ReasoningBudget *ReasoningBudget `json:"reasoning_budget,omitempty"`
 	AdaptiveEffort  *AdaptiveEffort  `json:"adaptive_effort,omitempty"`
 
-	// `reasoning_field reasoning_content|reasoning`: overrides the
-	// relay-level reasoning_field for this model.
+	// `reasoning_field reasoning_content|reasoning|both|inline`: overrides
+	// the relay-level reasoning_field for this model.
 	ReasoningField string `json:"reasoning_field,omitempty"`
 }
 
@@ -195,6 +247,12 @@ type Target struct {
 	// too, and the fuller of the two sets the target's occupancy.
 	// Default: 0, no cap of its own.
 	MaxConcurrent int `json:"max_concurrent,omitempty"`
+
+	// `reasoning_format`, `reasoning_tags`, `starts_in_reasoning`,
+	// `reasoning_end_marker` for this target's model, each overriding the
+	// upstream's (see InlineReasoning): one server may serve a tagged
+	// model and a parsed one.
+	InlineReasoning
 }
 
 // Failover says when and how often the relay moves on to the next target.

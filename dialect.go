@@ -12,6 +12,8 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/responses"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+	"github.com/llmrelay/caddy-llm-relay/internal/tagged"
+	"github.com/llmrelay/caddy-llm-relay/internal/thinktag"
 )
 
 // Dialects. A client speaks one (chosen by the endpoint it calls), an
@@ -88,6 +90,11 @@ type exchange struct {
 	// reasoningField, for Chat Completions clients, renames the reasoning
 	// text member of the answer (see Relay.ReasoningField); "": as sent.
 	reasoningField string
+	// think, for a Chat Completions upstream whose model writes its
+	// reasoning inline, is the syntax of its tags (see InlineReasoning):
+	// the answer's reasoning is moved into reasoning_content before
+	// anything else reads it. nil: reasoning comes in fields.
+	think *thinktag.Syntax
 	// request is the client's body as sent; a translated Responses
 	// answer echoes its settings, as OpenAI's does.
 	request []byte
@@ -111,13 +118,15 @@ func (x exchange) query(client string) string {
 // rewritesAnswer reports whether the answer is changed on its way back:
 // translated, or its reasoning field renamed. A non-stream answer is then
 // read whole.
-func (x exchange) rewritesAnswer() bool { return x.crosses() || x.reasoningField != "" }
+func (x exchange) rewritesAnswer() bool {
+	return x.crosses() || x.reasoningField != "" || x.think != nil
+}
 
 // exchangeFor decides how a client request for endpoint rest, in dialect
 // client, is sent to upstream up. ok is false when the upstream cannot
 // serve it (an OpenAI-only endpoint such as embeddings on an Anthropic
 // upstream, or count_tokens on a Chat upstream): the target is skipped.
-func exchangeFor(ep endpoint, up *upstreamRuntime, reasoningField string) (x exchange, ok bool) {
+func exchangeFor(ep endpoint, up *upstreamRuntime, think *thinktag.Syntax, reasoningField string) (x exchange, ok bool) {
 	client := ep.dialect
 	x = exchange{ep: ep, client: client, upstream: up.dialect, rest: ep.rest, api: up.api}
 	if ep.kind == kindChat {
@@ -125,6 +134,11 @@ func exchangeFor(ep endpoint, up *upstreamRuntime, reasoningField string) (x exc
 	}
 	if client == dialectResponses && up.api == apiOpenAI {
 		x.upstream = dialectResponses // OpenAI speaks it itself
+	}
+	if x.upstream == dialectChat && ep.conversation() {
+		// Only a Chat answer's content is read for tags (a legacy
+		// completion's text, an embedding have none).
+		x.think = think
 	}
 	if !x.crosses() {
 		return x, true
@@ -218,7 +232,7 @@ func (x exchange) refused(param, msg string, invalid bool) error {
 
 // translateStream wraps an upstream stream so that it yields the client's
 // dialect (through Chat Completions), with the reasoning field renamed if
-// asked.
+// asked. A stream with inline reasoning is read through tagSource first.
 func (x exchange) translateStream(src pace.Source, model string, includeUsage bool, inputTokens int) pace.Source {
 	if x.crosses() {
 		opt := chat.Options{Model: model, Created: time.Now().Unix(), Request: x.request,
@@ -227,10 +241,48 @@ func (x exchange) translateStream(src pace.Source, model string, includeUsage bo
 		src = x.upstream.codec().ToChatStream(src, opt)
 		src = x.client.codec().FromChatStream(src, opt)
 	}
-	if x.reasoningField != "" {
+	if x.renames() {
 		src = &renamingSource{src: src, to: x.reasoningField}
 	}
 	return src
+}
+
+// tagSource is src with its inline reasoning moved into reasoning_content
+// (see InlineReasoning), nil when the upstream sends reasoning in fields.
+// An attempt keeps it, to ask at the end whether the reasoning closed.
+func (x exchange) tagSource(src pace.Source) *tagged.Source {
+	if x.think == nil {
+		return nil
+	}
+	return tagged.NewSource(src, x.think, chat.FieldReasoningContent)
+}
+
+// untagStream is an upstream stream with its inline reasoning moved into
+// reasoning_content, when the upstream writes it inline (x.think); src as
+// it is otherwise. Everything that reads an upstream's answer (an
+// attempt's stream through tagSource, a shadow copy's) reads it so.
+func (x exchange) untagStream(src pace.Source) pace.Source {
+	if ts := x.tagSource(src); ts != nil {
+		return ts
+	}
+	return src
+}
+
+// untagAnswer is untagStream for a whole answer: a 2xx body, with its
+// inline reasoning moved into reasoning_content.
+func (x exchange) untagAnswer(status int, body []byte) []byte {
+	if x.think != nil && status >= 200 && status < 300 {
+		body, _, _ = tagged.Answer(body, x.think, chat.FieldReasoningContent)
+	}
+	return body
+}
+
+// renames reports whether the reasoning field is renamed on the way in,
+// before the pacer: one name for the other. both and inline are written on
+// the way out, after it (see reasoningOutput), so that the pacer sees one
+// reasoning field and paces it on its lane.
+func (x exchange) renames() bool {
+	return x.reasoningField == chat.FieldReasoningContent || x.reasoningField == chat.FieldReasoning
 }
 
 // renamingSource renames the reasoning member of each chunk (see
@@ -262,9 +314,19 @@ func (r *renamingSource) BeforeRead(f func()) { sse.ForwardBeforeRead(r.src, f) 
 // client's dialect: passing it on would hand the client a shape its SDK
 // cannot read.
 func (x exchange) translateAnswer(status int, body []byte) (int, []byte) {
+	body = x.untagAnswer(status, body)
 	status, body = x.translateBody(status, body)
-	if x.reasoningField != "" && status >= 200 && status < 300 {
-		body, _ = chat.RenameReasoning(body, x.reasoningField)
+	if status >= 200 && status < 300 {
+		switch x.reasoningField {
+		case "":
+		case chat.ReasoningBoth:
+			body, _ = chat.DuplicateReasoning(body)
+		case chat.ReasoningInline:
+			var in chat.Inliner
+			body, _ = in.Message(body)
+		default:
+			body, _ = chat.RenameReasoning(body, x.reasoningField)
+		}
 	}
 	return status, body
 }

@@ -52,6 +52,9 @@ type assembledAnswer struct {
 	t      *target
 	header http.Header // the upstream's response headers
 	body   []byte
+	// reasoningRunes is the reasoning read from the stream, for the
+	// usage when the upstream counts none (see withReasoning).
+	reasoningRunes int
 }
 
 // assembly is the reading of one assembled attempt's stream: the chunks
@@ -67,6 +70,10 @@ type assembly struct {
 	errCode string // an error event's code
 	size    int    // the data read so far, bounded by maxAnswer
 	scratch []byte
+
+	// reasoningRunes is the reasoning read, kept or left out: the usage
+	// estimate's when the upstream counts none (see withReasoning).
+	reasoningRunes int
 }
 
 // read reads the attempt's stream, the events held at its commit point
@@ -113,6 +120,7 @@ func (s *assembly) event(ev *sse.Event, at time.Duration) (end pace.End, over bo
 	}
 	var c pace.Chunk
 	c, s.scratch = pace.ClassifyFormat(pace.FormatChat, ev, s.scratch[:0])
+	s.reasoningRunes += c.ReasoningRunes
 	switch s.budget.Count(&c, s.answer) {
 	case pace.BudgetEnd:
 		// As on a stream, the chunk that passed the budget goes without
@@ -145,7 +153,7 @@ func (s *assembly) result(t *target, res *attemptResult, trace, ended bool) *ass
 		}
 		ch.ReasoningTruncated = s.cut
 	}
-	return &assembledAnswer{t: t, header: res.resp.Header.Clone(), body: comp.JSON()}
+	return &assembledAnswer{t: t, header: res.resp.Header.Clone(), body: comp.JSON(), reasoningRunes: s.reasoningRunes}
 }
 
 // assemble reads a committed attempt of an assembled request to its end
@@ -210,6 +218,7 @@ func (c *chainRun) assemble(t *target, res *attemptResult) chainOutcome {
 // writeAssembled answers the client with an assembled chat.completion.
 func (c *chainRun) writeAssembled(ans *assembledAnswer) {
 	c.req.commit(ans.t, http.StatusOK)
+	c.req.reasoningRunes = ans.reasoningRunes
 	hdr := c.w.Header()
 	copyHeader(hdr, ans.header)
 	for _, k := range []string{"Content-Encoding", "Cache-Control", "X-Accel-Buffering"} {

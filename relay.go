@@ -77,12 +77,15 @@ type Relay struct {
 	// `adaptive_effort { ... }`: see AdaptiveEffort.
 	AdaptiveEffort *AdaptiveEffort `json:"adaptive_effort,omitempty"`
 
-	// `reasoning_field reasoning_content|reasoning`: the one name OpenAI
-	// clients get reasoning text under, in stream deltas and non-stream
-	// messages, whatever the provider sent (DeepSeek and vLLM send
-	// `reasoning_content`, OpenRouter and Ollama `reasoning`; a Claude
-	// target's thinking arrives as `reasoning_content`). A model block
-	// may override it. Default: as the upstream sent it.
+	// `reasoning_field reasoning_content|reasoning|both|inline`: where
+	// OpenAI Chat clients get reasoning text, in stream deltas and
+	// non-stream messages, whatever the provider sent (DeepSeek and
+	// SGLang send `reasoning_content`, vLLM, OpenRouter and Ollama
+	// `reasoning`; a Claude target's thinking and tagged reasoning arrive
+	// as `reasoning_content`): that one name; `both` names with the same
+	// text; or `inline`, back in content between <think> tags. A model
+	// block may override it. Default: as the upstream sent it (tagged
+	// reasoning as `reasoning_content`). See docs/reasoning.md.
 	ReasoningField string `json:"reasoning_field,omitempty"`
 
 	// `price <model> { ... }`: the price table for cost per request and

@@ -34,6 +34,14 @@ type requestState struct {
 	// estimated output, for a stream cut short before it was given.
 	usageEstimated bool
 	outEstimate    int
+	// reasoningRunes is the reasoning the relay read of the answer it
+	// accounts (a stream, an answer assembled from one, a whole answer);
+	// upstreamReasoning the reasoning tokens a Chat upstream reported in
+	// an answer translated into a dialect with no place for them
+	// (Messages). account() falls back on them when the usage it reads
+	// counts no reasoning (spend.go).
+	reasoningRunes    int
+	upstreamReasoning int
 
 	limits        *keyLimits // the key's tpm, when it has one
 	tokenEstimate int        // the prompt tokens taken from it when the request came (0: none)

@@ -62,7 +62,8 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, req *requestStat
 // event and no [DONE], so no client mistakes a broken stream for a
 // complete one.
 func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, req *requestState, t *target, res *attemptResult, pol smoothPolicy) (failover bool) {
-	out := &eventWriter{w: w, rc: http.NewResponseController(w)}
+	var out pace.Output = &eventWriter{w: w, rc: http.NewResponseController(w)}
+	out = withReasoningOutput(out, res.x.reasoningField)
 	tl := newTimeline()
 	pol.cfg.Timeline = tl
 	if pol.cfg.Mode == pace.ModeOff && !res.x.crosses() {
@@ -74,6 +75,10 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, req *requestSt
 	}
 	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
 	res.release() // Run has read its last event
+	if res.tags != nil && res.tags.State().Unclosed {
+		// Sent as reasoning, all of it: never dumped into the answer.
+		req.note(t, "the reasoning never ended (no closing tag): all of it went out as reasoning")
+	}
 	result.Stats.Cluster = tl.Clusters()
 	recordStream(req.requestLog, tl, &result.Stats)
 	if req.smooth != nil {
@@ -84,6 +89,10 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, req *requestSt
 		}
 	}
 	req.smooth = &result.Stats
+	req.reasoningRunes = result.Stats.ReasoningRunes
+	if m := res.meter; m != nil {
+		req.upstreamReasoning = m.reasoning
+	}
 	if m := res.meter; m != nil && !m.upstreamUsage() {
 		// The upstream reported no usage: the translation carried the
 		// meter's estimate, or, cut short, none at all.
@@ -155,7 +164,13 @@ func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, req *r
 		h.reject(w, req, errUntranslatable(errors.New("the answer is larger than 32 MiB")))
 		return false
 	}
+	if res.x.upstream == dialectChat && res.resp.StatusCode/100 == 2 {
+		req.reasoningRunes = answerReasoningRunes(body, res.x.think)
+	}
 	if res.x.crosses() && res.x.upstream == dialectChat && res.resp.StatusCode/100 == 2 {
+		if u, ok := usage.ParseUsage(topUsage(body)); ok {
+			req.upstreamReasoning = u.Reasoning
+		}
 		var estimated bool
 		body, estimated = withUsage(body, res.prompt) // see usagemeter.go
 		req.usageEstimated = req.usageEstimated || estimated

@@ -14,6 +14,7 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/thinktag"
 )
 
 // route is a compiled ModelRoute.
@@ -44,6 +45,9 @@ type target struct {
 	// caps are the upstream's and the target's max_concurrent (nil: no
 	// cap), counted across reloads; see capacity.go.
 	caps []*capCounter
+	// think is the syntax of the model's inline reasoning tags, nil when
+	// its reasoning comes in fields (see InlineReasoning).
+	think *thinktag.Syntax
 }
 
 // modelJSON is the target's model as a JSON string.
@@ -58,6 +62,9 @@ func (t *target) modelJSON() json.RawMessage {
 // newTarget is a target for model on up; the model's JSON is made once.
 func newTarget(up *upstreamRuntime, model string) *target {
 	t := &target{up: up, model: model, weight: 1}
+	if up != nil { // tests build targets of no upstream
+		t.think = up.think
+	}
 	if model != "" {
 		t.quotedModel, _ = json.Marshal(model)
 	}
@@ -113,6 +120,9 @@ func (h *Relay) compileRoutes() error {
 			}
 			ct := newTarget(up, t.Model)
 			ct.rank, ct.weight = t.Rank, max(1, t.Weight)
+			if ct.think, err = up.inline.over(t.InlineReasoning).syntax(); err != nil {
+				return fmt.Errorf("model %q: target %d: %w", m.Alias, j+1, err)
+			}
 			if ct.rank == 0 {
 				ct.rank = j + 1
 			}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
@@ -93,7 +94,7 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, body *requestBody, ep endpoint) shadow.Result {
 	start := time.Now()
 	var res shadow.Result
-	x, ok := exchangeFor(ep, t.up, "")
+	x, ok := exchangeFor(ep, t.up, t.think, "")
 	x.request = body.raw
 	if !ok {
 		res.Err = "the shadow upstream speaks " + t.up.api + ", which has no /v1/" + ep.rest
@@ -119,7 +120,7 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 	res.Status = resp.StatusCode
 	var a shadowAnswer
 	if isEventStream(resp.Header) {
-		a = readAnswer(io.LimitReader(resp.Body, 16<<20), true, x.upstream, func() {
+		a = readUpstreamAnswer(io.LimitReader(resp.Body, 16<<20), true, x, func() {
 			if res.TTFT == 0 {
 				res.TTFT = time.Since(start)
 			}
@@ -127,7 +128,7 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 	} else {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxCapture))
 		res.TTFT = time.Since(start)
-		a = readAnswer(bytes.NewReader(b), false, x.upstream, nil)
+		a = readUpstreamAnswer(bytes.NewReader(b), false, x, nil)
 	}
 	res.Duration = time.Since(start)
 	res.OK = resp.StatusCode < 300 && a.saw
@@ -148,10 +149,20 @@ type shadowAnswer struct {
 // ToChatResponse) and put together by a chat.Assembler, the same whatever
 // the dialect. onChunk is called at each chunk of a stream.
 func readAnswer(r io.Reader, stream bool, d dialect, onChunk func()) shadowAnswer {
+	return readUpstreamAnswer(r, stream, exchange{upstream: d}, onChunk)
+}
+
+// readUpstreamAnswer is readAnswer for an upstream's answer to x: in
+// x.upstream's dialect, its inline reasoning (x.think) moved out of the
+// content as an attempt's is, so that the comparison reads the answer
+// without it. Reasoning its usage does not count is estimated as the
+// relay's own accounting estimates it (withReasoning).
+func readUpstreamAnswer(r io.Reader, stream bool, x exchange, onChunk func()) shadowAnswer {
+	d := x.upstream
 	var asm chat.Assembler
 	var a shadowAnswer
 	if stream {
-		src := d.codec().ToChatStream(sse.NewReader(r, 0), chat.Options{IncludeUsage: true})
+		src := d.codec().ToChatStream(x.untagStream(sse.NewReader(r, 0)), chat.Options{IncludeUsage: true})
 		for {
 			ev, err := src.Next()
 			if err != nil {
@@ -163,7 +174,7 @@ func readAnswer(r io.Reader, stream bool, d dialect, onChunk func()) shadowAnswe
 			}
 		}
 	} else if b, err := io.ReadAll(r); err == nil {
-		if out, err := d.codec().ToChatResponse(b, chat.Options{}); err == nil {
+		if out, err := d.codec().ToChatResponse(x.untagAnswer(http.StatusOK, b), chat.Options{}); err == nil {
 			asm.AddCompletion(out)
 		}
 	}
@@ -180,6 +191,16 @@ func readAnswer(r io.Reader, stream bool, d dialect, onChunk func()) shadowAnswe
 	var u usageJSON
 	if json.Unmarshal(c.Usage, &u) == nil {
 		a.completion, a.reasoning = u.CompletionTokens, u.CompletionTokensDetails.ReasoningTokens
+	}
+	if len(c.Choices) > 0 {
+		m := c.Choices[0].Message
+		runes := 0
+		for _, s := range []*string{m.ReasoningContent, m.Reasoning} {
+			if s != nil {
+				runes += utf8.RuneCountInString(*s)
+			}
+		}
+		a.reasoning = withReasoning(usage.Usage{Completion: a.completion, Reasoning: a.reasoning}, 0, runes).Reasoning
 	}
 	return a
 }

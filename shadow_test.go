@@ -3,6 +3,8 @@ package llmrelay
 import (
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/thinktag"
 )
 
 // TestShadowReadsEveryDialect: the comparison reads the same answer alike
@@ -37,10 +39,11 @@ func TestShadowReadsEveryDialect(t *testing.T) {
 				msgEv("content_block_stop", `{"type":"content_block_stop","index":1}`) +
 				msgEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":6}}`) +
 				msgEv("message_stop", `{"type":"message_stop"}`),
-			shadowAnswer{text: "Hello there", completion: 6, saw: true}},
+			// Anthropic counts thinking in output_tokens only: estimated.
+			shadowAnswer{text: "Hello there", completion: 6, reasoning: 1, saw: true}},
 		{"messages whole", dialectMessages, false,
 			`{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"thinking","thinking":"hm","signature":""},{"type":"text","text":"Hello there"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":6}}`,
-			shadowAnswer{text: "Hello there", completion: 6, saw: true}},
+			shadowAnswer{text: "Hello there", completion: 6, reasoning: 1, saw: true}},
 		{"responses stream", dialectResponses, true,
 			msgEv("response.created", `{"type":"response.created","response":{"id":"resp_1","object":"response","status":"in_progress","model":"g","output":[]}}`) +
 				msgEv("response.output_item.added", `{"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning","id":"rs","summary":[]}}`) +
@@ -63,6 +66,40 @@ func TestShadowReadsEveryDialect(t *testing.T) {
 		got := readAnswer(strings.NewReader(c.in), c.stream, c.d, func() { chunks++ })
 		if got != c.want || c.stream && c.want.saw && chunks == 0 {
 			t.Errorf("%s: %+v (%d chunks), want %+v", c.name, got, chunks, c.want)
+		}
+	}
+}
+
+// TestShadowReadsInlineReasoning: a shadow upstream whose model writes its
+// reasoning inline (its target's tag syntax) is read without it, streamed
+// (tags cut across deltas) or whole, and the reasoning its usage does not
+// count is estimated; without the syntax the tags are the answer's text.
+func TestShadowReadsInlineReasoning(t *testing.T) {
+	syn, err := thinktag.New(thinktag.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const usage = `"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12}`
+	stream := `data: {"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"<th"}}]}` + "\n\n" +
+		`data: {"id":"c","choices":[{"index":0,"delta":{"content":"ink>\nLet me think"}}]}` + "\n\n" +
+		`data: {"id":"c","choices":[{"index":0,"delta":{"content":" hard\n</think>\n\nHello "}}]}` + "\n\n" +
+		`data: {"id":"c","choices":[{"index":0,"delta":{"content":"there"},"finish_reason":"stop"}]}` + "\n\n" +
+		`data: {"id":"c","choices":[],` + usage + `}` + "\n\n" + "data: [DONE]\n\n"
+	whole := `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"<think>\nLet me think hard\n</think>\n\nHello there"},"finish_reason":"stop"}],` + usage + `}`
+	// "Let me think hard\n": 18 runes, 5 tokens by the estimate.
+	want := shadowAnswer{text: "Hello there", completion: 9, reasoning: 5, saw: true}
+	for _, c := range []struct {
+		name   string
+		stream bool
+		in     string
+	}{{"stream", true, stream}, {"whole", false, whole}} {
+		x := exchange{upstream: dialectChat, think: syn}
+		if got := readUpstreamAnswer(strings.NewReader(c.in), c.stream, x, func() {}); got != want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, want)
+		}
+		x.think = nil
+		if got := readUpstreamAnswer(strings.NewReader(c.in), c.stream, x, func() {}); !strings.HasPrefix(got.text, "<think>") {
+			t.Errorf("%s without the syntax: text %q, want the tags in it", c.name, got.text)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package llmrelay
 
 import (
+	"bytes"
 	"encoding/json"
 	"sync"
 	"time"
@@ -77,6 +78,7 @@ func (h *Relay) account(req *requestState, raw json.RawMessage, estimate func() 
 		u.Estimated = true
 		u.Completion = max(u.Completion, req.outEstimate)
 	}
+	u = withReasoning(u, req.upstreamReasoning, req.reasoningRunes)
 	u = u.Add(req.earlier) // streams given up for a reasoning budget failover
 	req.usage = &u
 	if req.tokenEstimate > 0 {
@@ -126,6 +128,28 @@ func (h *Relay) account(req *requestState, raw json.RawMessage, estimate func() 
 	}
 }
 
+// withReasoning gives u, a usage that counts no reasoning tokens, the
+// reasoning of the answer: upstream, the count the upstream gave before
+// its answer was translated into a dialect that has no place for it (a
+// Chat provider's reasoning_tokens for a Messages client); else, when the
+// relay read reasoning (runes), a quarter of its runes, as the output of
+// an answer without usage is estimated, marked estimated. So an upstream
+// that writes its reasoning inline between tags (it counts it in
+// completion_tokens only), one with a reasoning field it does not count
+// (vLLM's reasoning parser) and Anthropic's thinking (output_tokens only)
+// are accounted with their reasoning. What the client got is left as it
+// was. The reasoning is at most the completion, which counts it.
+func withReasoning(u usage.Usage, upstream, runes int) usage.Usage {
+	switch {
+	case u.Reasoning > 0:
+	case upstream > 0:
+		u.Reasoning = min(upstream, u.Completion)
+	case runes > 0:
+		u.Reasoning, u.Estimated = min((runes+3)/4, u.Completion), true
+	}
+	return u
+}
+
 // accountRequest accounts a relayed request: the upstream's usage (the
 // stream's usage chunk, or the body's usage object), else an estimate
 // marked as such.
@@ -147,6 +171,11 @@ func (h *Relay) accountRequest(req *requestState, raw []byte) {
 			usageRaw, _ = usage.ProviderUsage(req.capture.buf.Bytes())
 		}
 		outRunes = req.capture.buf.Len() / 2
+		if b := req.capture.buf.Bytes(); req.reasoningRunes == 0 && req.ep.dialect == dialectChat && bytes.Contains(b, []byte(`"reasoning`)) {
+			// An answer passed through as it came: its reasoning field,
+			// for a usage that counts no reasoning (withReasoning).
+			req.reasoningRunes = answerReasoningRunes(b, nil)
+		}
 	}
 	var estimate func() usage.Usage
 	if req.ep.conversation() {

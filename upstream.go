@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/thinktag"
 )
 
 // upstreamRuntime is an Upstream ready to send requests: URL parsed,
@@ -40,8 +41,13 @@ type upstreamRuntime struct {
 	// it (see attachCaps).
 	maxConcurrent int
 	cap           *capCounter
-	cleanup       func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
-	closeIdle     func() // closes the transport's idle connections; idempotent
+	// inline is where the upstream's models write their reasoning (a
+	// target may override it); think is its parser's syntax, nil for
+	// reasoning in fields.
+	inline    InlineReasoning
+	think     *thinktag.Syntax
+	cleanup   func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
+	closeIdle func() // closes the transport's idle connections; idempotent
 }
 
 // provisionUpstream resolves the upstream's secrets and loads its transport
@@ -52,12 +58,18 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, fmt.Errorf("base_url %q must be an absolute http(s) URL such as https://api.openai.com/v1", u.BaseURL)
 	}
+	think, err := u.InlineReasoning.syntax()
+	if err != nil {
+		return nil, err
+	}
 	rt := &upstreamRuntime{
+		think:   think,
 		name:    u.Name,
 		region:  u.Region,
 		base:    strings.TrimSuffix(base.String(), "/"),
 		api:     cmp.Or(u.API, apiOpenAI),
 		dialect: dialectOfAPI(u.API),
+		inline:  u.InlineReasoning,
 		headers: make(http.Header, len(u.Headers)),
 		cleanup: func() {},
 

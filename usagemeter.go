@@ -9,6 +9,7 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+	"github.com/llmrelay/caddy-llm-relay/internal/thinktag"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
@@ -41,6 +42,7 @@ type usageMeter struct {
 	standard  bool   // a standard usage object came
 	provider  []byte // a provider's own usage object, while no standard one came
 	estimated bool   // the usage chunk the meter put in is its estimate
+	reasoning int    // the reasoning tokens of the standard usage, which a translation may drop
 
 	held    sse.Event // [DONE], held back while the usage chunk goes first
 	holding bool
@@ -89,8 +91,8 @@ func (m *usageMeter) read(ev *sse.Event) {
 	if !bytes.Contains(ev.Data, []byte(`"usage"`)) {
 		return
 	}
-	if _, ok := usage.ParseUsage(topUsage(ev.Data)); ok {
-		m.standard, m.provider = true, nil
+	if u, ok := usage.ParseUsage(topUsage(ev.Data)); ok {
+		m.standard, m.provider, m.reasoning = true, nil, u.Reasoning
 		return
 	}
 	if pu, ok := usage.ProviderUsage(ev.Data); ok && !m.standard {
@@ -156,6 +158,33 @@ func withUsage(answer []byte, prompt int) (out []byte, estimated bool) {
 	}
 	parts := jsonobj.Pieces(nil, answer, members, []jsonobj.Edit{{Key: "usage", Value: u}})
 	return bytes.Join(parts, nil), estimated
+}
+
+// answerReasoningRunes counts the runes of the reasoning of a
+// chat.completion's first choice: its reasoning field, and with think
+// (the upstream writes its reasoning inline), the reasoning between its
+// content's tags.
+func answerReasoningRunes(answer []byte, think *thinktag.Syntax) int {
+	var v struct {
+		Choices []struct {
+			Message struct {
+				Content          json.RawMessage `json:"content"`
+				ReasoningContent string          `json:"reasoning_content"`
+				Reasoning        string          `json:"reasoning"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(answer, &v) != nil || len(v.Choices) == 0 {
+		return 0
+	}
+	m := &v.Choices[0].Message
+	n := utf8.RuneCountInString(m.ReasoningContent + m.Reasoning)
+	var s string
+	if think != nil && json.Unmarshal(m.Content, &s) == nil {
+		r, _, _ := thinktag.Split(think, []byte(s))
+		n += utf8.RuneCount(r)
+	}
+	return n
 }
 
 // answerRunes counts the runes of a chat.completion's first choice: its

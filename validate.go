@@ -74,6 +74,9 @@ func (h *Relay) checkConfig() error {
 			if err := checkMaxConcurrent(u.MaxConcurrent); err != nil {
 				return fmt.Errorf("upstream %q: %w", u.Name, err)
 			}
+			if err := u.InlineReasoning.check(); err != nil {
+				return fmt.Errorf("upstream %q: %w", u.Name, err)
+			}
 		}
 		if u != nil && u.HealthCheck != nil {
 			if err := checkAPI(u.API); err != nil {
@@ -578,6 +581,9 @@ func (t Target) check() error {
 	if err := checkMaxConcurrent(t.MaxConcurrent); err != nil {
 		return err
 	}
+	if err := t.InlineReasoning.check(); err != nil {
+		return err
+	}
 	if t.Rank < 0 {
 		return fmt.Errorf("rank %d is negative; give a positive whole number", t.Rank)
 	}
@@ -639,10 +645,10 @@ func (s *Shadow) check() error {
 // checkReasoningField validates a reasoning_field.
 func checkReasoningField(f string) error {
 	switch f {
-	case "", chat.FieldReasoningContent, chat.FieldReasoning:
+	case "", chat.FieldReasoningContent, chat.FieldReasoning, chat.ReasoningBoth, chat.ReasoningInline:
 		return nil
 	}
-	return fmt.Errorf("reasoning_field %q is not known; use reasoning_content (DeepSeek's and vLLM's name) or reasoning (OpenRouter's and Ollama's)", f)
+	return fmt.Errorf("reasoning_field %q is not known; use reasoning_content (DeepSeek's and SGLang's name), reasoning (vLLM's, OpenRouter's and Ollama's), both (the two names, same text) or inline (<think> tags in content)", f)
 }
 
 // check validates the state setting, for both config forms.

@@ -32,6 +32,7 @@ func parseSimulatorCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 //	    seed <int>
 //	    reasoning_tokens <n>
 //	    content_tokens <n>
+//	    reasoning_form fields|tags|tags_unopened
 //
 //	    # pacing (pattern sets both phases; later lines override earlier ones)
 //	    pattern steady [<tokens_per_sec>]
@@ -59,7 +60,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		switch name {
-		case "seed", "reasoning_tokens", "content_tokens", "ttfb":
+		case "seed", "reasoning_tokens", "content_tokens", "reasoning_form", "ttfb":
 			if seen[name] {
 				return d.Errf("%s already specified", name)
 			}
@@ -98,6 +99,18 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			} else {
 				s.ContentTokens = &n
 			}
+
+		case "reasoning_form":
+			v, err := simOneArg(d)
+			if err != nil {
+				return err
+			}
+			switch v {
+			case sim.ReasoningFields, sim.ReasoningTags, sim.ReasoningTagsUnopened:
+			default:
+				return d.Errf("reasoning_form: must be %s, %s or %s, got %q", sim.ReasoningFields, sim.ReasoningTags, sim.ReasoningTagsUnopened, v)
+			}
+			s.ReasoningForm = v
 
 		case "pattern", "reasoning_pattern", "content_pattern":
 			p, err := simParsePattern(d, name)
@@ -174,7 +187,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.Faults = append(s.Faults, f)
 
 		default:
-			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, pattern, reasoning_pattern, content_pattern, ttfb, fail, overloaded, stall, drop_after or error_after", name)
+			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, reasoning_form, pattern, reasoning_pattern, content_pattern, ttfb, fail, overloaded, stall, drop_after or error_after", name)
 		}
 	}
 	return nil

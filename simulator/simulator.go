@@ -30,7 +30,8 @@ func init() {
 //
 // Every response carries the same deterministic text, chosen by `seed`:
 // a reasoning phase streamed as DeepSeek-style `reasoning_content`
-// deltas, then the answer as `content` deltas; on Messages the same texts
+// deltas (or inline in `content` between think tags, see
+// `reasoning_form`), then the answer as `content` deltas; on Messages the same texts
 // come as a thinking block (only when the request enables thinking, with
 // a signature) and a text block; on Responses as a reasoning item's
 // summary (only when the request sets `reasoning` with an effort other
@@ -54,13 +55,25 @@ type Simulator struct {
 	// the same fault outcome. Default: 1.
 	Seed int64 `json:"seed,omitempty"`
 
-	// `reasoning_tokens <n>`: the number of reasoning_content deltas per
-	// response; 0 means no reasoning phase. Default: 60.
+	// `reasoning_tokens <n>`: the number of reasoning pieces
+	// (reasoning_content deltas in the fields form) per response; 0 means no reasoning phase. Default: 60.
 	ReasoningTokens *int `json:"reasoning_tokens,omitempty"`
 
 	// `content_tokens <n>`: the number of content deltas per response.
 	// Default: 40.
 	ContentTokens *int `json:"content_tokens,omitempty"`
+
+	// `reasoning_form fields|tags|tags_unopened`: how chat completions
+	// carry the reasoning. `fields` sends `reasoning_content` deltas;
+	// `tags` sends it inline in `content` as `<think>\n` + reasoning +
+	// `\n</think>\n\n` + answer, as Qwen3 and QwQ behind vLLM, SGLang or
+	// Ollama without a reasoning parser do; `tags_unopened` the same
+	// without the opening tag, as DeepSeek-R1 and its distills do.
+	// Streamed tags are cut at seeded byte points (`<th` + `ink>`) or
+	// glued to their neighbours' text; the usage then has no
+	// reasoning_tokens detail. A request's `X-Sim-Reasoning-Form` header
+	// overrides it. Messages and Responses ignore it. Default: `fields`.
+	ReasoningForm string `json:"reasoning_form,omitempty"`
 
 	// `reasoning_pattern <kind> [<args...>]` (or `pattern`, which sets
 	// both phases): how reasoning deltas are paced. Default: steady at 50
@@ -169,6 +182,7 @@ func (s *Simulator) Provision(caddy.Context) error {
 		Seed:             s.Seed,
 		ReasoningTokens:  s.ReasoningTokens,
 		ContentTokens:    s.ContentTokens,
+		ReasoningForm:    s.ReasoningForm,
 		ReasoningPattern: s.ReasoningPattern.simPattern(),
 		ContentPattern:   s.ContentPattern.simPattern(),
 		TTFB:             time.Duration(s.TTFB),

@@ -306,3 +306,71 @@ func TestSimulatorServesMessages(t *testing.T) {
 		t.Errorf("answer %+v", m)
 	}
 }
+
+func TestSimulatorReasoningForm(t *testing.T) {
+	var s Simulator
+	d := caddyfile.NewTestDispenser("llm_simulator {\n\tseed 4\n\treasoning_tokens 3\n\tcontent_tokens 2\n\treasoning_form tags_unopened\n}")
+	if err := s.UnmarshalCaddyfile(d); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(s); !strings.Contains(string(got), `"reasoning_form":"tags_unopened"`) {
+		t.Errorf("JSON %s lacks the form", got)
+	}
+	if err := simProvision(t, &s); err != nil {
+		t.Fatal(err)
+	}
+	wantR, wantC := sim.Texts(sim.Config{Seed: 4, ReasoningTokens: new(3), ContentTokens: new(2)})
+	serve := func(form string) string {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"x"}`))
+		if form != "" {
+			req.Header.Set(sim.ReasoningFormHeader, form)
+		}
+		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+		rec := httptest.NewRecorder()
+		if err := s.ServeHTTP(rec, req, nil); err != nil {
+			t.Fatal(err)
+		}
+		return rec.Body.String()
+	}
+	var resp struct {
+		Choices []struct {
+			Message map[string]string `json:"message"`
+		} `json:"choices"`
+	}
+	body := serve("")
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	if m := resp.Choices[0].Message; m["content"] != strings.Join(wantR, "")+"\n</think>\n\n"+strings.Join(wantC, "") || m["reasoning_content"] != "" {
+		t.Errorf("tags_unopened answer %q", m)
+	}
+	if body := serve("tags"); !strings.Contains(body, `"content":"<think>\n`) {
+		t.Errorf("the header did not select tags: %s", body)
+	}
+
+	for _, tc := range []struct{ in, want string }{
+		{"llm_simulator {\n\treasoning_form xml\n}", `reasoning_form: must be fields, tags or tags_unopened, got "xml", at Testfile:2`},
+		{"llm_simulator {\n\treasoning_form\n}", "wrong argument count or unexpected line ending after 'reasoning_form', at Testfile:2"},
+		{"llm_simulator {\n\treasoning_form tags tags\n}", "Testfile:2"},
+		{"llm_simulator {\n\treasoning_form tags\n\treasoning_form fields\n}", "reasoning_form already specified, at Testfile:3"},
+	} {
+		var s Simulator
+		err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n got error %v\nwant one containing %q", tc.in, err, tc.want)
+		}
+	}
+
+	var bad Simulator
+	if err := caddy.StrictUnmarshalJSON([]byte(`{"reasoning_form":"xml"}`), &bad); err != nil {
+		t.Fatal(err)
+	}
+	err := simProvision(t, &bad)
+	if want := `llm_simulator: reasoning form: unknown form "xml" (want "fields", "tags" or "tags_unopened")`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("provision: %v, want %q", err, want)
+	}
+	var good Simulator
+	if err := caddy.StrictUnmarshalJSON([]byte(`{"reasoning_form":"tags"}`), &good); err != nil || simProvision(t, &good) != nil {
+		t.Errorf("JSON reasoning_form tags: %v", err)
+	}
+}

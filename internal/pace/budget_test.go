@@ -1,6 +1,9 @@
 package pace
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestBudgetCount: the one reasoning-budget rule the pacer and assembled
 // answers share. Each chunk carries 8 runes of reasoning (2 tokens), the
@@ -35,5 +38,30 @@ func TestBudgetCount(t *testing.T) {
 	b := BudgetCount{Limit: 1}
 	if got := b.Count(&Chunk{AnswerRunes: 40}, false); got != BudgetWithin || b.Tokens != 0 {
 		t.Errorf("an answer chunk: %v, %d tokens; want within, nothing counted", got, b.Tokens)
+	}
+}
+
+// TestStatsReasoningRunes: a stream's Stats count the reasoning read from
+// the upstream, in every mode, whether it was sent, hidden or left out by
+// a truncating budget: the usage estimate of an upstream that does not
+// count its reasoning (spend.go) rests on it.
+func TestStatsReasoningRunes(t *testing.T) {
+	arrs := []arrival{
+		{at: 0, ev: chunkEvent("reasoning_content", "Let me think")},      // 12 runes
+		{at: 10 * time.Millisecond, ev: chunkEvent("reasoning", " über")}, // 5
+		{at: 20 * time.Millisecond, ev: chunkEvent("content", "Answer.")},
+		{at: 30 * time.Millisecond, ev: parseOne("data: [DONE]\n\n")},
+	}
+	for _, cfg := range []Config{
+		{Mode: ModeOff},
+		{Mode: ModePace},
+		{Mode: ModeSplit},
+		{Mode: ModeSplit, HideReasoning: true},
+		{Mode: ModeOff, ReasoningBudget: 1, BudgetAction: BudgetTruncate},
+	} {
+		_, p := simulate(t, cfg, arrs)
+		if got := p.Stats().ReasoningRunes; got != 17 {
+			t.Errorf("%+v: %d reasoning runes counted, want 17", cfg, got)
+		}
 	}
 }

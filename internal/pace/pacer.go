@@ -50,6 +50,7 @@ type Pacer struct {
 	usage        []byte
 	usageStd     bool // usage holds a standard (top-level) usage object, not a provider's
 	toolRunes    int  // tool call argument runes (Chat), for the usage estimate
+	reasonRunes  int  // reasoning runes read, for the usage estimate
 	hiddenRunes  int  // reasoning runes hidden by HideReasoning
 	dropComments int  // upstream comments not forwarded
 	eventsOut    int
@@ -181,6 +182,7 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 		c, p.scratch = ClassifyFormat(p.cfg.Format, ev, p.scratch[:0])
 	}
 	visible := c.AnswerRunes + c.ReasoningRunes
+	p.reasonRunes += c.ReasoningRunes
 	if c.Kind != KindComment {
 		// Judge the silence after this event by its own lane's bound.
 		if c.Kind == KindText && c.Channel == ChanReasoning {
@@ -864,6 +866,7 @@ func (p *Pacer) Stats() Stats {
 		HiddenRunes:    p.hiddenRunes,
 		DroppedComment: p.dropComments,
 		ToolRunes:      p.toolRunes,
+		ReasoningRunes: p.reasonRunes,
 		Usage:          p.usage,
 	}
 }
@@ -877,6 +880,10 @@ type Stats struct {
 	// (usage.ToolArgumentRunes), which RunesOut does not: the usage
 	// estimate of a stream whose upstream reported none counts both.
 	ToolRunes int
+	// ReasoningRunes counts the reasoning read from the upstream, sent,
+	// hidden or left out by a budget alike: the usage estimate of an
+	// upstream that does not count its reasoning tokens rests on it.
+	ReasoningRunes int
 	// Usage is the upstream's usage object, if it sent one. Messages: one
 	// object in Anthropic's member names, message_start's usage overlaid
 	// by message_delta's non-null members.

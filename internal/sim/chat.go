@@ -25,6 +25,10 @@ type chatRequest struct {
 		} `json:"function"`
 	} `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
+
+	// form is the reasoning form of the answer: the config's, or the
+	// request's ReasoningFormHeader.
+	form string
 }
 
 // promptTokens estimates the prompt's tokens as ceil(characters / 4) of
@@ -53,7 +57,14 @@ func (req *chatRequest) promptTokens() int {
 // then answers with an error status, stalls, streams or completes.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	n := s.requests.Add(1)
-	var req chatRequest
+	req := chatRequest{form: s.cfg.ReasoningForm}
+	if h := r.Header.Get(ReasoningFormHeader); h != "" {
+		if err := validateForm(h); err != nil {
+			writeError(w, http.StatusBadRequest, ReasoningFormHeader+": "+err.Error(), "invalid_request_error", "invalid_header")
+			return
+		}
+		req.form = h
+	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error(), "invalid_request_error", "invalid_json")
 		return
@@ -107,7 +118,7 @@ type completion struct {
 	Created int64              `json:"created"`
 	Model   string             `json:"model"`
 	Choices []completionChoice `json:"choices"`
-	Usage   usage              `json:"usage"`
+	Usage   any                `json:"usage"` // usage, or plainUsage in the tags forms
 }
 
 type completionChoice struct {
@@ -122,7 +133,9 @@ type completionChoice struct {
 	FinishReason string    `json:"finish_reason"`
 }
 
-// complete answers a non-streaming request after TTFB.
+// complete answers a non-streaming request after TTFB. In a tags form
+// the content is the whole tagged text (see TaggedContent), with no
+// reasoning_content, and the usage has no reasoning_tokens detail.
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, req *chatRequest, n int64, f *Fault) error {
 	if err := (waiter{r.Context()}).wait(s.cfg.TTFB); err != nil {
 		return err
@@ -140,21 +153,29 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, req *chatReque
 	resp := completion{
 		ID: head.ID, Object: head.Object, Created: head.Created, Model: head.Model,
 		Choices: []completionChoice{{FinishReason: finishStop}},
-		Usage:   newUsage(req.promptTokens(), len(s.reasoning), len(s.content)),
 	}
 	msg := &resp.Choices[0].Message
 	msg.Role = "assistant"
-	msg.ReasoningContent = strings.Join(s.reasoning, "")
+	answer, answerTokens := strings.Join(s.content, ""), len(s.content)
 	if tool != nil {
 		resp.Choices[0].FinishReason = finishToolCalls
-		resp.Usage = newUsage(req.promptTokens(), len(s.reasoning), len(ToolInputFragments))
+		answer, answerTokens = "", len(ToolInputFragments)
 		msg.ToolCalls = []chatToolCall{{
 			ID: "call_sim_" + strconv.FormatInt(n, 10), Type: "function",
 			Function: chatFunction{Name: tool.name, Arguments: ToolInput},
 		}}
+	}
+	u := newUsage(req.promptTokens(), len(s.reasoning), answerTokens)
+	if req.form == ReasoningFields {
+		msg.ReasoningContent = strings.Join(s.reasoning, "")
+		if tool == nil {
+			msg.Content = &answer
+		}
+		resp.Usage = u
 	} else {
-		content := strings.Join(s.content, "")
+		content := TaggedContent(req.form, strings.Join(s.reasoning, ""), answer)
 		msg.Content = &content
+		resp.Usage = u.plain()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)

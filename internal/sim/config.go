@@ -58,14 +58,23 @@ type Config struct {
 	// Seed selects the generated text and the fault draws. Default: 1.
 	Seed int64
 
-	// ReasoningTokens is the number of reasoning_content deltas per
-	// response. nil means 60; a pointer to 0 means no reasoning phase
+	// ReasoningTokens is the number of reasoning pieces per response
+	// (reasoning_content deltas in the fields form). nil means 60; a pointer to 0 means no reasoning phase
 	// (write new(0)).
 	ReasoningTokens *int
 
 	// ContentTokens is the number of content deltas per response. nil
 	// means 40; a pointer to 0 means an empty answer.
 	ContentTokens *int
+
+	// ReasoningForm is how chat completions carry the reasoning:
+	// "fields" (reasoning_content, as DeepSeek's API and reasoning
+	// parsers send it), "tags" (inline in content between <think> tags,
+	// as Qwen3 writes it) or "tags_unopened" (inline without the opening
+	// tag, as DeepSeek-R1 writes it); see ReasoningTags. A request may
+	// override it with the X-Sim-Reasoning-Form header. Messages and
+	// Responses ignore it. Default: "fields".
+	ReasoningForm string
 
 	// ReasoningPattern and ContentPattern pace each phase of a stream.
 	// A zero Pattern means steady at 50 tokens per second.
@@ -171,6 +180,9 @@ func (c Config) withDefaults() Config {
 	if c.ContentTokens == nil {
 		c.ContentTokens = new(DefaultContentTokens)
 	}
+	if c.ReasoningForm == "" {
+		c.ReasoningForm = ReasoningFields
+	}
 	c.ReasoningPattern = c.ReasoningPattern.withDefaults()
 	c.ContentPattern = c.ContentPattern.withDefaults()
 	c.Faults = append([]Fault(nil), c.Faults...)
@@ -216,6 +228,9 @@ func (c Config) validate() error {
 	}
 	if c.TTFB < 0 {
 		errs = append(errs, fmt.Errorf("ttfb: must be >= 0, got %v", c.TTFB))
+	}
+	if err := validateForm(c.ReasoningForm); err != nil {
+		errs = append(errs, fmt.Errorf("reasoning form: %w", err))
 	}
 	if err := c.ReasoningPattern.validate(); err != nil {
 		errs = append(errs, fmt.Errorf("reasoning pattern: %w", err))

@@ -63,6 +63,19 @@ func newUsage(prompt, reasoning, content int) usage {
 	return u
 }
 
+// plainUsage is the usage object of a server that does not tell
+// reasoning apart (vLLM, SGLang and Ollama without a reasoning parser):
+// the reasoning is counted in completion_tokens, and there are no details.
+type plainUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (u usage) plain() plainUsage {
+	return plainUsage{u.PromptTokens, u.CompletionTokens, u.TotalTokens}
+}
+
 var (
 	jsonNull   = json.RawMessage("null")
 	finishStop = "stop"
@@ -100,7 +113,7 @@ func (sw *sseWriter) choice(d delta, finish *string) error {
 
 // finish sends the finish chunk, the usage chunk if requested, and
 // [DONE]. A fault still pending trips before the finish chunk.
-func (sw *sseWriter) finish(reason *string, u usage) error {
+func (sw *sseWriter) finish(reason *string, u any) error {
 	if sw.fault != nil {
 		return sw.trip()
 	}
@@ -167,8 +180,11 @@ func (sw *sseWriter) send() error {
 
 // stream answers a streaming request: after TTFB, the role chunk, the
 // reasoning deltas and the content deltas (or the tool call's deltas, see
-// chatToolCall), each phase paced by its Pattern, then the finish chunk, the usage chunk and [DONE]. A drop or
-// error fault trips after its After data events.
+// chatToolCall), each phase paced by its Pattern, then the finish chunk,
+// the usage chunk and [DONE]. In a tags form the reasoning deltas are
+// content deltas of the tagged text, cut by cutTagged with draws keyed
+// by (seed, request). A drop or error fault trips after its After data
+// events, whatever their form.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest, n int64, f *Fault) error {
 	wt := waiter{r.Context()}
 	if err := wt.wait(s.cfg.TTFB); err != nil {
@@ -191,16 +207,29 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest
 		return err
 	}
 	var reasoning, answer []delta
-	for _, piece := range s.reasoning {
-		reasoning = append(reasoning, delta{ReasoningContent: &piece})
-	}
 	tool := req.chatToolCall()
-	if tool != nil {
-		answer = chatToolDeltas("call_sim_"+strconv.FormatInt(n, 10), tool.name)
-	} else {
-		for _, piece := range s.content {
+	var answerText []string // in content
+	if tool == nil {
+		answerText = s.content
+	}
+	if req.form == ReasoningFields {
+		for _, piece := range s.reasoning {
+			reasoning = append(reasoning, delta{ReasoningContent: &piece})
+		}
+		for _, piece := range answerText {
 			answer = append(answer, delta{Content: &piece})
 		}
+	} else {
+		think, ans := cutTagged(req.form, s.reasoning, answerText, newRNG(uint64(s.cfg.Seed), uint64(n), tagCutKey))
+		for _, piece := range think {
+			reasoning = append(reasoning, delta{Content: &piece})
+		}
+		for _, piece := range ans {
+			answer = append(answer, delta{Content: &piece})
+		}
+	}
+	if tool != nil {
+		answer = append(answer, chatToolDeltas("call_sim_"+strconv.FormatInt(n, 10), tool.name)...)
 	}
 	phases := []struct {
 		deltas  []delta
@@ -220,8 +249,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest
 			}
 		}
 	}
+	finish, answerTokens := &finishStop, len(s.content)
 	if tool != nil {
-		return sw.finish(&finishToolCalls, newUsage(req.promptTokens(), len(s.reasoning), len(ToolInputFragments)))
+		finish, answerTokens = &finishToolCalls, len(ToolInputFragments)
 	}
-	return sw.finish(&finishStop, newUsage(req.promptTokens(), len(s.reasoning), len(s.content)))
+	u := newUsage(req.promptTokens(), len(s.reasoning), answerTokens)
+	if req.form != ReasoningFields {
+		return sw.finish(finish, u.plain())
+	}
+	return sw.finish(finish, u)
 }
