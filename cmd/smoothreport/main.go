@@ -24,7 +24,7 @@
 //	}
 //
 // (no smoothing block with -mode off), once per mode of -mode (default
-// pace,split-reasoning; all adds off), one report each. With -tagged the
+// pace,split-reasoning; all adds off), one report each. The
 // site also has an upstream for the tagged traces (traces.Trace.Tagged,
 // reasoning inline in content between <think> tags), and an alias per
 // tagged trace routed to it:
@@ -36,9 +36,8 @@
 //		to traces_tagged tagged-reasoning
 //	}
 //
-// -tagged is off by default until the relay has that directive (a config
-// that names it does not load before); without it the real clock leaves
-// the tagged traces out. With -clock virtual there is no Caddy and no network: the pacer
+// -tagged=false leaves them out (for a relay older than that directive:
+// a config that names it does not load there). With -clock virtual there is no Caddy and no network: the pacer
 // alone (pace.Simulate) replays each trace on a virtual clock with the
 // same configuration, and its writes are the client's stream, stamped at
 // their virtual times; a tagged trace's events go through
@@ -144,10 +143,9 @@ type options struct {
 	timeout           time.Duration
 	printConfig       bool
 	// tagged: on the real clock, replay the tagged traces too, through a
-	// second upstream with `reasoning_format tags`. Off by default until
-	// the relay has the directive: a config with it does not load
-	// without. The virtual clock always replays them (it parses the tags
-	// itself, with internal/tagged, as the relay does).
+	// second upstream with `reasoning_format tags` (the default). The
+	// virtual clock always replays them (it parses the tags itself, with
+	// internal/tagged, as the relay does).
 	tagged bool
 }
 
@@ -171,6 +169,7 @@ func defaultOptions() options {
 		strict:            true,
 		concurrency:       4,
 		timeout:           2 * time.Minute,
+		tagged:            true,
 	}
 }
 
@@ -189,7 +188,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.concurrency, "concurrency", o.concurrency, "streams replayed at once")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "bound on the whole run")
 	fs.BoolVar(&o.printConfig, "print-config", false, "print the Caddyfile and exit")
-	fs.BoolVar(&o.tagged, "tagged", o.tagged, "real clock: replay the tagged traces too, through an upstream with reasoning_format tags (needs a relay with that directive)")
+	fs.BoolVar(&o.tagged, "tagged", o.tagged, "real clock: replay the tagged traces too, through an upstream with reasoning_format tags (-tagged=false leaves them out)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./cmd/smoothreport [flags]\n\n"+
 			"Replays the trace set through llm_relay over loopback and reports\n"+

@@ -70,7 +70,7 @@ func TestReplayModeOff(t *testing.T) {
 }
 
 func TestFlagsAndCaddyfile(t *testing.T) {
-	o, err := parseFlags([]string{"-mode", "pace", "-max-delay", "300ms", "-traces", "cjk, steady,cjk", "-strict=false"}, io.Discard)
+	o, err := parseFlags([]string{"-mode", "pace", "-max-delay", "300ms", "-traces", "cjk, steady,cjk", "-strict=false", "-tagged=false"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,12 +90,12 @@ func TestFlagsAndCaddyfile(t *testing.T) {
 	if strings.Contains(caddyfile(o, 1, 2), "smoothing") {
 		t.Error("-mode off must leave the smoothing block out")
 	}
-	// The tagged traces get an upstream that parses their tags, only
-	// with -tagged.
+	// The tagged traces get an upstream that parses their tags, unless
+	// -tagged=false.
 	if strings.Contains(cf, "reasoning_format") || strings.Contains(cf, "tagged-reasoning") {
-		t.Errorf("Caddyfile without -tagged names the tagged upstream:\n%s", cf)
+		t.Errorf("Caddyfile with -tagged=false names the tagged upstream:\n%s", cf)
 	}
-	o, err = parseFlags([]string{"-tagged"}, io.Discard)
+	o, err = parseFlags(nil, io.Discard)
 	if err != nil || !o.tagged {
 		t.Fatalf("-tagged: %+v, %v", o, err)
 	}
@@ -115,11 +115,11 @@ func TestFlagsAndCaddyfile(t *testing.T) {
 	}
 }
 
-// On the real clock the tagged traces need -tagged: without it they are
-// left out, and a run of nothing but them is an error, before any server
-// starts.
+// With -tagged=false the real clock leaves the tagged traces out, and a
+// run of nothing but them is an error, before any server starts.
 func TestRealClockSkipsTaggedTraces(t *testing.T) {
 	o := defaultOptions()
+	o.tagged = false
 	o.traces = []string{"tagged-reasoning"}
 	var logs bytes.Buffer
 	if _, err := run(context.Background(), o, &logs); err == nil || !strings.Contains(err.Error(), "-tagged") {
