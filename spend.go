@@ -173,8 +173,12 @@ func (h *Relay) accountRequest(req *requestState, raw []byte) {
 		outRunes = req.capture.buf.Len() / 2
 		if b := req.capture.buf.Bytes(); req.reasoningRunes == 0 && req.ep.dialect == dialectChat && bytes.Contains(b, []byte(`"reasoning`)) {
 			// An answer passed through as it came: its reasoning field,
-			// for a usage that counts no reasoning (withReasoning).
-			req.reasoningRunes = answerReasoningRunes(b, nil)
+			// for a usage that counts no reasoning (withReasoning). Read
+			// only then: decoding every answer cost the non-stream path
+			// about 4 % of its requests a second (relaybench).
+			if u, ok := usage.ParseUsage(usageRaw); !ok || u.Reasoning == 0 {
+				req.reasoningRunes = answerReasoningRunes(b, nil)
+			}
 		}
 	}
 	var estimate func() usage.Usage
