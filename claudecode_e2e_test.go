@@ -124,10 +124,27 @@ type claudeResult struct {
 // environment but PATH, so no user setting, key or proxy leaks in.
 func runClaude(t *testing.T, claude, baseURL, key, model, prompt string) (claudeResult, string) {
 	t.Helper()
+	stdout, stderr, err := execClaude(t, claude, baseURL, key, model, prompt, "--output-format", "json")
+	var res claudeResult
+	if jerr := json.Unmarshal(bytes.TrimSpace([]byte(stdout)), &res); jerr != nil {
+		t.Fatalf("claude (%v): output is not one JSON object: %v\nstdout: %s\nstderr: %s", err, jerr, stdout, stderr)
+	}
+	if err != nil {
+		t.Logf("claude exited with %v; stderr: %s", err, stderr)
+	}
+	return res, stderr
+}
+
+// execClaude runs `claude -p prompt --model model args...` against
+// baseURL with a HOME of its own and nothing from this process's
+// environment but PATH, telemetry and update checks off, no retries. A
+// run that times out or does not start fails the test; err is the exit.
+func execClaude(t *testing.T, claude, baseURL, key, model, prompt string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, claude, "-p", prompt, "--model", model, "--output-format", "json")
+	cmd := exec.CommandContext(ctx, claude, append([]string{"-p", prompt, "--model", model}, args...)...)
 	cmd.Dir = home
 	cmd.Stdin = strings.NewReader("")
 	cmd.Env = []string{
@@ -145,24 +162,17 @@ func runClaude(t *testing.T, claude, baseURL, key, model, prompt string) (claude
 		"CLAUDE_CODE_MAX_RETRIES=0",
 		"NO_COLOR=1",
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("claude timed out\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
+		t.Fatalf("claude timed out\nstdout: %s\nstderr: %s", out.String(), errOut.String())
 	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
-		t.Fatalf("claude: %v\nstderr: %s", err, stderr.String())
+		t.Fatalf("claude: %v\nstderr: %s", err, errOut.String())
 	}
-	var res claudeResult
-	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); jerr != nil {
-		t.Fatalf("claude (%v): output is not one JSON object: %v\nstdout: %s\nstderr: %s", err, jerr, stdout.String(), stderr.String())
-	}
-	if err != nil {
-		t.Logf("claude exited with %v; stderr: %s", err, stderr.String())
-	}
-	return res, stderr.String()
+	return out.String(), errOut.String(), err
 }
 
 // TestClaudeCodeThroughRelayToChatUpstream: Claude Code, asking the relay

@@ -314,7 +314,12 @@ func (r *renamingSource) BeforeRead(f func()) { sse.ForwardBeforeRead(r.src, f) 
 // client's dialect: passing it on would hand the client a shape its SDK
 // cannot read.
 func (x exchange) translateAnswer(status int, body []byte) (int, []byte) {
-	body = x.untagAnswer(status, body)
+	return x.translateUntagged(status, x.untagAnswer(status, body))
+}
+
+// translateUntagged is translateAnswer for a body already read through
+// untagAnswer.
+func (x exchange) translateUntagged(status int, body []byte) (int, []byte) {
 	status, body = x.translateBody(status, body)
 	if status >= 200 && status < 300 {
 		switch x.reasoningField {

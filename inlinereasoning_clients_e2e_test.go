@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,36 +197,9 @@ type claudeStreamed struct {
 // stream-json output, which shows each message's blocks.
 func runClaudeStreamJSON(t *testing.T, claude, key, model, prompt string) (claudeStreamed, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, claude, "-p", prompt, "--model", model, "--output-format", "stream-json", "--verbose")
-	cmd.Dir = home
-	cmd.Stdin = strings.NewReader("")
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"TMPDIR=" + home,
-		"ANTHROPIC_BASE_URL=" + relayBase,
-		"ANTHROPIC_API_KEY=" + key,
-		"DISABLE_TELEMETRY=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_MAX_RETRIES=0",
-		"NO_COLOR=1",
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("claude timed out\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
-	}
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
-		t.Fatalf("claude: %v\nstderr: %s", err, stderr.String())
-	}
+	stdout, stderr, err := execClaude(t, claude, relayBase, key, model, prompt, "--output-format", "stream-json", "--verbose")
 	var out claudeStreamed
-	for _, line := range strings.Split(stdout.String(), "\n") {
+	for _, line := range strings.Split(stdout, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
@@ -243,7 +215,7 @@ func runClaudeStreamJSON(t *testing.T, claude, key, model, prompt string) (claud
 			} `json:"message"`
 		}
 		if jerr := json.Unmarshal([]byte(line), &ev); jerr != nil {
-			t.Fatalf("claude stream-json line %q: %v\nstderr: %s", line, jerr, stderr.String())
+			t.Fatalf("claude stream-json line %q: %v\nstderr: %s", line, jerr, stderr)
 		}
 		switch ev.Type {
 		case "assistant":
@@ -263,9 +235,9 @@ func runClaudeStreamJSON(t *testing.T, claude, key, model, prompt string) (claud
 		}
 	}
 	if !out.hasResult {
-		t.Fatalf("claude (%v) printed no result\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+		t.Fatalf("claude (%v) printed no result\nstdout: %s\nstderr: %s", err, stdout, stderr)
 	}
-	return out, stderr.String()
+	return out, stderr
 }
 
 // TestInlineReasoningClaudeCode: Claude Code, asking the relay for models

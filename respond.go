@@ -164,18 +164,24 @@ func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, req *r
 		h.reject(w, req, errUntranslatable(errors.New("the answer is larger than 32 MiB")))
 		return false
 	}
-	if res.x.upstream == dialectChat && res.resp.StatusCode/100 == 2 {
-		req.reasoningRunes = answerReasoningRunes(body, res.x.think)
-	}
-	if res.x.crosses() && res.x.upstream == dialectChat && res.resp.StatusCode/100 == 2 {
-		if u, ok := usage.ParseUsage(topUsage(body)); ok {
+	chatOK := res.x.upstream == dialectChat && res.resp.StatusCode/100 == 2
+	if chatOK {
+		// Its inline reasoning read once, here: the counts below and the
+		// translation read it as a field.
+		body = res.x.untagAnswer(res.resp.StatusCode, body)
+		if u, ok := usage.ParseUsage(topUsage(body)); ok && u.Reasoning > 0 {
 			req.upstreamReasoning = u.Reasoning
+		} else {
+			// Counted only for a usage that counts no reasoning (spend.go).
+			req.reasoningRunes = answerReasoningRunes(body)
 		}
+	}
+	if res.x.crosses() && chatOK {
 		var estimated bool
 		body, estimated = withUsage(body, res.prompt) // see usagemeter.go
 		req.usageEstimated = req.usageEstimated || estimated
 	}
-	status, out := res.x.translateAnswer(res.resp.StatusCode, body)
+	status, out := res.x.translateUntagged(res.resp.StatusCode, body)
 	req.status = status
 	hdr := w.Header()
 	hdr.Set("Content-Type", "application/json")

@@ -177,7 +177,7 @@ func (h *Relay) accountRequest(req *requestState, raw []byte) {
 			// only then: decoding every answer cost the non-stream path
 			// about 4 % of its requests a second (relaybench).
 			if u, ok := usage.ParseUsage(usageRaw); !ok || u.Reasoning == 0 {
-				req.reasoningRunes = answerReasoningRunes(b, nil)
+				req.reasoningRunes = answerReasoningRunes(b)
 			}
 		}
 	}

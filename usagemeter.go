@@ -9,7 +9,6 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
-	"github.com/llmrelay/caddy-llm-relay/internal/thinktag"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
@@ -160,51 +159,48 @@ func withUsage(answer []byte, prompt int) (out []byte, estimated bool) {
 	return bytes.Join(parts, nil), estimated
 }
 
-// answerReasoningRunes counts the runes of the reasoning of a
-// chat.completion's first choice: its reasoning field, and with think
-// (the upstream writes its reasoning inline), the reasoning between its
-// content's tags.
-func answerReasoningRunes(answer []byte, think *thinktag.Syntax) int {
+// answerMessage is what the counts below read of a chat.completion's
+// first choice.
+type answerMessage struct {
+	Content          json.RawMessage `json:"content"`
+	ReasoningContent string          `json:"reasoning_content"`
+	Reasoning        string          `json:"reasoning"`
+	Refusal          string          `json:"refusal"`
+}
+
+// firstMessage is a chat.completion's first choice's message; ok is false
+// when answer is not one.
+func firstMessage(answer []byte) (m answerMessage, ok bool) {
 	var v struct {
 		Choices []struct {
-			Message struct {
-				Content          json.RawMessage `json:"content"`
-				ReasoningContent string          `json:"reasoning_content"`
-				Reasoning        string          `json:"reasoning"`
-			} `json:"message"`
+			Message answerMessage `json:"message"`
 		} `json:"choices"`
 	}
 	if json.Unmarshal(answer, &v) != nil || len(v.Choices) == 0 {
+		return m, false
+	}
+	return v.Choices[0].Message, true
+}
+
+// answerReasoningRunes counts the runes of the reasoning field(s) of a
+// chat.completion's first choice (an answer whose reasoning was inline has
+// been read through its tags before: exchange.untagAnswer).
+func answerReasoningRunes(answer []byte) int {
+	m, ok := firstMessage(answer)
+	if !ok {
 		return 0
 	}
-	m := &v.Choices[0].Message
-	n := utf8.RuneCountInString(m.ReasoningContent + m.Reasoning)
-	var s string
-	if think != nil && json.Unmarshal(m.Content, &s) == nil {
-		r, _, _ := thinktag.Split(think, []byte(s))
-		n += utf8.RuneCount(r)
-	}
-	return n
+	return utf8.RuneCountInString(m.ReasoningContent) + utf8.RuneCountInString(m.Reasoning)
 }
 
 // answerRunes counts the runes of a chat.completion's first choice: its
 // content (a string, or the text of its parts), reasoning, refusal and
 // tool call arguments.
 func answerRunes(answer []byte) int {
-	var v struct {
-		Choices []struct {
-			Message struct {
-				Content          json.RawMessage `json:"content"`
-				ReasoningContent string          `json:"reasoning_content"`
-				Reasoning        string          `json:"reasoning"`
-				Refusal          string          `json:"refusal"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if json.Unmarshal(answer, &v) != nil || len(v.Choices) == 0 {
+	m, ok := firstMessage(answer)
+	if !ok {
 		return 0
 	}
-	m := &v.Choices[0].Message
 	n := utf8.RuneCountInString(m.ReasoningContent+m.Reasoning+m.Refusal) + usage.ToolArgumentRunes(answer)
 	var s string
 	var parts []struct {
