@@ -285,7 +285,7 @@ func awaitFirstEvent(res *attemptResult) error {
 			if e == nil {
 				return errors.New("error event before any data: unknown")
 			}
-			if res.x.client == dialectMessages {
+			if res.x.client == dialectMessages && !res.x.pivot {
 				e.messagesBody = bytes.Clone(ev.Data) // an Anthropic error object: the body as it is
 			}
 			res.upstream, res.quota = e, e.Code == codeInsufficientQuota

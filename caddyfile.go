@@ -368,6 +368,7 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 	}
 	// Reported after the block is read, but it names this line.
 	noTargets := d.Err(errNoTargets(m.Alias).Error())
+	var noReason error // a handoff block without reason lines, at its line
 	var pending []pendingTarget
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
@@ -386,6 +387,31 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				return nil, nil, err
 			}
 			m.Targets = append(m.Targets, t)
+		case "reason":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 {
+				return nil, nil, d.Errf("model %q: expected `reason <upstream> [<upstream_model>]`", m.Alias)
+			}
+			t := Target{Upstream: args[0]}
+			if len(args) == 2 {
+				t.Model = args[1]
+			}
+			pending = append(pending, pendingTarget{upstream: t.Upstream,
+				err: d.Err(errUnknownUpstream(m.Alias, "reason", t.Upstream).Error())})
+			if err := parseTargetEdits(d, &t); err != nil {
+				return nil, nil, err
+			}
+			m.Reason = append(m.Reason, t)
+		case "handoff":
+			if m.Handoff != nil {
+				return nil, nil, d.Errf("model %q: handoff is already specified; use one handoff block", m.Alias)
+			}
+			noReason = d.Err(errHandoffWithoutReason(m.Alias).Error())
+			ho, err := parseHandoff(d, m.Alias)
+			if err != nil {
+				return nil, nil, err
+			}
+			m.Handoff = ho
 		case "smoothing":
 			if m.Smoothing != nil {
 				return nil, nil, d.Errf("model %q: smoothing is already specified; use one smoothing block", m.Alias)
@@ -454,13 +480,56 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				err: d.Err(errUnknownUpstream(m.Alias, "shadow", sh.Upstream).Error())})
 			m.Shadow = sh
 		default:
-			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, smoothing, slo, canary, shadow, reasoning_budget, reasoning_field or adaptive_effort", d.Val())
+			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, reason, handoff, smoothing, slo, canary, shadow, reasoning_budget, reasoning_field or adaptive_effort", d.Val())
 		}
+	}
+	if len(m.Targets) == 0 && len(m.Reason) > 0 {
+		return nil, nil, d.Err(errHandoffNoAnswer(m.Alias).Error())
 	}
 	if len(m.Targets) == 0 {
 		return nil, nil, noTargets
 	}
+	if noReason != nil && len(m.Reason) == 0 {
+		return nil, nil, noReason
+	}
 	return m, pending, nil
+}
+
+// parseHandoff parses a model's `handoff { ... }` block.
+func parseHandoff(d *caddyfile.Dispenser, alias string) (*Handoff, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	ho := &Handoff{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if !d.NextArg() {
+			return nil, d.Errf("model %q: handoff: %s needs a value", alias, name)
+		}
+		v := d.Val()
+		if d.NextArg() {
+			return nil, d.ArgErr()
+		}
+		switch name {
+		case "inject":
+			ho.Inject = v
+		case "max_reasoning":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, d.Errf("model %q: handoff: max_reasoning %q is not a whole number of tokens", alias, v)
+			}
+			ho.MaxReasoning = n
+		case "on_reason_failure":
+			ho.OnReasonFailure = v
+		default:
+			return nil, d.Errf("model %q: handoff: unrecognized subdirective %q; expected inject, max_reasoning or on_reason_failure", alias, name)
+		}
+		// The same checks as the JSON config's, at this line.
+		if err := ho.check(); err != nil {
+			return nil, d.Errf("model %q: handoff: %v", alias, err)
+		}
+	}
+	return ho, nil
 }
 
 // parseTargetEdits parses the optional `{ set ...; unset ... }` of a `to`.

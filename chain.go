@@ -65,6 +65,14 @@ type chainRun struct {
 	// cut is an assembled answer given up for a reasoning budget's
 	// failover: the answer if no later attempt gives one.
 	cut *assembledAnswer
+
+	// leg, for one leg of a hand-off (handoff.go): the committed attempt
+	// is handed back in it instead of answering the client, and answers
+	// come back as Chat chunks (exchange.pivot). bodyFor, when set, is the
+	// body each target is sent (the answer leg's inject position depends
+	// on the target).
+	leg     *legResult
+	bodyFor func(*target) *requestBody
 }
 
 // chainOutcome is what one iteration of the loop decided.
@@ -106,6 +114,10 @@ func (c *chainRun) run() {
 	}
 	defer c.takeWriter() // whatever happens, no heartbeat timer outlives the request
 
+	if c.rt.handoff != nil {
+		c.handoff()
+		return
+	}
 	for {
 		st, ok := c.cur.nextStep(time.Now(), c.deadline, c.h.backoff, nil)
 		if !ok {
@@ -155,8 +167,13 @@ func (c *chainRun) step(st step) chainOutcome {
 		c.cur.unuse()
 		return chainNext
 	}
+	body := c.body
+	if c.bodyFor != nil {
+		body = c.bodyFor(t)
+	}
 	x, ok := exchangeFor(c.req.ep, t.up, t.think, c.rt.reasoningField)
-	x.request = c.body.raw
+	x.request = body.raw
+	x.pivot = c.leg != nil
 	if !ok {
 		c.req.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.req.ep.rest)
 		// Nothing was tried, and nothing will be: the slot goes to the
@@ -166,6 +183,9 @@ func (c *chainRun) step(st step) chainOutcome {
 		return chainNext
 	}
 	ctx := c.r.Context()
+	if c.leg != nil && c.leg.ctx != nil {
+		ctx = c.leg.ctx
+	}
 	if st.wait > 0 && !sleepCtx(ctx, st.wait) {
 		c.req.status = statusClientClosed
 		return chainFinished
@@ -176,11 +196,20 @@ func (c *chainRun) step(st step) chainOutcome {
 			return c.passFull(t)
 		}
 		// Counted until the answer is over: commit streams it whole
-		// before step returns.
-		defer t.release()
+		// before step returns; a leg's answer is streamed after, and
+		// its slot goes with it.
+		release := t.release
+		defer func() {
+			if release != nil {
+				release()
+			}
+		}()
+		if c.leg != nil {
+			c.leg.release, release = release, nil
+		}
 		c.fullRun = 0
 		if occ >= c.h.capacity.degrade {
-			if d := t.degraded(c.h.capacity, c.body); d != t {
+			if d := t.degraded(c.h.capacity, body); d != t {
 				t = d
 				c.req.degraded = true
 				countCapacity(c.rt.alias, t, capDegrade)
@@ -190,7 +219,7 @@ func (c *chainRun) step(st step) chainOutcome {
 
 	started := time.Now()
 	c.last = nil // until this attempt fails with the upstream's own error
-	res := c.h.attempt(ctx, c.r, t, c.body, x, c.deadline)
+	res := c.h.attempt(ctx, c.r, t, body, x, c.deadline)
 	if res.invalid != nil {
 		// Not valid in the client's own dialect: no target can serve it,
 		// and no upstream was called.
@@ -214,6 +243,9 @@ func (c *chainRun) step(st step) chainOutcome {
 	switch {
 	case res.clientGone:
 		c.req.status = statusClientClosed
+		return chainFinished
+	case res.resp != nil && c.leg != nil:
+		c.leg.res, c.leg.t = res, t
 		return chainFinished
 	case res.resp != nil && res.events != nil && c.body.assemble:
 		return c.assemble(t, res)
@@ -348,6 +380,16 @@ func (c *chainRun) fail() {
 		c.h.estimateTokens(c.w, c.req, c.body.raw)
 		return
 	}
+	e := c.failure()
+	if c.takeWriter() {
+		c.h.lateFailure(c.w, c.req, e)
+		return
+	}
+	c.h.reject(c.w, c.req, e)
+}
+
+// failure is the error of a chain whose attempts all failed.
+func (c *chainRun) failure() *apiError {
 	summary := c.req.summary()
 	var e *apiError
 	switch {
@@ -370,11 +412,7 @@ func (c *chainRun) fail() {
 	default:
 		e = errAllFailed(summary)
 	}
-	if c.takeWriter() {
-		c.h.lateFailure(c.w, c.req, e)
-		return
-	}
-	c.h.reject(c.w, c.req, e)
+	return e
 }
 
 // sleepCtx waits d, or returns false early if ctx ends first.

@@ -189,8 +189,21 @@ type ModelRoute struct {
 	// (unless a target sets a model).
 	Alias string `json:"alias"`
 
-	// `to ...` lines, in failover order. At least one.
+	// `to ...` lines, in failover order. At least one. On a hand-off
+	// alias (one with `reason` lines) they are the answer leg's chain.
 	Targets []Target `json:"targets"`
+
+	// `reason <upstream> [<upstream_model>] { ... }` lines make the alias a
+	// hand-off alias (docs/handoff.md): these targets, in failover order,
+	// are the reasoning leg's chain; the reasoning they stream goes to the
+	// client and into the answer leg's request. Each takes everything a
+	// `to` line takes. Default: none (an ordinary alias).
+	Reason []Target `json:"reason,omitempty"`
+
+	// `handoff { ... }`: how a hand-off alias passes the reasoning to its
+	// answer leg. Needs `reason` lines. Default: the defaults of each
+	// field.
+	Handoff *Handoff `json:"handoff,omitempty"`
 
 	// `smoothing ...`: overrides the relay-level smoothing for this model;
 	// settings left out keep the relay-level values.
@@ -215,6 +228,30 @@ type ModelRoute struct {
 	// `reasoning_field reasoning_content|reasoning|both|inline`: overrides
 	// the relay-level reasoning_field for this model.
 	ReasoningField string `json:"reasoning_field,omitempty"`
+}
+
+// Handoff is how a hand-off alias passes the reasoning leg's reasoning to
+// its answer leg (`handoff { ... }`, docs/handoff.md).
+type Handoff struct {
+	// `inject prefill|user|system`: where the answer leg's request carries
+	// the reasoning: prefill, a trailing assistant turn that opens with
+	// the reasoning in <think> tags, which the model continues; user,
+	// appended to the last user turn under a short preamble; system,
+	// appended to the system prompt under the same preamble. Default:
+	// prefill for `api anthropic` targets, user for the others.
+	Inject string `json:"inject,omitempty"`
+
+	// `max_reasoning <tokens>`: hand off when the reasoning reaches this
+	// many tokens (estimated as a quarter of its characters); the
+	// reasoning leg is stopped there. Default: 0, no bound (the reasoning
+	// leg's own end is the hand-off point).
+	MaxReasoning int `json:"max_reasoning,omitempty"`
+
+	// `on_reason_failure answer|error`: when the whole reasoning chain
+	// fails before any reasoning, answer without reasoning (answer, the
+	// default: the answer leg is asked as an ordinary alias would be, and
+	// the response says so) or fail the request (error).
+	OnReasonFailure string `json:"on_reason_failure,omitempty"`
 }
 
 // Target is one step of a failover chain: an upstream and what to send it.

@@ -98,6 +98,11 @@ type exchange struct {
 	// request is the client's body as sent; a translated Responses
 	// answer echoes its settings, as OpenAI's does.
 	request []byte
+	// pivot: the answer is wanted as Chat Completions, whatever the
+	// client speaks (a hand-off's legs, spliced on the pivot; see
+	// handoff.go). The request is still translated from the client's
+	// dialect.
+	pivot bool
 }
 
 // crosses reports whether the request and its answer are translated.
@@ -234,6 +239,10 @@ func (x exchange) refused(param, msg string, invalid bool) error {
 // dialect (through Chat Completions), with the reasoning field renamed if
 // asked. A stream with inline reasoning is read through tagSource first.
 func (x exchange) translateStream(src pace.Source, model string, includeUsage bool, inputTokens int) pace.Source {
+	if x.pivot {
+		opt := chat.Options{Model: model, Created: time.Now().Unix(), Request: x.request, IncludeUsage: true, InputTokens: inputTokens}
+		return x.upstream.codec().ToChatStream(src, opt)
+	}
 	if x.crosses() {
 		opt := chat.Options{Model: model, Created: time.Now().Unix(), Request: x.request,
 			IncludeUsage: includeUsage || x.client != dialectChat, KeepPauseTurn: x.client == dialectResponses,

@@ -69,6 +69,15 @@ var (
 		Namespace: "llm_relay", Name: "capacity_events_total",
 		Help: "What the capacity stages did, by model alias, target (upstream and model sent) and event: spill (a request went to another target: this one was at spill_at), degrade (a request to it got the degrade edit), queued (a request waited for room, counted on the target it would have gone to), shed (503 overloaded).",
 	}, []string{"alias", "upstream", "model", "event"})
+	metricHandoffs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llm_relay", Name: "handoffs_total",
+		Help: "Requests to hand-off aliases, by model alias and outcome: handed_off (reasoned on a reason target, answered on a to target), no_reasoning (the reasoning chain failed; answered without reasoning, on_reason_failure answer), reason_failed (the reasoning chain failed; on_reason_failure error), answer_failed (the answer chain failed).",
+	}, []string{"alias", "outcome"})
+	metricHandoffGap = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "llm_relay", Name: "handoff_gap_seconds",
+		Help:    "The relay's own time from a hand-off point (the reasoning's end) to the answer leg's request written to its upstream.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .05, .25, 1},
+	})
 	metricStateErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "llm_relay", Name: "shared_state_errors_total",
 		Help: "Round trips to the shared state (state redis) that failed; the relay served from its local view meanwhile.",
@@ -76,7 +85,10 @@ var (
 )
 
 var collectors = []prometheus.Collector{metricRequests, metricAttempts, metricFailovers, metricTTFT,
-	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricCluster, metricCapacity, metricStateErrors, stateCollector{}}
+	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricCluster, metricCapacity, metricStateErrors, metricHandoffs, metricHandoffGap, stateCollector{}}
+
+// countHandoff counts one hand-off alias request's outcome.
+func countHandoff(alias, outcome string) { metricHandoffs.WithLabelValues(alias, outcome).Inc() }
 
 // registerMetrics adds the relay's collectors to a config's registry; a
 // second relay handler in the same config finds them there already.

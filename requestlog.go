@@ -84,11 +84,19 @@ type requestLog struct {
 	// What capacity did to the request (capacity.go): it went past a
 	// target at spill_at, was degraded, waited for room.
 	spilled, degraded, queued bool
+	// handoff is a hand-off alias's legs (handoff.go); nil: not one.
+	handoff *handoffRecord
 }
 
 // note records the outcome of an attempt or skip.
 func (rl *requestLog) note(t *target, outcome string) {
 	rl.outcomes = append(rl.outcomes, t.up.name+" ("+rl.modelFor(t)+"): "+outcome)
+	rl.outcomeAt = append(rl.outcomeAt, time.Since(rl.start))
+}
+
+// noteText records an outcome that belongs to no one target.
+func (rl *requestLog) noteText(outcome string) {
+	rl.outcomes = append(rl.outcomes, outcome)
 	rl.outcomeAt = append(rl.outcomeAt, time.Since(rl.start))
 }
 

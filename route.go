@@ -28,6 +28,9 @@ type route struct {
 	reason  reasoningPolicy
 	// reasoningField renames reasoning text for Chat clients ("": as sent).
 	reasoningField string
+	// handoff is a hand-off alias's reasoning leg and its settings
+	// (handoff.go); nil: an ordinary alias.
+	handoff *handoffRoute
 }
 
 // target is a compiled Target.
@@ -113,47 +116,11 @@ func (h *Relay) compileRoutes() error {
 		if rt.smooth, err = resolveSmoothing(h.Smoothing, m.Smoothing); err != nil {
 			return fmt.Errorf("model %q: smoothing: %w", m.Alias, err)
 		}
-		for j, t := range m.Targets {
-			up, ok := h.upstreams[t.Upstream]
-			if !ok {
-				return errUnknownUpstream(m.Alias, fmt.Sprintf("target %d", j+1), t.Upstream)
-			}
-			ct := newTarget(up, t.Model)
-			ct.rank, ct.weight = t.Rank, max(1, t.Weight)
-			if ct.think, err = up.inline.over(t.InlineReasoning).syntax(); err != nil {
-				return fmt.Errorf("model %q: target %d: %w", m.Alias, j+1, err)
-			}
-			if ct.rank == 0 {
-				ct.rank = j + 1
-			}
-			slo := resolveSLO(h.SLO, m.SLO)
-			if err := checkSLOSamples(slo.Window, slo.MinSamples); err != nil {
-				return fmt.Errorf("model %q: %w", m.Alias, err)
-			}
-			if err := h.attachHealth(ct, slo); err != nil {
-				return fmt.Errorf("model %q: target %d: %w", m.Alias, j+1, err)
-			}
-			if err := h.attachCaps(ct, m.Alias, t.MaxConcurrent); err != nil {
-				return fmt.Errorf("model %q: target %d: %w", m.Alias, j+1, err)
-			}
-			rt.capped = rt.capped || len(ct.caps) > 0
-			for _, field := range slices.Sorted(maps.Keys(t.Set)) {
-				val := t.Set[field]
-				if !json.Valid(val) {
-					return fmt.Errorf("model %q: target %d: set %s: value is not valid JSON", m.Alias, j+1, field)
-				}
-				if err := checkFieldPath(field); err != nil {
-					return fmt.Errorf("model %q: target %d: set %s: %w", m.Alias, j+1, field, err)
-				}
-				ct.edits = append(ct.edits, bodyEdit{path: strings.Split(field, "."), value: val})
-			}
-			for _, field := range t.Unset {
-				if err := checkFieldPath(field); err != nil {
-					return fmt.Errorf("model %q: target %d: unset %s: %w", m.Alias, j+1, field, err)
-				}
-				ct.edits = append(ct.edits, bodyEdit{path: strings.Split(field, ".")})
-			}
-			rt.targets = append(rt.targets, ct)
+		if rt.targets, rt.capped, err = h.compileTargets(m, m.Targets, "target"); err != nil {
+			return err
+		}
+		if rt.handoff, err = h.compileHandoff(m); err != nil {
+			return err
 		}
 		if c := m.Canary; c != nil && h.upstreams[c.Upstream] == nil {
 			return errUnknownUpstream(m.Alias, "canary", c.Upstream)
@@ -175,6 +142,54 @@ func (h *Relay) compileRoutes() error {
 	}
 	h.modelList = buildModelList(h.Models)
 	return nil
+}
+
+// compileTargets compiles a chain's targets (`to` lines, or a hand-off
+// alias's `reason` lines: what names them in errors).
+func (h *Relay) compileTargets(m *ModelRoute, targets []Target, what string) (out []*target, capped bool, err error) {
+	for j, t := range targets {
+		up, ok := h.upstreams[t.Upstream]
+		if !ok {
+			return nil, false, errUnknownUpstream(m.Alias, fmt.Sprintf("%s %d", what, j+1), t.Upstream)
+		}
+		ct := newTarget(up, t.Model)
+		ct.rank, ct.weight = t.Rank, max(1, t.Weight)
+		if ct.think, err = up.inline.over(t.InlineReasoning).syntax(); err != nil {
+			return nil, false, fmt.Errorf("model %q: %s %d: %w", m.Alias, what, j+1, err)
+		}
+		if ct.rank == 0 {
+			ct.rank = j + 1
+		}
+		slo := resolveSLO(h.SLO, m.SLO)
+		if err := checkSLOSamples(slo.Window, slo.MinSamples); err != nil {
+			return nil, false, fmt.Errorf("model %q: %w", m.Alias, err)
+		}
+		if err := h.attachHealth(ct, slo); err != nil {
+			return nil, false, fmt.Errorf("model %q: %s %d: %w", m.Alias, what, j+1, err)
+		}
+		if err := h.attachCaps(ct, m.Alias, t.MaxConcurrent); err != nil {
+			return nil, false, fmt.Errorf("model %q: %s %d: %w", m.Alias, what, j+1, err)
+		}
+		capped = capped || len(ct.caps) > 0
+		for _, field := range slices.Sorted(maps.Keys(t.Set)) {
+			val := t.Set[field]
+			if !json.Valid(val) {
+				return nil, false, fmt.Errorf("model %q: %s %d: set %s: value is not valid JSON", m.Alias, what, j+1, field)
+			}
+			if err := checkFieldPath(field); err != nil {
+				return nil, false, fmt.Errorf("model %q: %s %d: set %s: %w", m.Alias, what, j+1, field, err)
+			}
+			ct.edits = append(ct.edits, bodyEdit{path: strings.Split(field, "."), value: val})
+		}
+		for _, field := range t.Unset {
+			if err := checkFieldPath(field); err != nil {
+				return nil, false, fmt.Errorf("model %q: %s %d: unset %s: %w", m.Alias, what, j+1, field, err)
+			}
+			ct.edits = append(ct.edits, bodyEdit{path: strings.Split(field, ".")})
+		}
+		out = append(out, ct)
+	}
+	return out, capped, nil
 }
 
 // lookup finds the route for a client's model name: exact alias, else `*`.

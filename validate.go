@@ -555,6 +555,14 @@ func (m *ModelRoute) check() error {
 			return fmt.Errorf("target %d: %w", j+1, err)
 		}
 	}
+	for j, t := range m.Reason {
+		if err := t.check(); err != nil {
+			return fmt.Errorf("reason target %d: %w", j+1, err)
+		}
+	}
+	if err := m.checkHandoff(); err != nil {
+		return err
+	}
 	if err := m.ReasoningBudget.check(); err != nil {
 		return err
 	}

@@ -1,0 +1,659 @@
+package llmrelay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/handoff"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
+)
+
+// The baton pass (docs/handoff.md): a hand-off alias reasons on one chain
+// (its `reason` lines) and answers on another (its `to` lines), inside
+// one client response.
+//
+// Both legs are sent the client's request in the client's own dialect
+// (internal/handoff edits it: a stream, history reasoning removed; the
+// answer leg's with the reasoning injected), so each target is reached
+// exactly as an ordinary alias reaches it, prompt-cache markers where the
+// client put them. Their answers come back as Chat Completions chunks,
+// the relay's pivot (exchange.pivot), where handoff.Splicer makes one
+// stream of them: the reasoning leg's reasoning up to the hand-off point,
+// then the answer leg's answer. That one stream is translated into the
+// client's dialect and goes through the pacer like any upstream's, so
+// every dialect, the reasoning lane, budgets, usage and the log read it
+// as one answer.
+//
+// Each leg walks its chain with the ordinary failover loop (a chainRun
+// with leg set), which hands its committed attempt back instead of
+// answering the client.
+
+// handoffRoute is a compiled hand-off alias: its reasoning leg's chain
+// and its `handoff` settings. The answer leg is the route's own targets.
+type handoffRoute struct {
+	reason *route // the reasoning leg's targets (no canary, no shadow)
+	// inject is where the reasoning goes; injectSet false: per target,
+	// prefill for api anthropic, user otherwise.
+	inject       handoff.Inject
+	injectSet    bool
+	maxReasoning int
+	failAnswer   bool // on_reason_failure answer
+}
+
+// The values of on_reason_failure.
+const (
+	onReasonAnswer = "answer"
+	onReasonError  = "error"
+)
+
+// check checks a handoff block's values (the Caddyfile parser calls it
+// line by line, Provision for JSON).
+func (ho *Handoff) check() error {
+	if ho == nil {
+		return nil
+	}
+	if _, ok := handoff.ParseInject(ho.Inject); ho.Inject != "" && !ok {
+		return fmt.Errorf("inject %q is not known; use prefill (a trailing assistant turn the model continues), user (appended to the last user turn) or system (appended to the system prompt)", ho.Inject)
+	}
+	if ho.MaxReasoning < 0 {
+		return fmt.Errorf("max_reasoning %d is negative; give a number of tokens, or leave it out to hand off at the reasoning's own end", ho.MaxReasoning)
+	}
+	switch ho.OnReasonFailure {
+	case "", onReasonAnswer, onReasonError:
+	default:
+		return fmt.Errorf("on_reason_failure %q is not known; use answer (answer without reasoning, the default) or error", ho.OnReasonFailure)
+	}
+	return nil
+}
+
+// checkHandoff checks a model's hand-off lines together.
+func (m *ModelRoute) checkHandoff() error {
+	if m.Handoff != nil && len(m.Reason) == 0 {
+		return errHandoffWithoutReason(m.Alias)
+	}
+	if len(m.Reason) > 0 && len(m.Targets) == 0 {
+		return errHandoffNoAnswer(m.Alias)
+	}
+	if err := m.Handoff.check(); err != nil {
+		return fmt.Errorf("handoff: %w", err)
+	}
+	return nil
+}
+
+func errHandoffWithoutReason(alias string) error {
+	return fmt.Errorf("model %q: handoff needs `reason <upstream> [<upstream_model>]` lines, the reasoning leg it hands off from (JSON: reason); add them or remove the handoff block", alias)
+}
+
+func errHandoffNoAnswer(alias string) error {
+	return fmt.Errorf("model %q has reason lines but no `to` targets: a hand-off alias answers on its `to` chain; add `to <upstream> [<upstream_model>]` (JSON: targets)", alias)
+}
+
+// compileHandoff compiles a hand-off alias's reasoning chain (nil: the
+// model has no `reason` lines).
+func (h *Relay) compileHandoff(m *ModelRoute) (*handoffRoute, error) {
+	if err := m.checkHandoff(); err != nil {
+		return nil, err
+	}
+	if len(m.Reason) == 0 {
+		return nil, nil
+	}
+	reason := &route{alias: m.Alias}
+	var err error
+	if reason.targets, reason.capped, err = h.compileTargets(m, m.Reason, "reason target"); err != nil {
+		return nil, err
+	}
+	ho := &handoffRoute{reason: reason, failAnswer: true}
+	if c := m.Handoff; c != nil {
+		ho.inject, ho.injectSet = handoff.ParseInject(c.Inject)
+		ho.maxReasoning = c.MaxReasoning
+		ho.failAnswer = c.OnReasonFailure != onReasonError
+	}
+	return ho, nil
+}
+
+// injectFor is where target t's request carries the reasoning.
+func (ho *handoffRoute) injectFor(t *target) handoff.Inject {
+	if ho.injectSet {
+		return ho.inject
+	}
+	if t.up.api == apiAnthropic {
+		return handoff.Prefill
+	}
+	return handoff.User
+}
+
+// handoffDialect is the dialect of a client's body, as internal/handoff
+// names it.
+func handoffDialect(d dialect) handoff.Dialect {
+	switch d {
+	case dialectMessages:
+		return handoff.Messages
+	case dialectResponses:
+		return handoff.Responses
+	}
+	return handoff.Chat
+}
+
+// legResult is what a leg's chain hands back: the committed attempt and
+// its target, or why it failed.
+type legResult struct {
+	ctx     context.Context // the leg's attempts' context (nil: the request's)
+	res     *attemptResult
+	t       *target
+	release func() // gives back the target's max_concurrent slot, when the leg is over
+	err     *apiError
+	over    bool // done ran
+}
+
+// done releases what the leg holds: its upstream's answer and its slot.
+func (l *legResult) done() {
+	if l.over {
+		return
+	}
+	l.over = true
+	if l.res != nil {
+		l.res.finish()
+		_ = l.res.resp.Body.Close()
+		l.res.release()
+	}
+	if l.release != nil {
+		l.release()
+		l.release = nil
+	}
+}
+
+// newLeg is a chain run for one leg of c's hand-off: its own plan over
+// rt's targets, its own try_duration, the request's state and log.
+func (c *chainRun) newLeg(rt *route, body *requestBody, bodyFor func(*target) *requestBody, ctx context.Context) *chainRun {
+	l := &chainRun{h: c.h, w: c.w, r: c.r, req: c.req, rt: rt, body: body, pol: c.pol,
+		leg: &legResult{ctx: ctx}, bodyFor: bodyFor}
+	l.deadline = time.Now().Add(c.h.tryDur)
+	l.plan = c.h.orderTargets(rt, c.r, body, time.Now())
+	l.cur = newChainCursor(len(l.plan.targets), c.h.attempts)
+	return l
+}
+
+// runLeg walks a leg's chain until one attempt commits (leg.res) or the
+// chain gives up (leg.err). The client's leaving shows as neither, with
+// the request's status set.
+func (l *chainRun) runLeg() *legResult {
+	for {
+		st, ok := l.cur.nextStep(time.Now(), l.deadline, l.h.backoff, nil)
+		if !ok {
+			break
+		}
+		switch l.step(st) {
+		case chainFinished:
+			return l.leg
+		case chainGiveUp:
+			l.leg.err = l.failure()
+			return l.leg
+		}
+	}
+	l.leg.err = l.failure()
+	return l.leg
+}
+
+// legBody is a leg's request body: raw parsed as the client's is, with
+// the client's reasoning budget (a target's budget placeholder reads it).
+func (c *chainRun) legBody(raw []byte) (*requestBody, error) {
+	rb, err := parseRequestBody(raw)
+	if err != nil {
+		return nil, err
+	}
+	rb.budget = c.body.budget
+	return rb, nil
+}
+
+// handoffRecord is what the log line, metrics and status page show of a
+// hand-off's legs.
+type handoffRecord struct {
+	reasonUpstream, reasonModel string // "": no reasoning leg answered
+	reasonTTFT                  time.Duration
+	reasoningTokens             int // estimated (the leg is stopped before its usage)
+	reasonPrompt                int // estimated
+	handoffAt                   time.Duration
+	why                         string        // what ended the reasoning: answer, tool_call, finish, end_tag, max_reasoning, broke, no_reasoning
+	gap                         time.Duration // the hand-off point to the answer leg's request written (the relay's own time)
+	answerUpstream, answerModel string
+	answerTTFT                  time.Duration
+	answerPrompt                int
+	answerCompletion            int
+	noReasoning                 bool // on_reason_failure answer: answered without reasoning
+	reasonCost, answerCost      float64
+}
+
+// handoff serves a hand-off alias: the reasoning leg, then the answer
+// leg, as one response.
+func (c *chainRun) handoff() {
+	ho := c.rt.handoff
+	d := handoffDialect(c.req.ep.dialect)
+	clientBody, err := json.Marshal(c.body.fields) // with the relay's own edits (effort...)
+	if err != nil {
+		c.h.reject(c.w, c.req, errInvalidRequest("", "the request body could not be read: "+err.Error()))
+		return
+	}
+	rec := &handoffRecord{}
+	c.req.handoff = rec
+	if c.pol.cfg.BudgetAction == pace.BudgetFailover {
+		// A reasoning budget's failover would start another reasoning
+		// leg on a stream that already has one: on a hand-off alias it
+		// ends the stream as error does (max_reasoning hands off instead).
+		c.pol.cfg.BudgetAction = pace.BudgetError
+	}
+
+	src := &handoffSource{c: c, ho: ho, d: d, clientBody: clientBody, rec: rec}
+	src.sp.Model = c.rt.alias
+	src.sp.Created = time.Now().Unix()
+	src.sp.MaxReasoning = ho.maxReasoning
+
+	reasonRaw, err := handoff.Reason(d, clientBody)
+	var reasonBody *requestBody
+	if err == nil {
+		reasonBody, err = c.legBody(reasonRaw)
+	}
+	if err != nil {
+		c.h.reject(c.w, c.req, errInvalidRequest("", err.Error()))
+		return
+	}
+	src.sp.ReasonPrompt = usage.EstimatePrompt(reasonRaw)
+	leg := c.newLeg(ho.reason, reasonBody, nil, nil).runLeg()
+	switch {
+	case leg.res != nil && leg.res.events == nil:
+		// The upstream's own answer to pass through (a 400 the client
+		// can act on): nothing was sent yet, so it is the answer.
+		if leg.release != nil {
+			defer leg.release()
+		}
+		rec.reasonUpstream = leg.t.up.name
+		c.commit(leg.t, leg.res)
+		return
+	case leg.res != nil:
+		src.reason = leg
+		rec.reasonUpstream, rec.reasonModel = leg.t.up.name, c.req.modelFor(leg.t)
+		rec.reasonTTFT = leg.res.ttft
+	case c.req.status == statusClientClosed:
+		return
+	case !ho.failAnswer:
+		c.invalid = leg.err // the chain's own account, as an ordinary alias's
+		c.fail()
+		countHandoff(c.rt.alias, "reason_failed")
+		return
+	default:
+		rec.noReasoning, rec.why = true, "no_reasoning"
+		c.req.noteText("reasoning leg failed before any reasoning: answering without it (on_reason_failure answer)")
+	}
+	defer src.close()
+
+	xOut := exchange{ep: c.req.ep, client: c.req.ep.dialect, upstream: dialectChat, rest: c.req.ep.rest, request: c.body.raw}
+	if c.req.ep.kind == kindChat {
+		xOut.reasoningField = c.rt.reasoningField
+	}
+	if rec.noReasoning {
+		c.w.Header().Set("X-Relay-Handoff", "no-reasoning")
+	} else {
+		c.w.Header().Set("X-Relay-Handoff", "reasoned-by "+rec.reasonUpstream+" ("+rec.reasonModel+")")
+	}
+	if !c.body.clientStream() {
+		c.handoffAnswer(src, xOut)
+		return
+	}
+	res := &attemptResult{x: xOut, started: c.req.start, finish: src.close, cause: func() error { return nil }}
+	res.resp = &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(nil))}
+	res.events = xOut.translateStream(src, c.rt.alias, true, src.sp.ReasonPrompt)
+	if err := awaitFirstEvent(res); err != nil {
+		// Nothing reached the client: no reasoning, and the answer leg
+		// failed too.
+		src.close()
+		c.failHandoff(src, err)
+		return
+	}
+	t := src.committedTarget()
+	res.ttft = time.Since(c.req.start)
+	c.commit(t, res)
+	c.finishHandoff(src)
+}
+
+// handoffAnswer answers a non-stream client: both legs ran as streams,
+// and the answer is the chat.completion they add up to, in the client's
+// dialect, its reasoning in the dialect's reasoning field or block.
+func (c *chainRun) handoffAnswer(src *handoffSource, xOut exchange) {
+	var a chat.Assembler
+	for {
+		ev, err := src.Next()
+		if err == io.EOF || err == nil && ev.IsDone() {
+			break
+		}
+		if err != nil || ev.Unterminated {
+			if c.r.Context().Err() != nil {
+				c.req.status = statusClientClosed
+				return
+			}
+			c.failHandoff(src, err)
+			return
+		}
+		if !ev.HasData {
+			continue
+		}
+		if isErrorEvent(&ev) {
+			if src.answerErr == nil {
+				src.answerErr = upstreamErrorOf(ev.Data)
+			}
+			c.failHandoff(src, errors.New("the answer leg sent an error"))
+			return
+		}
+		a.Add(ev.Data, time.Since(c.req.start), false)
+	}
+	body := a.Completion(time.Since(c.req.start), false).JSON()
+	status, out := xOut.translateUntagged(http.StatusOK, body)
+	t := src.committedTarget()
+	c.req.commit(t, status)
+	c.takeWriter()
+	hdr := c.w.Header()
+	setRelayHeaders(hdr, t, c.req)
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", strconv.Itoa(len(out)))
+	c.w.WriteHeader(status)
+	_, _ = c.w.Write(out)
+	c.headersOut = true
+	c.finishHandoff(src)
+}
+
+// failHandoff answers a hand-off that sent the client nothing: the answer
+// leg's failure (or the reasoning's, when that one is all there is).
+func (c *chainRun) failHandoff(src *handoffSource, err error) {
+	countHandoff(c.rt.alias, "answer_failed")
+	if src.answerErr != nil {
+		c.invalid = src.answerErr
+	} else if err != nil {
+		c.req.noteText("hand-off: " + logDetail(err))
+	}
+	c.fail()
+}
+
+// finishHandoff puts the legs into the request's record: the log line
+// names the answer leg as the upstream, and the legs in its handoff
+// fields.
+func (c *chainRun) finishHandoff(src *handoffSource) {
+	rec := src.rec
+	if src.answer != nil && src.answer.t != nil {
+		c.req.upstream, c.req.model = src.answer.t.up.name, c.req.modelFor(src.answer.t)
+	}
+	rec.reasoningTokens, rec.reasonPrompt = src.sp.ReasoningTokens(), src.sp.ReasonPrompt
+	rec.answerPrompt, rec.answerCompletion = src.sp.AnswerPrompt, src.sp.AnswerCompletion
+	outcome := "handed_off"
+	if rec.noReasoning {
+		outcome = "no_reasoning"
+	}
+	countHandoff(c.rt.alias, outcome)
+	if rec.gap > 0 {
+		metricHandoffGap.Observe(rec.gap.Seconds())
+	}
+}
+
+// handoffSource is the one Chat Completions stream of a hand-off: the
+// reasoning leg's reasoning up to the hand-off point, then the answer
+// leg's answer, both through the Splicer. The answer leg's chain is
+// walked inside Next, at the hand-off point: the client's stream (already
+// committed, or waiting for its first event) gets heartbeats from the
+// pacer meanwhile.
+type handoffSource struct {
+	c          *chainRun
+	ho         *handoffRoute
+	d          handoff.Dialect
+	clientBody []byte
+	rec        *handoffRecord
+	sp         handoff.Splicer
+
+	reason *legResult // nil: no reasoning leg (failed, on_reason_failure answer)
+	first  int        // the reasoning leg's held events read so far
+	answer *legResult
+	// answerEvents is the answer leg's stream, its held events first,
+	// with a usage chunk always (usageMeter: the relay's estimate when
+	// the upstream sends none), which the Splicer sums with the
+	// reasoning leg's.
+	answerEvents pace.Source
+
+	queue     [][]byte // chunks to return before reading on
+	phase     handoffPhase
+	answerErr *apiError // the answer leg's failure, for the client
+
+	mu     sync.Mutex
+	closed bool
+}
+
+type handoffPhase uint8
+
+const (
+	phaseReason handoffPhase = iota
+	phaseAnswer
+	phaseDone
+)
+
+// committedTarget is the target the response's headers name: the
+// reasoning leg's, whose stream commits the response, or the answer
+// leg's when there was no reasoning.
+func (s *handoffSource) committedTarget() *target {
+	if s.reason != nil && s.reason.t != nil {
+		return s.reason.t
+	}
+	if s.answer != nil && s.answer.t != nil {
+		return s.answer.t
+	}
+	return s.c.rt.targets[0]
+}
+
+func (s *handoffSource) Next() (sse.Event, error) {
+	for {
+		if len(s.queue) > 0 {
+			b := s.queue[0]
+			s.queue = s.queue[1:]
+			return sse.NewEvent("", b), nil
+		}
+		switch s.phase {
+		case phaseReason:
+			if err := s.readReason(); err != nil {
+				return sse.Event{}, err
+			}
+		case phaseAnswer:
+			ev, err := s.nextAnswer()
+			if err != nil || !ev.HasData || ev.IsDone() || ev.Unterminated {
+				if err != nil || ev.IsDone() || ev.Unterminated {
+					s.phase = phaseDone
+				}
+				if err == nil && !ev.HasData && !ev.Unterminated {
+					continue // a keep-alive comment: the pacer has its own
+				}
+				return ev, err
+			}
+			if isErrorEvent(&ev) {
+				s.phase = phaseDone
+				return ev, nil // the answer leg's in-band error, translated for the client
+			}
+			if out := s.sp.Answer(ev.Data); out != nil {
+				return sse.NewEvent("", out), nil
+			}
+		default:
+			return sse.Event{}, io.EOF
+		}
+	}
+}
+
+// BeforeRead: the pacer's per-read hook is not forwarded (the source
+// changes upstreams under it).
+func (s *handoffSource) BeforeRead(func()) {}
+
+// readReason reads the reasoning leg's next event: its reasoning is
+// queued for the client; the hand-off point starts the answer leg.
+func (s *handoffSource) readReason() error {
+	if s.reason == nil {
+		return s.startAnswer()
+	}
+	res := s.reason.res
+	var ev sse.Event
+	var err error
+	if s.first < len(res.first) {
+		ev = res.first[s.first]
+		s.first++
+	} else {
+		ev, err = res.events.Next()
+	}
+	switch {
+	case err != nil || ev.Unterminated:
+		s.rec.why = "broke"
+		s.c.req.note(s.reason.t, "reasoning leg broke after "+strconv.Itoa(s.sp.ReasoningTokens())+" reasoning tokens: handing off what came")
+		return s.startAnswer()
+	case !ev.HasData:
+		return nil
+	case ev.IsDone():
+		s.rec.why = "finish"
+		return s.startAnswer()
+	case isErrorEvent(&ev):
+		s.rec.why = "broke"
+		s.c.req.note(s.reason.t, "reasoning leg sent an error after "+strconv.Itoa(s.sp.ReasoningTokens())+" reasoning tokens: handing off what came")
+		return s.startAnswer()
+	}
+	out, over := s.sp.Reason(ev.Data)
+	s.queue = append(s.queue, out...)
+	if over {
+		s.rec.why = "answer"
+		if s.ho.maxReasoning > 0 && s.sp.ReasoningTokens() >= s.ho.maxReasoning {
+			s.rec.why = "max_reasoning"
+		}
+		return s.startAnswer()
+	}
+	return nil
+}
+
+// startAnswer is the hand-off point: the reasoning leg is stopped (its
+// connection closed: none of its answer is read or paid for), and the
+// answer leg's chain is walked with the reasoning injected.
+func (s *handoffSource) startAnswer() error {
+	at := time.Now()
+	s.phase = phaseAnswer
+	if s.reason != nil {
+		s.reason.done()
+		s.rec.handoffAt = at.Sub(s.c.req.start)
+	}
+	reasoning := s.sp.Reasoning()
+	if s.reason != nil && reasoning == "" && !s.rec.noReasoning {
+		s.c.req.note(s.reason.t, "reasoning leg gave no reasoning: answering without it")
+	}
+	bodies := map[handoff.Inject]*requestBody{}
+	var bodyErr error
+	bodyFor := func(t *target) *requestBody {
+		where := s.ho.injectFor(t)
+		if b, ok := bodies[where]; ok {
+			return b
+		}
+		raw, err := handoff.Answer(s.d, s.clientBody, reasoning, where)
+		var b *requestBody
+		if err == nil {
+			b, err = s.c.legBody(raw)
+		}
+		if err != nil {
+			bodyErr = err
+			return s.c.body
+		}
+		bodies[where] = b
+		return b
+	}
+	var wrote sync.Once
+	ctx := httptrace.WithClientTrace(s.c.r.Context(), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		wrote.Do(func() {
+			if s.rec.gap == 0 {
+				s.rec.gap = time.Since(at)
+			}
+		})
+	}})
+	first := bodyFor(s.c.rt.targets[0])
+	leg := s.c.newLeg(s.c.rt, first, bodyFor, ctx).runLeg()
+	if bodyErr != nil {
+		return &publicError{msg: "the answer leg's request could not be made", cause: bodyErr}
+	}
+	s.answer = leg
+	if leg.res == nil {
+		s.phase = phaseDone
+		if s.c.req.status == statusClientClosed {
+			return context.Canceled
+		}
+		s.answerErr = leg.err
+		if leg.err == nil {
+			s.answerErr = errAllFailed(s.c.req.summary())
+		}
+		return s.inBandError(s.answerErr)
+	}
+	s.rec.answerUpstream, s.rec.answerModel = leg.t.up.name, s.c.req.modelFor(leg.t)
+	s.rec.answerTTFT = leg.res.ttft
+	if leg.res.events == nil {
+		// The upstream's own error status (passed through by the chain):
+		// after the reasoning, an in-band error with its message.
+		b := leg.res.wholeBody()
+		e := upstreamErrorOf(b)
+		if e == nil {
+			e = errAllFailed(s.c.req.summary())
+		}
+		s.answerErr = e
+		s.phase = phaseDone
+		return s.inBandError(e)
+	}
+	s.answerEvents = newUsageMeter(&heldFirst{first: leg.res.first, src: leg.res.events}, usage.EstimatePrompt(bodyFor(leg.t).raw))
+	if s.sp.ID == "" {
+		s.sp.Begin("chatcmpl-" + strconv.FormatInt(time.Now().UnixNano(), 36))
+	}
+	return nil
+}
+
+// inBandError queues the answer leg's failure as a Chat error event,
+// which the client's translator turns into its dialect's in-band error.
+func (s *handoffSource) inBandError(e *apiError) error {
+	s.queue = append(s.queue, e.body())
+	return nil
+}
+
+// nextAnswer is the answer leg's next event.
+func (s *handoffSource) nextAnswer() (sse.Event, error) { return s.answerEvents.Next() }
+
+// heldFirst is an attempt's stream with the events held at its commit
+// point first.
+type heldFirst struct {
+	first []sse.Event
+	src   pace.Source
+}
+
+func (h *heldFirst) Next() (sse.Event, error) {
+	if len(h.first) > 0 {
+		ev := h.first[0]
+		h.first = h.first[1:]
+		return ev, nil
+	}
+	return h.src.Next()
+}
+
+// close stops both legs (idempotent): the response is over, or failed.
+func (s *handoffSource) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.reason != nil {
+		s.reason.done()
+	}
+	if s.answer != nil {
+		s.answer.done()
+	}
+}

@@ -1,0 +1,444 @@
+package handoff
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Dialect is the wire format of a client's request body.
+type Dialect uint8
+
+const (
+	Chat      Dialect = iota // OpenAI Chat Completions: messages
+	Messages                 // Anthropic Messages: messages and system
+	Responses                // OpenAI Responses: input and instructions
+)
+
+// Inject is where the answer leg's request carries the reasoning.
+type Inject uint8
+
+const (
+	// Prefill is a trailing assistant turn that opens with the reasoning
+	// in a <think> wrapper: the model continues it with the answer.
+	// Anthropic continues a trailing assistant turn; most Chat providers
+	// need their own switch for it (vLLM's continue_final_message).
+	Prefill Inject = iota
+	// User appends the reasoning, under Preamble, to the last user turn
+	// (a new user turn when the conversation ends with tool results).
+	User
+	// System appends it, under Preamble, to the system prompt. A provider's
+	// prompt cache then misses for the whole conversation after it.
+	System
+)
+
+func (i Inject) String() string {
+	switch i {
+	case User:
+		return "user"
+	case System:
+		return "system"
+	}
+	return "prefill"
+}
+
+// ParseInject reads an `inject` value.
+func ParseInject(s string) (Inject, bool) {
+	switch s {
+	case "prefill":
+		return Prefill, true
+	case "user":
+		return User, true
+	case "system":
+		return System, true
+	}
+	return 0, false
+}
+
+// Preamble introduces the reasoning where it is not the model's own turn
+// (User and System). It says what the text is and what to do with it, and
+// nothing a model could mistake for the user's question.
+const Preamble = "The reasoning below was written for this request by another model. Use it to write your answer; do not repeat it or mention it.\n"
+
+// Wrap is the reasoning in the wrapper every position uses: <think> tags,
+// which reasoning models write and read. No trailing whitespace: Anthropic
+// refuses an assistant prefill that ends with any.
+func Wrap(reasoning string) string {
+	return "<think>\n" + strings.TrimSpace(reasoning) + "\n</think>"
+}
+
+// Injected is the exact text the answer leg's request carries for
+// reasoning at where.
+func Injected(reasoning string, where Inject) string {
+	if where == Prefill {
+		return Wrap(reasoning)
+	}
+	return Preamble + Wrap(reasoning)
+}
+
+// ErrNotObject is a body that is not a JSON object.
+var ErrNotObject = errors.New("the request body is not a JSON object")
+
+// Reason is the reasoning leg's body: the client's, asked for a stream
+// (with its usage, in Chat), with the reasoning of earlier turns removed
+// (see stripHistory).
+func Reason(d Dialect, body []byte) ([]byte, error) {
+	top, err := decode(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := stripHistory(d, top); err != nil {
+		return nil, err
+	}
+	streamOn(d, top)
+	return json.Marshal(top)
+}
+
+// Answer is the answer leg's body: the client's, asked for a stream, the
+// reasoning of earlier turns removed, the request's own reasoning knobs
+// removed (the answer leg answers; it is not asked to reason again: a
+// target's `set` adds a knob back), and reasoning injected at where
+// (nothing when reasoning is empty: the reasoning leg gave none).
+func Answer(d Dialect, body []byte, reasoning string, where Inject) ([]byte, error) {
+	top, err := decode(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := stripHistory(d, top); err != nil {
+		return nil, err
+	}
+	for _, k := range knobs[d] {
+		delete(top, k)
+	}
+	streamOn(d, top)
+	if strings.TrimSpace(reasoning) != "" {
+		if err := inject(d, top, reasoning, where); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(top)
+}
+
+// knobs are the members that ask a model to reason, per dialect.
+var knobs = [...][]string{
+	Chat:      {"reasoning_effort", "reasoning", "thinking"},
+	Messages:  {"thinking"},
+	Responses: {"reasoning"},
+}
+
+type object = map[string]json.RawMessage
+
+func decode(body []byte) (object, error) {
+	var top object
+	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+		return nil, ErrNotObject
+	}
+	return top, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only strings, maps and slices of them
+	}
+	return b
+}
+
+// streamOn asks for a stream; a Chat body also for its usage chunk, which
+// the relay sums over both legs.
+func streamOn(d Dialect, top object) {
+	top["stream"] = json.RawMessage("true")
+	if d != Chat {
+		return
+	}
+	opts := object{}
+	if raw, ok := top["stream_options"]; ok {
+		_ = json.Unmarshal(raw, &opts) // not an object: replaced
+		if opts == nil {
+			opts = object{}
+		}
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	top["stream_options"] = mustJSON(opts)
+}
+
+// stripHistory removes the reasoning of earlier assistant turns. The relay
+// wrote it (a hand-off's reasoning reaches the client as a reasoning
+// field, an unsigned thinking block or a reasoning item without
+// encrypted content) and no provider takes it back: DeepSeek refuses
+// reasoning_content in its input, Anthropic an unsigned thinking block,
+// OpenAI a reasoning item it did not make.
+func stripHistory(d Dialect, top object) error {
+	switch d {
+	case Chat:
+		return editMessages(top, "messages", func(m object) (object, error) {
+			if role(m) == "assistant" {
+				delete(m, "reasoning_content")
+				delete(m, "reasoning")
+				delete(m, "reasoning_details")
+			}
+			return m, nil
+		})
+	case Messages:
+		return editMessages(top, "messages", func(m object) (object, error) {
+			if role(m) != "assistant" {
+				return m, nil
+			}
+			var blocks []object
+			if json.Unmarshal(m["content"], &blocks) != nil {
+				return m, nil // a string: no thinking in it
+			}
+			kept := blocks[:0]
+			for _, b := range blocks {
+				if t := str(b["type"]); t != "thinking" && t != "redacted_thinking" {
+					kept = append(kept, b)
+				}
+			}
+			if len(kept) == 0 {
+				return nil, nil // a turn of thinking only: nothing left to send
+			}
+			m["content"] = mustJSON(kept)
+			return m, nil
+		})
+	case Responses:
+		var items []object
+		if json.Unmarshal(top["input"], &items) != nil {
+			return nil // a string, or absent
+		}
+		kept := items[:0]
+		for _, it := range items {
+			if str(it["type"]) != "reasoning" {
+				kept = append(kept, it)
+			}
+		}
+		top["input"] = mustJSON(kept)
+	}
+	return nil
+}
+
+// editMessages applies f to each message of top[key]; f returning nil
+// drops the message.
+func editMessages(top object, key string, f func(object) (object, error)) error {
+	raw, ok := top[key]
+	if !ok {
+		return nil
+	}
+	var msgs []object
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return fmt.Errorf("%s: not an array of objects", key)
+	}
+	kept := msgs[:0]
+	for _, m := range msgs {
+		m, err := f(m)
+		if err != nil {
+			return err
+		}
+		if m != nil {
+			kept = append(kept, m)
+		}
+	}
+	top[key] = mustJSON(kept)
+	return nil
+}
+
+func role(m object) string { return str(m["role"]) }
+
+func str(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// inject puts the reasoning where the answer leg reads it.
+func inject(d Dialect, top object, reasoning string, where Inject) error {
+	text := Injected(reasoning, where)
+	switch d {
+	case Chat:
+		return injectChat(top, text, where)
+	case Messages:
+		return injectMessages(top, text, where)
+	}
+	return injectResponses(top, text, where)
+}
+
+// textPart is a content part of text in each dialect.
+func textPart(d Dialect, text, role string) object {
+	typ := "text"
+	if d == Responses {
+		typ = "input_text"
+		if role == "assistant" {
+			typ = "output_text"
+		}
+	}
+	return object{"type": mustJSON(typ), "text": mustJSON(text)}
+}
+
+// appendText adds text to a message's content: after a string content
+// (a blank line between), or as a new last part of an array.
+func appendText(d Dialect, m object, text string) error {
+	var s string
+	if err := json.Unmarshal(m["content"], &s); err == nil {
+		if d == Messages {
+			// Blocks, not one string: the client's text stays byte for
+			// byte what it was, and a cache_control added later keeps
+			// its place.
+			m["content"] = mustJSON([]object{textPart(d, s, role(m)), textPart(d, text, role(m))})
+			return nil
+		}
+		m["content"] = mustJSON(s + "\n\n" + text)
+		return nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(m["content"], &parts); err != nil {
+		return errors.New("a message's content is neither a string nor an array")
+	}
+	parts = append(parts, mustJSON(textPart(d, text, role(m))))
+	m["content"] = mustJSON(parts)
+	return nil
+}
+
+// prependText puts text before a message's content (a client's own
+// prefill, which the model then continues after the reasoning).
+func prependText(d Dialect, m object, text string) error {
+	var s string
+	if err := json.Unmarshal(m["content"], &s); err == nil {
+		m["content"] = mustJSON(text + "\n\n" + s)
+		return nil
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(m["content"], &parts); err != nil {
+		return errors.New("a message's content is neither a string nor an array")
+	}
+	parts = append([]json.RawMessage{mustJSON(textPart(d, text, role(m)))}, parts...)
+	m["content"] = mustJSON(parts)
+	return nil
+}
+
+func messagesOf(top object) ([]object, error) {
+	var msgs []object
+	if raw, ok := top["messages"]; ok {
+		if err := json.Unmarshal(raw, &msgs); err != nil {
+			return nil, errors.New("messages: not an array of objects")
+		}
+	}
+	return msgs, nil
+}
+
+// injectTurns injects into a messages array (Chat and Messages): Prefill
+// and User. A conversation that ends with the client's own prefill (an
+// assistant turn) keeps it last.
+func injectTurns(d Dialect, top object, text string, where Inject) error {
+	msgs, err := messagesOf(top)
+	if err != nil {
+		return err
+	}
+	n := len(msgs)
+	prefilled := n > 0 && role(msgs[n-1]) == "assistant"
+	switch where {
+	case Prefill:
+		if prefilled {
+			if err := prependText(d, msgs[n-1], text); err != nil {
+				return err
+			}
+			break
+		}
+		m := object{"role": mustJSON("assistant")}
+		if d == Messages {
+			m["content"] = mustJSON([]object{textPart(d, text, "assistant")})
+		} else {
+			m["content"] = mustJSON(text)
+		}
+		msgs = append(msgs, m)
+	case User:
+		at := n // the last user turn is msgs[at-1]
+		if prefilled {
+			at = n - 1
+		}
+		if at > 0 && role(msgs[at-1]) == "user" {
+			// The last user turn (in Messages, tool results may be
+			// followed by text in the same turn).
+			if err := appendText(d, msgs[at-1], text); err != nil {
+				return err
+			}
+			break
+		}
+		m := object{"role": mustJSON("user"), "content": mustJSON(text)}
+		msgs = append(msgs[:at], append([]object{m}, msgs[at:]...)...)
+	}
+	top["messages"] = mustJSON(msgs)
+	return nil
+}
+
+func injectChat(top object, text string, where Inject) error {
+	if where != System {
+		return injectTurns(Chat, top, text, where)
+	}
+	msgs, err := messagesOf(top)
+	if err != nil {
+		return err
+	}
+	if len(msgs) > 0 && (role(msgs[0]) == "system" || role(msgs[0]) == "developer") {
+		if err := appendText(Chat, msgs[0], text); err != nil {
+			return err
+		}
+	} else {
+		msgs = append([]object{{"role": mustJSON("system"), "content": mustJSON(text)}}, msgs...)
+	}
+	top["messages"] = mustJSON(msgs)
+	return nil
+}
+
+func injectMessages(top object, text string, where Inject) error {
+	if where != System {
+		return injectTurns(Messages, top, text, where)
+	}
+	raw, ok := top["system"]
+	if !ok || string(raw) == "null" {
+		top["system"] = mustJSON(text)
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		top["system"] = mustJSON(s + "\n\n" + text)
+		return nil
+	}
+	var blocks []json.RawMessage
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return errors.New("system: neither a string nor an array")
+	}
+	top["system"] = mustJSON(append(blocks, mustJSON(textPart(Messages, text, "system"))))
+	return nil
+}
+
+func injectResponses(top object, text string, where Inject) error {
+	if where == System {
+		var s string
+		if raw, ok := top["instructions"]; ok && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return errors.New("instructions: not a string")
+			}
+			s += "\n\n"
+		}
+		top["instructions"] = mustJSON(s + text)
+		return nil
+	}
+	var items []json.RawMessage
+	if raw, ok := top["input"]; ok {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			items = []json.RawMessage{mustJSON(object{"type": mustJSON("message"), "role": mustJSON("user"),
+				"content": mustJSON([]object{textPart(Responses, s, "user")})})}
+		} else if err := json.Unmarshal(raw, &items); err != nil {
+			return errors.New("input: neither a string nor an array")
+		}
+	}
+	r := "user"
+	if where == Prefill {
+		r = "assistant"
+	}
+	items = append(items, mustJSON(object{"type": mustJSON("message"), "role": mustJSON(r),
+		"content": mustJSON([]object{textPart(Responses, text, r)})}))
+	top["input"] = mustJSON(items)
+	return nil
+}
