@@ -356,7 +356,8 @@ func (c *chainRun) handoffAnswer(src *handoffSource, xOut exchange) {
 		}
 		a.Add(ev.Data, time.Since(c.req.start), false)
 	}
-	body := a.Completion(time.Since(c.req.start), false).JSON()
+	comp := a.Completion(time.Since(c.req.start), false)
+	body := comp.JSON()
 	status, out := xOut.translateUntagged(http.StatusOK, body)
 	t := src.committedTarget()
 	c.req.commit(t, status)
