@@ -33,6 +33,7 @@ func parseSimulatorCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 //	    reasoning_tokens <n>
 //	    content_tokens <n>
 //	    reasoning_form fields|tags|tags_unopened
+//	    echo handoff
 //
 //	    # pacing (pattern sets both phases; later lines override earlier ones)
 //	    pattern steady [<tokens_per_sec>]
@@ -50,7 +51,10 @@ func parseSimulatorCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 //	}
 //
 // `reasoning_tokens 0` removes the reasoning phase. `pattern steady 0`
-// streams as fast as possible.
+// streams as fast as possible. `echo handoff` answers every request with
+// the reasoning a hand-off injected into it, as
+// `handoff:<prefill|user|system|none>:<reasoning>`, and no reasoning (a
+// request's `X-Sim-Echo: handoff` header does the same for one request).
 func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	if d.NextArg() {
@@ -60,7 +64,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		switch name {
-		case "seed", "reasoning_tokens", "content_tokens", "reasoning_form", "ttfb":
+		case "seed", "reasoning_tokens", "content_tokens", "reasoning_form", "echo", "ttfb":
 			if seen[name] {
 				return d.Errf("%s already specified", name)
 			}
@@ -111,6 +115,16 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("reasoning_form: must be %s, %s or %s, got %q", sim.ReasoningFields, sim.ReasoningTags, sim.ReasoningTagsUnopened, v)
 			}
 			s.ReasoningForm = v
+
+		case "echo":
+			v, err := simOneArg(d)
+			if err != nil {
+				return err
+			}
+			if v != sim.EchoHandoff {
+				return d.Errf("echo: must be %s, got %q", sim.EchoHandoff, v)
+			}
+			s.Echo = v
 
 		case "pattern", "reasoning_pattern", "content_pattern":
 			p, err := simParsePattern(d, name)
@@ -187,7 +201,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.Faults = append(s.Faults, f)
 
 		default:
-			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, reasoning_form, pattern, reasoning_pattern, content_pattern, ttfb, fail, overloaded, stall, drop_after or error_after", name)
+			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, reasoning_form, echo, pattern, reasoning_pattern, content_pattern, ttfb, fail, overloaded, stall, drop_after or error_after", name)
 		}
 	}
 	return nil

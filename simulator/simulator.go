@@ -75,6 +75,23 @@ type Simulator struct {
 	// overrides it. Messages and Responses ignore it. Default: `fields`.
 	ReasoningForm string `json:"reasoning_form,omitempty"`
 
+	// `echo handoff`: every answer echoes the reasoning a hand-off
+	// injected into its request, for tests of the injection: no
+	// reasoning (no reasoning_content, thinking block or reasoning item,
+	// whatever the request asks), and the answer text
+	// `handoff:<where>:<reasoning>`, where `<where>` is `prefill` (the
+	// last turn is an assistant's holding the wrapper), `user` (the last
+	// user turn holds it) or `system` (the system prompt, system or
+	// developer message, or instructions do), searched in that order, and
+	// `<reasoning>` the text between `<think>\n` and `\n</think>` there,
+	// byte for byte; `handoff:none:` when the request carries none. The
+	// text is streamed in pieces of 4 characters, one output token each.
+	// The reasoning form still shapes chat completions (an empty think
+	// block in the tags forms), and a forced tool call is still made. A
+	// request's `X-Sim-Echo: handoff` header sets it for that request.
+	// All three endpoints. Default: off.
+	Echo string `json:"echo,omitempty"`
+
 	// `reasoning_pattern <kind> [<args...>]` (or `pattern`, which sets
 	// both phases): how reasoning deltas are paced. Default: steady at 50
 	// tokens per second.
@@ -183,6 +200,7 @@ func (s *Simulator) Provision(caddy.Context) error {
 		ReasoningTokens:  s.ReasoningTokens,
 		ContentTokens:    s.ContentTokens,
 		ReasoningForm:    s.ReasoningForm,
+		Echo:             s.Echo,
 		ReasoningPattern: s.ReasoningPattern.simPattern(),
 		ContentPattern:   s.ContentPattern.simPattern(),
 		TTFB:             time.Duration(s.TTFB),

@@ -374,3 +374,83 @@ func TestSimulatorReasoningForm(t *testing.T) {
 		t.Errorf("JSON reasoning_form tags: %v", err)
 	}
 }
+
+func TestSimulatorEcho(t *testing.T) {
+	var s Simulator
+	d := caddyfile.NewTestDispenser("llm_simulator {\n\tseed 4\n\techo handoff\n}")
+	if err := s.UnmarshalCaddyfile(d); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(s); !strings.Contains(string(got), `"echo":"handoff"`) {
+		t.Errorf("JSON %s lacks the echo", got)
+	}
+	if err := simProvision(t, &s); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(s *Simulator, path, echo, body string) string {
+		req := httptest.NewRequest("POST", path, strings.NewReader(body))
+		if echo != "" {
+			req.Header.Set(sim.EchoHeader, echo)
+		}
+		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+		rec := httptest.NewRecorder()
+		if err := s.ServeHTTP(rec, req, nil); err != nil {
+			t.Fatal(err)
+		}
+		return rec.Body.String()
+	}
+	prefill := `{"model":"x","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"<think>\nfirst \"this\"\nthen 推理\n</think>"}]}`
+	var resp struct {
+		Choices []struct {
+			Message map[string]string `json:"message"`
+		} `json:"choices"`
+	}
+	body := serve(&s, "/v1/chat/completions", "", prefill)
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	if m := resp.Choices[0].Message; m["content"] != "handoff:prefill:first \"this\"\nthen 推理" || m["reasoning_content"] != "" {
+		t.Errorf("echo answer %q", m)
+	}
+
+	// Without the setting, the header asks for the echo.
+	var plain Simulator
+	if err := simProvision(t, &plain); err != nil {
+		t.Fatal(err)
+	}
+	if body := serve(&plain, "/v1/messages", "", `{"model":"x","max_tokens":8,"system":"<think>\nS\n</think>","messages":[{"role":"user","content":"hi"}]}`); strings.Contains(body, "handoff:") {
+		t.Errorf("echo without the header: %s", body)
+	}
+	if body := serve(&plain, "/v1/messages", sim.EchoHandoff, `{"model":"x","max_tokens":8,"system":"<think>\nS\n</think>","messages":[{"role":"user","content":"hi"}]}`); !strings.Contains(body, `"text":"handoff:system:S"`) {
+		t.Errorf("the header did not echo: %s", body)
+	}
+	if body := serve(&plain, "/v1/responses", "all", `{"model":"x","input":"hi"}`); !strings.Contains(body, `X-Sim-Echo: unknown mode \"all\" (want \"handoff\")`) {
+		t.Errorf("unknown header value: %s", body)
+	}
+
+	for _, tc := range []struct{ in, want string }{
+		{"llm_simulator {\n\techo all\n}", `echo: must be handoff, got "all", at Testfile:2`},
+		{"llm_simulator {\n\techo\n}", "wrong argument count or unexpected line ending after 'echo', at Testfile:2"},
+		{"llm_simulator {\n\techo handoff handoff\n}", "Testfile:2"},
+		{"llm_simulator {\n\techo handoff\n\techo handoff\n}", "echo already specified, at Testfile:3"},
+	} {
+		var s Simulator
+		err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n got error %v\nwant one containing %q", tc.in, err, tc.want)
+		}
+	}
+
+	var bad Simulator
+	if err := caddy.StrictUnmarshalJSON([]byte(`{"echo":"all"}`), &bad); err != nil {
+		t.Fatal(err)
+	}
+	err := simProvision(t, &bad)
+	if want := `llm_simulator: echo: unknown mode "all" (want "handoff")`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("provision: %v, want %q", err, want)
+	}
+	var good Simulator
+	if err := caddy.StrictUnmarshalJSON([]byte(`{"echo":"handoff"}`), &good); err != nil || simProvision(t, &good) != nil {
+		t.Errorf("JSON echo handoff: %v", err)
+	}
+}

@@ -29,6 +29,10 @@ type chatRequest struct {
 	// form is the reasoning form of the answer: the config's, or the
 	// request's ReasoningFormHeader.
 	form string
+
+	// reasoning and content are the answer's pieces: the Server's, or
+	// none and the echo in the handoff echo mode.
+	reasoning, content []string
 }
 
 // promptTokens estimates the prompt's tokens as ceil(characters / 4) of
@@ -65,16 +69,24 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		req.form = h
 	}
+	echo, err := s.echoMode(r.Header.Get(EchoHeader))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "invalid_request_error", "invalid_header")
+		return
+	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error(), "invalid_request_error", "invalid_json")
 		return
+	}
+	req.reasoning, req.content = s.reasoning, s.content
+	if echo == EchoHandoff {
+		req.reasoning, req.content = nil, echoPieces(req.echo())
 	}
 	if req.Model == "" {
 		req.Model = s.cfg.Models[0]
 	}
 
 	f := s.pickFault(uint64(n))
-	var err error
 	switch {
 	case f != nil && (f.Kind == FaultStatus || f.Kind == FaultOverloaded):
 		writeStatusFault(w, f)
@@ -156,7 +168,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, req *chatReque
 	}
 	msg := &resp.Choices[0].Message
 	msg.Role = "assistant"
-	answer, answerTokens := strings.Join(s.content, ""), len(s.content)
+	answer, answerTokens := strings.Join(req.content, ""), len(req.content)
 	if tool != nil {
 		resp.Choices[0].FinishReason = finishToolCalls
 		answer, answerTokens = "", len(ToolInputFragments)
@@ -165,15 +177,15 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, req *chatReque
 			Function: chatFunction{Name: tool.name, Arguments: ToolInput},
 		}}
 	}
-	u := newUsage(req.promptTokens(), len(s.reasoning), answerTokens)
+	u := newUsage(req.promptTokens(), len(req.reasoning), answerTokens)
 	if req.form == ReasoningFields {
-		msg.ReasoningContent = strings.Join(s.reasoning, "")
+		msg.ReasoningContent = strings.Join(req.reasoning, "")
 		if tool == nil {
 			msg.Content = &answer
 		}
 		resp.Usage = u
 	} else {
-		content := TaggedContent(req.form, strings.Join(s.reasoning, ""), answer)
+		content := TaggedContent(req.form, strings.Join(req.reasoning, ""), answer)
 		msg.Content = &content
 		resp.Usage = u.plain()
 	}

@@ -76,6 +76,18 @@ type Config struct {
 	// Responses ignore it. Default: "fields".
 	ReasoningForm string
 
+	// Echo, if "handoff" (EchoHandoff), makes every answer on the three
+	// endpoints echo the reasoning a hand-off injected into its request:
+	// no reasoning, and the answer text "handoff:<where>:<reasoning>",
+	// where is prefill, user or system and reasoning the text between
+	// "<think>\n" and "\n</think>" there ("handoff:none:" when the request
+	// carries none); see EchoText. The text is streamed in pieces of 4
+	// characters, one output token each; the reasoning form still shapes
+	// chat completions (an empty think block in the tags forms), and a
+	// forced tool call is still made. A request may set it with the
+	// X-Sim-Echo header. Default: "" (no echo).
+	Echo string
+
 	// ReasoningPattern and ContentPattern pace each phase of a stream.
 	// A zero Pattern means steady at 50 tokens per second.
 	ReasoningPattern Pattern
@@ -231,6 +243,9 @@ func (c Config) validate() error {
 	}
 	if err := validateForm(c.ReasoningForm); err != nil {
 		errs = append(errs, fmt.Errorf("reasoning form: %w", err))
+	}
+	if err := validateEcho(c.Echo); err != nil {
+		errs = append(errs, fmt.Errorf("echo: %w", err))
 	}
 	if err := c.ReasoningPattern.validate(); err != nil {
 		errs = append(errs, fmt.Errorf("reasoning pattern: %w", err))

@@ -118,6 +118,10 @@ type msgPlan struct {
 	tool      *toolCall // a tool_use block instead of the text block
 	input     int       // estimated input tokens
 	signature string
+
+	// reasoning and content are the answer's pieces: the Server's, or
+	// none and the echo in the handoff echo mode.
+	reasoning, content []string
 }
 
 func (p *msgPlan) id() string     { return "msg_sim_" + strconv.FormatInt(p.n, 10) }
@@ -131,13 +135,13 @@ func (p *msgPlan) stopReason() string {
 }
 
 // outputTokens counts one token per delta the answer streams.
-func (p *msgPlan) outputTokens(s *Server) int {
-	n := len(s.content)
+func (p *msgPlan) outputTokens() int {
+	n := len(p.content)
 	if p.tool != nil {
 		n = len(ToolInputFragments)
 	}
 	if p.thinking {
-		n += len(s.reasoning)
+		n += len(p.reasoning)
 	}
 	return n
 }
@@ -161,6 +165,11 @@ func Signature(cfg Config) string { return signature(cfg.withDefaults().Seed) }
 // fault, then answers with an error status, stalls, streams or completes.
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	n := s.requests.Add(1)
+	echo, err := s.echoMode(r.Header.Get(EchoHeader))
+	if err != nil {
+		writeAnthropicError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	var req messagesRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 		writeAnthropicError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
@@ -171,13 +180,16 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	plan := &msgPlan{
 		req: &req, n: n,
-		thinking:  req.wantsThinking() && len(s.reasoning) > 0,
 		tool:      req.messagesToolCall(),
 		input:     req.inputTokens(),
 		signature: s.signature,
+		reasoning: s.reasoning, content: s.content,
 	}
+	if echo == EchoHandoff {
+		plan.reasoning, plan.content = nil, echoPieces(req.echo())
+	}
+	plan.thinking = req.wantsThinking() && len(plan.reasoning) > 0
 	f := s.pickFault(uint64(n))
-	var err error
 	switch {
 	case f != nil && (f.Kind == FaultStatus || f.Kind == FaultOverloaded):
 		writeAnthropicFault(w, f)
@@ -211,10 +223,10 @@ func (s *Server) completeMessage(w http.ResponseWriter, r *http.Request, p *msgP
 		ID: p.id(), Type: "message", Role: "assistant", Model: p.req.Model,
 		Content:    []contentBlock{},
 		StopReason: &stop,
-		Usage:      msgUsage{InputTokens: p.input, OutputTokens: p.outputTokens(s)},
+		Usage:      msgUsage{InputTokens: p.input, OutputTokens: p.outputTokens()},
 	}
 	if p.thinking {
-		thinking, sig := strings.Join(s.reasoning, ""), p.signature
+		thinking, sig := strings.Join(p.reasoning, ""), p.signature
 		resp.Content = append(resp.Content, contentBlock{Type: "thinking", Thinking: &thinking, Signature: &sig})
 	}
 	if p.tool != nil {
@@ -222,7 +234,7 @@ func (s *Server) completeMessage(w http.ResponseWriter, r *http.Request, p *msgP
 			Type: "tool_use", ID: new(p.toolID()), Name: &p.tool.name, Input: json.RawMessage(ToolInput),
 		})
 	} else {
-		text := strings.Join(s.content, "")
+		text := strings.Join(p.content, "")
 		resp.Content = append(resp.Content, contentBlock{Type: "text", Text: &text})
 	}
 	return writeJSON(w, resp)

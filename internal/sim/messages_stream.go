@@ -89,7 +89,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, p *msgPla
 	if p.thinking {
 		phases = append(phases, msgPhase{
 			start:   contentBlock{Type: "thinking", Thinking: &empty, Signature: &empty},
-			pieces:  s.reasoning,
+			pieces:  p.reasoning,
 			pattern: s.cfg.ReasoningPattern,
 			delta:   func(x string) blockDelta { return blockDelta{Type: "thinking_delta", Thinking: &x} },
 		})
@@ -104,7 +104,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, p *msgPla
 	} else {
 		phases = append(phases, msgPhase{
 			start:   contentBlock{Type: "text", Text: &empty},
-			pieces:  s.content,
+			pieces:  p.content,
 			pattern: s.cfg.ContentPattern,
 			delta:   func(x string) blockDelta { return blockDelta{Type: "text_delta", Text: &x} },
 		})
@@ -139,7 +139,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, p *msgPla
 	var md evMessageDelta
 	md.Type = "message_delta"
 	md.Delta.StopReason = p.stopReason()
-	md.Usage.OutputTokens = p.outputTokens(s)
+	md.Usage.OutputTokens = p.outputTokens()
 	if err := mw.event("message_delta", md); err != nil {
 		return err
 	}

@@ -79,6 +79,10 @@ type respPlan struct {
 	reasoning bool      // a reasoning item first
 	tool      *toolCall // a function_call item instead of the message
 	input     int       // estimated input tokens
+
+	// summary (the reasoning) and content are the answer's pieces: the
+	// Server's, or none and the echo in the handoff echo mode.
+	summary, content []string
 }
 
 func (p *respPlan) suffix() string      { return "sim_" + strconv.FormatInt(p.n, 10) }
@@ -105,13 +109,13 @@ type respUsage struct {
 // reasoning deltas only when they are sent.
 func (p *respPlan) usage(s *Server) *respUsage {
 	u := &respUsage{InputTokens: p.input}
-	out := len(s.content)
+	out := len(p.content)
 	if p.tool != nil {
 		out = len(ToolInputFragments)
 	}
 	if p.reasoning {
-		u.OutputTokensDetails.ReasoningTokens = len(s.reasoning)
-		out += len(s.reasoning)
+		u.OutputTokensDetails.ReasoningTokens = len(p.summary)
+		out += len(p.summary)
 	}
 	u.OutputTokens = out
 	u.TotalTokens = p.input + out
@@ -245,6 +249,11 @@ func outputText(text string) respPart {
 // or completes. Every error body is OpenAI's.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	n := s.requests.Add(1)
+	echo, err := s.echoMode(r.Header.Get(EchoHeader))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "invalid_request_error", "invalid_header")
+		return
+	}
 	var req respRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error(), "invalid_request_error", "invalid_json")
@@ -255,12 +264,15 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	}
 	plan := &respPlan{
 		req: &req, n: n, created: time.Now().Unix(),
-		reasoning: req.wantsReasoning() && len(s.reasoning) > 0,
-		tool:      req.responsesToolCall(),
-		input:     req.inputTokens(),
+		tool:    req.responsesToolCall(),
+		input:   req.inputTokens(),
+		summary: s.reasoning, content: s.content,
 	}
+	if echo == EchoHandoff {
+		plan.summary, plan.content = nil, echoPieces(req.echo())
+	}
+	plan.reasoning = req.wantsReasoning() && len(plan.summary) > 0
 	f := s.pickFault(uint64(n))
-	var err error
 	switch {
 	case f != nil && (f.Kind == FaultStatus || f.Kind == FaultOverloaded):
 		writeStatusFault(w, f)
@@ -292,12 +304,12 @@ func (s *Server) completeResponse(w http.ResponseWriter, r *http.Request, p *res
 	}
 	var output []respItemOut
 	if p.reasoning {
-		output = append(output, p.reasoningItem(strings.Join(s.reasoning, ""), true))
+		output = append(output, p.reasoningItem(strings.Join(p.summary, ""), true))
 	}
 	if p.tool != nil {
 		output = append(output, p.callItem(true))
 	} else {
-		output = append(output, p.messageItem(strings.Join(s.content, ""), true))
+		output = append(output, p.messageItem(strings.Join(p.content, ""), true))
 	}
 	return writeJSON(w, p.object(s, "completed", output))
 }

@@ -154,7 +154,7 @@ func (rw *typedWriter) paced(wt waiter, pattern Pattern, pieces []string, ev fun
 // streamReasoning streams the reasoning item at index idx, its one
 // summary part's text as reasoning_summary_text deltas.
 func (s *Server) streamReasoning(rw *typedWriter, wt waiter, p *respPlan, idx int) (respItemOut, error) {
-	text := strings.Join(s.reasoning, "")
+	text := strings.Join(p.summary, "")
 	id := p.reasoningID()
 	if err := rw.event("response.output_item.added", evItem{"response.output_item.added", idx, p.reasoningItem("", false)}); err != nil {
 		return respItemOut{}, err
@@ -164,7 +164,7 @@ func (s *Server) streamReasoning(rw *typedWriter, wt waiter, p *respPlan, idx in
 		return respItemOut{}, err
 	}
 	const delta, done = "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done"
-	err := rw.paced(wt, s.cfg.ReasoningPattern, s.reasoning, func(x string) (string, any) {
+	err := rw.paced(wt, s.cfg.ReasoningPattern, p.summary, func(x string) (string, any) {
 		return delta, evSummaryText{Type: delta, ItemID: id, OutputIndex: idx, Delta: &x}
 	})
 	if err != nil {
@@ -183,7 +183,7 @@ func (s *Server) streamReasoning(rw *typedWriter, wt waiter, p *respPlan, idx in
 // streamText streams the message item at index idx, its one
 // output_text part as output_text deltas.
 func (s *Server) streamText(rw *typedWriter, wt waiter, p *respPlan, idx int) (respItemOut, error) {
-	text := strings.Join(s.content, "")
+	text := strings.Join(p.content, "")
 	id := p.messageID()
 	if err := rw.event("response.output_item.added", evItem{"response.output_item.added", idx, p.messageItem("", false)}); err != nil {
 		return respItemOut{}, err
@@ -193,7 +193,7 @@ func (s *Server) streamText(rw *typedWriter, wt waiter, p *respPlan, idx int) (r
 		return respItemOut{}, err
 	}
 	const delta, done = "response.output_text.delta", "response.output_text.done"
-	err := rw.paced(wt, s.cfg.ContentPattern, s.content, func(x string) (string, any) {
+	err := rw.paced(wt, s.cfg.ContentPattern, p.content, func(x string) (string, any) {
 		return delta, evOutputText{Type: delta, ItemID: id, OutputIndex: idx, Delta: &x, Logprobs: []string{}}
 	})
 	if err != nil {

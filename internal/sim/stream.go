@@ -210,17 +210,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest
 	tool := req.chatToolCall()
 	var answerText []string // in content
 	if tool == nil {
-		answerText = s.content
+		answerText = req.content
 	}
 	if req.form == ReasoningFields {
-		for _, piece := range s.reasoning {
+		for _, piece := range req.reasoning {
 			reasoning = append(reasoning, delta{ReasoningContent: &piece})
 		}
 		for _, piece := range answerText {
 			answer = append(answer, delta{Content: &piece})
 		}
 	} else {
-		think, ans := cutTagged(req.form, s.reasoning, answerText, newRNG(uint64(s.cfg.Seed), uint64(n), tagCutKey))
+		think, ans := cutTagged(req.form, req.reasoning, answerText, newRNG(uint64(s.cfg.Seed), uint64(n), tagCutKey))
 		for _, piece := range think {
 			reasoning = append(reasoning, delta{Content: &piece})
 		}
@@ -249,11 +249,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest
 			}
 		}
 	}
-	finish, answerTokens := &finishStop, len(s.content)
+	finish, answerTokens := &finishStop, len(req.content)
 	if tool != nil {
 		finish, answerTokens = &finishToolCalls, len(ToolInputFragments)
 	}
-	u := newUsage(req.promptTokens(), len(s.reasoning), answerTokens)
+	u := newUsage(req.promptTokens(), len(req.reasoning), answerTokens)
 	if req.form != ReasoningFields {
 		return sw.finish(finish, u.plain())
 	}
