@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/handoff"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
@@ -233,6 +235,77 @@ type handoffRecord struct {
 	answerCompletion            int
 	noReasoning                 bool // on_reason_failure answer: answered without reasoning
 	reasonCost, answerCost      float64
+	priced                      bool
+}
+
+// handoffView is a hand-off's legs on the status view and page.
+type handoffView struct {
+	ReasonUpstream  string  `json:"reason_upstream,omitempty"` // "": the reasoning chain failed
+	ReasonModel     string  `json:"reason_model,omitempty"`
+	ReasonTTFTMS    float64 `json:"reason_ttft_ms"`
+	ReasoningTokens int     `json:"reasoning_tokens"` // estimated
+	HandoffAtMS     float64 `json:"handoff_at_ms"`    // since the request
+	Why             string  `json:"why"`              // what ended the reasoning (see handoffRecord.why)
+	GapMS           float64 `json:"gap_ms"`           // the hand-off point to the answer leg's request written
+	AnswerUpstream  string  `json:"answer_upstream,omitempty"`
+	AnswerModel     string  `json:"answer_model,omitempty"`
+	AnswerTTFTMS    float64 `json:"answer_ttft_ms"`
+}
+
+func (h *handoffRecord) view() *handoffView {
+	return &handoffView{ReasonUpstream: h.reasonUpstream, ReasonModel: h.reasonModel, ReasonTTFTMS: ms(h.reasonTTFT),
+		ReasoningTokens: h.reasoningTokens, HandoffAtMS: ms(h.handoffAt), Why: h.why, GapMS: ms(h.gap),
+		AnswerUpstream: h.answerUpstream, AnswerModel: h.answerModel, AnswerTTFTMS: ms(h.answerTTFT)}
+}
+
+// MarshalLogObject is the log line's handoff object: each leg's target,
+// time to first token, tokens and cost.
+func (h *handoffRecord) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	if h.noReasoning {
+		enc.AddBool("no_reasoning", true)
+	} else {
+		enc.AddString("reason_upstream", h.reasonUpstream)
+		enc.AddString("reason_model", h.reasonModel)
+		enc.AddDuration("reason_ttft", h.reasonTTFT)
+		enc.AddInt("reasoning_tokens", h.reasoningTokens)
+		enc.AddInt("reason_prompt_tokens", h.reasonPrompt)
+		enc.AddDuration("handoff_at", h.handoffAt)
+		enc.AddString("why", h.why)
+		enc.AddDuration("gap", h.gap)
+	}
+	if h.answerUpstream != "" {
+		enc.AddString("answer_upstream", h.answerUpstream)
+		enc.AddString("answer_model", h.answerModel)
+		enc.AddDuration("answer_ttft", h.answerTTFT)
+		enc.AddInt("answer_prompt_tokens", h.answerPrompt)
+		enc.AddInt("answer_completion_tokens", h.answerCompletion)
+	}
+	if h.priced {
+		enc.AddString("reason_cost", usage.FormatUSD(h.reasonCost))
+		enc.AddString("answer_cost", usage.FormatUSD(h.answerCost))
+	}
+	return nil
+}
+
+// cost prices each leg at its own model's price (the alias's when the
+// model has none): the reasoning leg's estimated prompt and reasoning,
+// the answer leg's usage as it sent it. ok: at least one leg is priced.
+func (h *handoffRecord) cost(prices *usage.PriceTable, alias string) (float64, bool) {
+	lookup := func(model string) (usage.Price, bool) {
+		if p, ok := prices.Lookup(model); ok {
+			return p, true
+		}
+		return prices.Lookup(alias)
+	}
+	if p, ok := lookup(h.reasonModel); ok && h.reasonModel != "" {
+		h.reasonCost = p.Cost(usage.Usage{Prompt: h.reasonPrompt, Completion: h.reasoningTokens, Reasoning: h.reasoningTokens})
+		h.priced = true
+	}
+	if p, ok := lookup(h.answerModel); ok && h.answerModel != "" {
+		h.answerCost = p.Cost(usage.Usage{Prompt: h.answerPrompt, Completion: h.answerCompletion})
+		h.priced = true
+	}
+	return h.reasonCost + h.answerCost, h.priced
 }
 
 // handoff serves a hand-off alias: the reasoning leg, then the answer
@@ -301,6 +374,9 @@ func (c *chainRun) handoff() {
 	if c.req.ep.kind == kindChat {
 		xOut.reasoningField = c.rt.reasoningField
 	}
+	// X-Relay-Upstream and -Model name the leg whose stream committed
+	// the response (the reasoning leg's, on a stream) or, on a whole
+	// answer, the answer leg; this header names the reasoning leg always.
 	if rec.noReasoning {
 		c.w.Header().Set("X-Relay-Handoff", "no-reasoning")
 	} else {
@@ -360,6 +436,9 @@ func (c *chainRun) handoffAnswer(src *handoffSource, xOut exchange) {
 	body := comp.JSON()
 	status, out := xOut.translateUntagged(http.StatusOK, body)
 	t := src.committedTarget()
+	if src.answer != nil && src.answer.t != nil {
+		t = src.answer.t // known before the headers: they name the answer leg
+	}
 	c.req.commit(t, status)
 	c.takeWriter()
 	hdr := c.w.Header()

@@ -45,6 +45,9 @@ type streamView struct {
 	// little reasoning): about 0.7-0.8 clustered, 0.5 even.
 	ReasoningClusterIn  *float64 `json:"reasoning_cluster_in,omitempty"`
 	ReasoningClusterOut *float64 `json:"reasoning_cluster_out,omitempty"`
+	// Handoff is a hand-off alias's legs (absent on other aliases);
+	// Upstream and Model are then the answer leg's.
+	Handoff *handoffView `json:"handoff,omitempty"`
 	// Marks are the timeline: [milliseconds since the first event, side
 	// (0 in from the upstream, 1 out to the client), lane (0 other, 1
 	// reasoning, 2 answer, 3 heartbeat)] per event, at most 4,096.
@@ -137,6 +140,12 @@ func recordStream(rec *requestLog, tl *pace.Timeline, st *pace.Stats) {
 		TailMS: ms(r.TailFlush), Dropped: tl.Dropped}
 	if c := st.Cluster; c.Known {
 		v.ReasoningClusterIn, v.ReasoningClusterOut = &c.In, &c.Out
+	}
+	if h := rec.handoff; h != nil {
+		v.Handoff = h.view()
+		if h.answerUpstream != "" {
+			v.Upstream, v.Model = h.answerUpstream, h.answerModel
+		}
 	}
 	if old := recentStreams.add(&recentStream{view: v, tl: tl}); old != nil && cap(old.tl.Marks) <= 2*pace.MaxMarks {
 		marks := old.tl.Marks[:0]

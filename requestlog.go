@@ -203,6 +203,9 @@ func (h *Relay) finishRequest(r *http.Request, req *requestState) {
 	if rl.spilled || rl.degraded || rl.queued {
 		fields = append(fields, zap.String("capacity", rl.capacityWords()))
 	}
+	if rl.handoff != nil {
+		fields = append(fields, zap.Object("handoff", rl.handoff))
+	}
 	if rl.budgetHits > 0 {
 		fields = append(fields, zap.Int("reasoning_budget_failovers", rl.budgetHits))
 	}

@@ -98,7 +98,11 @@ func (h *Relay) account(req *requestState, raw json.RawMessage, estimate func() 
 	if !priced {
 		price, priced = h.prices.Lookup(req.alias)
 	}
-	if priced {
+	if ho := req.handoff; ho != nil {
+		// Each leg at its own model's price (handoff.go).
+		req.cost, req.priced = ho.cost(h.prices, req.alias)
+		priced = req.priced
+	} else if priced {
 		req.cost = price.Cost(u)
 		req.priced = true
 	}

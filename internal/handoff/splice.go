@@ -181,8 +181,13 @@ func (s *Splicer) Answer(data []byte) (out []byte) {
 				delete(delta, "content") // the role chunk's empty text
 			}
 			finish := ch["finish_reason"]
-			if len(delta) == 0 && (len(finish) == 0 || string(finish) == "null") && ch["logprobs"] == nil {
+			if len(delta) == 0 && null(finish) && null(ch["logprobs"]) {
 				continue
+			}
+			if text, ok := onlyContent(delta); ok && null(finish) && null(ch["logprobs"]) && len(c.Choices) == 1 && null(c.Usage) {
+				// The common chunk, written as the relay writes its own
+				// (the shape the pacer takes for text).
+				return s.w.Content("content", []byte(text))
 			}
 			if delta == nil {
 				delta = object{}
@@ -206,6 +211,25 @@ func (s *Splicer) Answer(data []byte) (out []byte) {
 		return nil
 	}
 	return mustJSON(top)
+}
+
+// null reports an absent or null member.
+func null(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// onlyContent is a delta's text when text is all it has.
+func onlyContent(delta object) (string, bool) {
+	if len(delta) != 1 {
+		return "", false
+	}
+	raw, ok := delta["content"]
+	if !ok {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // sumUsage adds the reasoning leg to the answer leg's usage object.
