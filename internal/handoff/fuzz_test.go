@@ -1,0 +1,110 @@
+package handoff
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// strs walks a JSON value's strings.
+func strs(v any, f func(string)) {
+	switch x := v.(type) {
+	case string:
+		f(x)
+	case []any:
+		for _, e := range x {
+			strs(e, f)
+		}
+	case map[string]any:
+		for _, e := range x {
+			strs(e, f)
+		}
+	}
+}
+
+// FuzzAnswer: whatever the body, Answer does not panic; what it returns is
+// a JSON object that asks for a stream and, when there was reasoning to
+// inject, carries it verbatim in one of its strings.
+func FuzzAnswer(f *testing.F) {
+	for _, b := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":"x"}]}`,
+		`{"model":"m","system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","input":"hi","instructions":"s"}`,
+		`{"model":"m","input":[{"type":"reasoning"},{"role":"user","content":"hi"}]}`,
+		`{}`,
+	} {
+		for d := range 3 {
+			for w := range 3 {
+				f.Add([]byte(b), "step \"one\"\n", uint8(d), uint8(w))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte, reasoning string, d, w uint8) {
+		dl, where := Dialect(d%3), Inject(w%3)
+		out, err := Answer(dl, body, reasoning, where)
+		if err != nil {
+			return
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("not a JSON object: %v: %s", err, out)
+		}
+		if v["stream"] != true {
+			t.Fatalf("no stream: %s", out)
+		}
+		if strings.TrimSpace(reasoning) == "" || !json.Valid([]byte(q(reasoning))) {
+			return
+		}
+		want := Injected(reasoning, where)
+		if !strings.ContainsRune(reasoning, '\uFFFD') && strings.ToValidUTF8(reasoning, "") == reasoning {
+			found := false
+			strs(v, func(s string) { found = found || strings.Contains(s, want) })
+			if !found {
+				t.Fatalf("reasoning %q not injected (%v/%v): %s", reasoning, dl, where, out)
+			}
+		}
+	})
+}
+
+// FuzzSplicer: any sequence of chunks goes through without a panic; every
+// chunk out is JSON named by the splice, and the reasoning the client
+// reads is exactly what the splicer hands to the answer leg.
+func FuzzSplicer(f *testing.F) {
+	f.Add([]byte(`{"id":"a","choices":[{"index":0,"delta":{"reasoning_content":"x"}}]}`+"\n"+`{"choices":[{"index":0,"delta":{"content":"y"}}]}`), uint8(0))
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"reasoning":"é","content":"z"}}]}`+"\n"+`{"choices":[],"usage":{"prompt_tokens":1}}`), uint8(2))
+	f.Fuzz(func(t *testing.T, stream []byte, max uint8) {
+		s := &Splicer{Model: "alias", MaxReasoning: int(max % 5)}
+		var client strings.Builder
+		lines := strings.Split(string(stream), "\n")
+		i := 0
+		for ; i < len(lines); i++ {
+			out, over := s.Reason([]byte(lines[i]))
+			for _, o := range out {
+				var d decoded
+				if err := json.Unmarshal(o, &d); err != nil {
+					t.Fatalf("reasoning chunk not JSON: %s", o)
+				}
+				if d.Model != "alias" {
+					t.Fatalf("model %q", d.Model)
+				}
+				for _, c := range d.Choices {
+					client.WriteString(c.Delta.ReasoningContent)
+				}
+			}
+			if over {
+				i++
+				break
+			}
+		}
+		if client.String() != s.Reasoning() {
+			t.Fatalf("client read %q, answer leg gets %q", client.String(), s.Reasoning())
+		}
+		for ; i < len(lines); i++ {
+			o := s.Answer([]byte(lines[i]))
+			if o != nil && json.Valid([]byte(lines[i])) && !json.Valid(o) {
+				t.Fatalf("answer chunk not JSON: %s", o)
+			}
+		}
+	})
+}

@@ -1,0 +1,184 @@
+package handoff
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func reasoningChunk(id, field, text string) []byte {
+	return []byte(`{"id":"` + id + `","object":"chat.completion.chunk","created":1,"model":"r1","choices":[{"index":0,"delta":{"` + field + `":` + q(text) + `},"finish_reason":null}]}`)
+}
+
+// decoded is what a client reads of a chunk.
+type decoded struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Created int64  `json:"created"`
+	Choices []struct {
+		Delta struct {
+			Role             string          `json:"role"`
+			Content          *string         `json:"content"`
+			ReasoningContent string          `json:"reasoning_content"`
+			ToolCalls        json.RawMessage `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		Prompt     int `json:"prompt_tokens"`
+		Completion int `json:"completion_tokens"`
+		Total      int `json:"total_tokens"`
+		Details    struct {
+			Reasoning int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	} `json:"usage"`
+}
+
+func dec(t *testing.T, b []byte) decoded {
+	t.Helper()
+	var d decoded
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return d
+}
+
+func TestSplicerReasoningUpToTheHandoffPoint(t *testing.T) {
+	s := &Splicer{Model: "alias", Created: 7}
+	var got []decoded
+	for _, c := range [][]byte{
+		[]byte(`{"id":"a","object":"chat.completion.chunk","created":1,"model":"r1","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`),
+		reasoningChunk("a", "reasoning_content", "think "),
+		reasoningChunk("a", "reasoning", "more"),
+	} {
+		out, over := s.Reason(c)
+		if over {
+			t.Fatalf("handed off at %s", c)
+		}
+		for _, o := range out {
+			got = append(got, dec(t, o))
+		}
+	}
+	// Reasoning and answer in one chunk: the reasoning goes out, the
+	// answer does not, and it is the hand-off point.
+	out, over := s.Reason([]byte(`{"id":"a","choices":[{"index":0,"delta":{"reasoning_content":" end","content":"ANSWER"}}]}`))
+	if !over || len(out) != 1 {
+		t.Fatalf("mixed chunk: over %v, %d chunks", over, len(out))
+	}
+	got = append(got, dec(t, out[0]))
+	if len(got) != 4 || got[0].Choices[0].Delta.Role != "assistant" {
+		t.Fatalf("want the role chunk then 3 reasoning chunks, got %+v", got)
+	}
+	var text string
+	for _, d := range got {
+		if d.ID != "a" || d.Model != "alias" || d.Created != 7 {
+			t.Errorf("chunk named %q %q %d; want a, alias, 7", d.ID, d.Model, d.Created)
+		}
+		text += d.Choices[0].Delta.ReasoningContent
+		if c := d.Choices[0].Delta.Content; c != nil && *c != "" {
+			t.Errorf("answer text leaked: %q", *c)
+		}
+	}
+	if text != "think more end" || s.Reasoning() != text {
+		t.Errorf("reasoning %q / %q", text, s.Reasoning())
+	}
+	if s.ReasoningTokens() != 4 { // 14 runes
+		t.Errorf("ReasoningTokens = %d", s.ReasoningTokens())
+	}
+}
+
+func TestSplicerHandoffPoints(t *testing.T) {
+	for name, c := range map[string]string{
+		"text":          `{"choices":[{"index":0,"delta":{"content":"x"}}]}`,
+		"tool call":     `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":""}}]}}]}`,
+		"finish":        `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		"refusal":       `{"choices":[{"index":0,"delta":{"refusal":"no"}}]}`,
+		"function call": `{"choices":[{"index":0,"delta":{"function_call":{"name":"f"}}}]}`,
+	} {
+		s := &Splicer{Model: "m"}
+		s.Reason(reasoningChunk("a", "reasoning_content", "r"))
+		out, over := s.Reason([]byte(c))
+		if !over || len(out) != 0 {
+			t.Errorf("%s: over %v, %d chunks out; want a hand-off with nothing forwarded", name, over, len(out))
+		}
+	}
+	// Not hand-off points: an empty text, a role chunk, another choice,
+	// something that is not a chunk.
+	s := &Splicer{Model: "m"}
+	for _, c := range []string{`{"choices":[{"index":0,"delta":{"content":""}}]}`, `{"choices":[{"index":1,"delta":{"content":"x"}}]}`, `not json`, `{"choices":[]}`} {
+		if out, over := s.Reason([]byte(c)); over || len(out) != 0 {
+			t.Errorf("%s: over %v, %d out", c, over, len(out))
+		}
+	}
+}
+
+func TestSplicerMaxReasoning(t *testing.T) {
+	s := &Splicer{Model: "m", MaxReasoning: 2}
+	if _, over := s.Reason(reasoningChunk("a", "reasoning_content", "abcd")); over {
+		t.Fatal("over at 1 token")
+	}
+	if out, over := s.Reason(reasoningChunk("a", "reasoning_content", "efgh")); !over || len(out) != 1 {
+		t.Fatalf("at 2 tokens: over %v, %d out; want the chunk that reaches the bound, then the hand-off", over, len(out))
+	}
+}
+
+func TestSplicerAnswer(t *testing.T) {
+	s := &Splicer{Model: "alias", Created: 7, ReasonPrompt: 100}
+	s.Reason(reasoningChunk("a", "reasoning_content", "abcdefgh")) // 2 tokens
+	in := []string{
+		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[{"index":0,"delta":{"reasoning_content":"own"},"finish_reason":null}]}`,
+		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}]}`,
+		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}]}`,
+		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[],"usage":{"prompt_tokens":50,"completion_tokens":10,"total_tokens":60}}`,
+	}
+	var outs []decoded
+	for _, c := range in {
+		if o := s.Answer([]byte(c)); o != nil {
+			outs = append(outs, dec(t, o))
+		}
+	}
+	if len(outs) != 4 {
+		t.Fatalf("%d chunks out; want text, tool call, finish, usage (the role and the answer leg's reasoning dropped): %+v", len(outs), outs)
+	}
+	for _, d := range outs {
+		if d.ID != "a" || d.Model != "alias" || d.Created != 7 {
+			t.Errorf("chunk named %q %q %d", d.ID, d.Model, d.Created)
+		}
+		if len(d.Choices) > 0 && (d.Choices[0].Delta.Role != "" || d.Choices[0].Delta.ReasoningContent != "") {
+			t.Errorf("a second role or the answer leg's reasoning went out: %+v", d)
+		}
+	}
+	if c := outs[0].Choices[0].Delta.Content; c == nil || *c != "Hi" {
+		t.Errorf("text chunk %+v", outs[0])
+	}
+	if len(outs[1].Choices[0].Delta.ToolCalls) == 0 || *outs[2].Choices[0].FinishReason != "tool_calls" {
+		t.Errorf("tool call or finish lost: %+v %+v", outs[1], outs[2])
+	}
+	u := outs[3].Usage
+	// 150 prompt (both legs), 10 + 2 completion, reasoning 2 (the
+	// reasoning leg's) + 1 (the answer leg's "own", estimated).
+	if u == nil || u.Prompt != 150 || u.Completion != 12 || u.Total != 162 || u.Details.Reasoning != 3 {
+		t.Errorf("usage %+v", u)
+	}
+	if s.AnswerPrompt != 50 || s.AnswerCompletion != 10 {
+		t.Errorf("answer leg's own usage %d/%d", s.AnswerPrompt, s.AnswerCompletion)
+	}
+	// An error object passes as it is.
+	e := `{"error":{"message":"overloaded","type":"server_error"}}`
+	if o := s.Answer([]byte(e)); string(o) != e {
+		t.Errorf("error chunk rewritten: %s", o)
+	}
+}
+
+// TestSplicerNoReasoning: with no reasoning leg, the answer's own role
+// chunk goes out (the stream still starts with the assistant role).
+func TestSplicerNoReasoning(t *testing.T) {
+	s := &Splicer{Model: "alias"}
+	s.Begin("minted")
+	o := s.Answer([]byte(`{"id":"b","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`))
+	if o == nil || !strings.Contains(string(o), `"role":"assistant"`) || !strings.Contains(string(o), `"minted"`) {
+		t.Errorf("role chunk %s", o)
+	}
+}
