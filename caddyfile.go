@@ -522,7 +522,7 @@ func parseHandoff(d *caddyfile.Dispenser, alias string) (*Handoff, error) {
 		case "on_reason_failure":
 			ho.OnReasonFailure = v
 		default:
-			return nil, d.Errf("model %q: handoff: unrecognized subdirective %q; expected inject, max_reasoning or on_reason_failure", alias, name)
+			return nil, d.Errf("unrecognized handoff subdirective %q; expected inject, max_reasoning or on_reason_failure", name)
 		}
 		// The same checks as the JSON config's, at this line.
 		if err := ho.check(); err != nil {

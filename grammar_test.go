@@ -40,6 +40,7 @@ var grammarBlocks = []grammarBlock{
 	{"llm_relay/upstream/health_check", "health_check", "llm_relay {\nupstream u http://127.0.0.1/v1 {\nhealth_check {\n%s\n}\n}\n}"},
 	{"llm_relay/model", "model", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nto u\n%s\n}\n}"},
 	{"llm_relay/model/to", "target", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nto u {\n%s\n}\n}\n}"},
+	{"llm_relay/model/handoff", "handoff", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nreason u\nto u\nhandoff {\n%s\n}\n}\n}"},
 	{"llm_relay/model/slo", "slo", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nto u\nslo {\n%s\n}\n}\n}"},
 	{"llm_relay/model/canary", "canary", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nto u\ncanary u 10 {\n%s\n}\n}\n}"},
 	{"llm_relay/model/canary/guard", "guard", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nto u\ncanary u 10 {\nguard {\n%s\n}\n}\n}\n}"},

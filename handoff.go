@@ -183,7 +183,11 @@ func (c *chainRun) newLeg(rt *route, body *requestBody, bodyFor func(*target) *r
 		leg: &legResult{ctx: ctx}, bodyFor: bodyFor}
 	l.deadline = time.Now().Add(c.h.tryDur)
 	l.plan = c.h.orderTargets(rt, c.r, body, time.Now())
-	l.cur = newChainCursor(len(l.plan.targets), c.h.attempts)
+	attempts := c.h.attempts
+	if l.plan.canaryFirst && attempts > 0 {
+		attempts++ // as newChainRun: the canary does not use up one of the chain's attempts
+	}
+	l.cur = newChainCursor(len(l.plan.targets), attempts)
 	return l
 }
 
