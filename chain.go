@@ -114,7 +114,9 @@ func (c *chainRun) run() {
 	}
 	defer c.takeWriter() // whatever happens, no heartbeat timer outlives the request
 
-	if c.rt.handoff != nil {
+	if c.rt.handoff != nil && c.req.ep.conversation() {
+		// A hand-off alias's other endpoints (count_tokens, legacy
+		// completions...) are served by its `to` chain.
 		c.handoff()
 		return
 	}
