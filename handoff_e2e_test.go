@@ -10,6 +10,7 @@ package llmrelay_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,15 @@ const handoffSimSite = `http://127.0.0.1:9087 {
 			reasoning_tokens 24
 			content_tokens 16
 			pattern steady 0
+		}
+	}
+	handle /reason-tags/* {
+		llm_simulator {
+			seed 28
+			reasoning_tokens 24
+			content_tokens 16
+			pattern steady 0
+			reasoning_form tags
 		}
 	}
 	handle /echo/* {
@@ -52,6 +62,10 @@ const handoffRelay = `llm_relay {
 	upstream reasoner-claude http://127.0.0.1:9087/reason/v1 {
 		api anthropic
 	}
+	upstream reasoner-tags http://127.0.0.1:9087/reason-tags/v1 {
+		api chat
+		reasoning_format tags
+	}
 	upstream echo-claude http://127.0.0.1:9087/echo/v1 {
 		api anthropic
 	}
@@ -65,6 +79,10 @@ const handoffRelay = `llm_relay {
 	model baton-user {
 		reason reasoner sim-r1
 		to echo-chat sim-chat
+	}
+	model baton-tags {
+		reason reasoner-tags sim-r1-distill
+		to echo-claude sim-claude
 	}
 	model baton-system {
 		reason reasoner-claude sim-claude-thinker {
@@ -182,5 +200,126 @@ func TestHandoffResponsesGo(t *testing.T) {
 	}
 }
 
+// TestHandoffInlineReasoning: a reasoning leg that writes its reasoning
+// between <think> tags (an R1 distill behind vLLM without a reasoning
+// parser): `</think>` is the hand-off point, the reasoning reaches the
+// client as reasoning and the answer leg's request verbatim, and none of
+// the reasoning leg's answer reaches the client.
+func TestHandoffInlineReasoning(t *testing.T) {
+	startRelay(t, handoffRelay, handoffSimSite)
+	reasoning := handoffReasoning(t) + "\n" // the newline before </think> stays in the reasoning (internal/thinktag)
+	for _, stream := range []bool{false, true} {
+		got := chatGo(t, "baton-tags", stream)
+		if got.reasoningContent != reasoning {
+			t.Errorf("stream %v: reasoning_content %q;\nwant %q", stream, got.reasoningContent, reasoning)
+		}
+		if want := echoOf("prefill", reasoning); got.content != want || hasTag(got.content) {
+			t.Errorf("stream %v: content %q;\nwant %q", stream, got.content, want)
+		}
+	}
+}
+
+// TestHandoffRecord: one Chat stream through baton with include_usage:
+// the usage chunk sums both legs (both prompts; the reasoning leg's
+// reasoning in completion_tokens and reasoning_tokens); the log line
+// names the answer leg as its upstream and has a handoff object with both
+// legs; the status view's recent stream has both legs.
+func TestHandoffRecord(t *testing.T) {
+	logFile := startRelay(t, handoffRelay, handoffSimSite)
+	reasoning := handoffReasoning(t)
+	resp := post(t, `{"model":"baton","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
+		"Authorization", "Bearer "+taggedKey)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Relay-Handoff") != "reasoned-by reasoner (sim-r1)" {
+		t.Fatalf("status %d, X-Relay-Handoff %q", resp.StatusCode, resp.Header.Get("X-Relay-Handoff"))
+	}
+	var usage struct {
+		Prompt     int `json:"prompt_tokens"`
+		Completion int `json:"completion_tokens"`
+		Details    struct {
+			Reasoning int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	}
+	var answer string
+	for _, d := range sseDatas(readAll(t, resp)) {
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Usage json.RawMessage `json:"usage"`
+		}
+		if d == "[DONE]" || json.Unmarshal([]byte(d), &c) != nil {
+			continue
+		}
+		for _, ch := range c.Choices {
+			answer += ch.Delta.Content
+		}
+		if len(c.Usage) > 0 && string(c.Usage) != "null" {
+			_ = json.Unmarshal(c.Usage, &usage)
+		}
+	}
+	answerTokens := (len([]rune(answer)) + 3) / 4 // the echo simulator's figure is one token a piece: at least this
+	wantReasoning := (len([]rune(reasoning)) + 3) / 4
+	if usage.Details.Reasoning != wantReasoning {
+		t.Errorf("reasoning_tokens %d; want the reasoning leg's %d (a quarter of its %d characters)", usage.Details.Reasoning, wantReasoning, len([]rune(reasoning)))
+	}
+	if usage.Completion < wantReasoning+answerTokens {
+		t.Errorf("completion_tokens %d; want the answer leg's (at least %d) plus the reasoning's %d", usage.Completion, answerTokens, wantReasoning)
+	}
+	if usage.Prompt < 2 {
+		t.Errorf("prompt_tokens %d; want both legs' prompts", usage.Prompt)
+	}
+
+	var line map[string]any
+	waitFor(t, 5*time.Second, "the relayed log line", func() bool {
+		for _, l := range strings.Split(readLog(t, logFile), "\n") {
+			if strings.Contains(l, `"msg":"relayed"`) && strings.Contains(l, `"alias":"baton"`) {
+				return json.Unmarshal([]byte(l), &line) == nil
+			}
+		}
+		return false
+	})
+	if line["upstream"] != "echo-claude" || line["model"] != "sim-claude" {
+		t.Errorf("log line upstream %v model %v; want the answer leg's", line["upstream"], line["model"])
+	}
+	ho, _ := line["handoff"].(map[string]any)
+	for k, want := range map[string]any{"reason_upstream": "reasoner", "reason_model": "sim-r1", "answer_upstream": "echo-claude",
+		"answer_model": "sim-claude", "why": "answer", "reasoning_tokens": float64(wantReasoning)} {
+		if ho[k] != want {
+			t.Errorf("log line handoff.%s = %v; want %v (handoff: %v)", k, ho[k], want, ho)
+		}
+	}
+	if gap, _ := ho["gap"].(float64); gap <= 0 || gap > 1 {
+		t.Errorf("handoff.gap %v s; want the time from the hand-off point to the answer leg's request written", ho["gap"])
+	}
+
+	var st struct {
+		Streams []struct {
+			Alias    string `json:"alias"`
+			Upstream string `json:"upstream"`
+			Handoff  *struct {
+				ReasonUpstream string `json:"reason_upstream"`
+				AnswerUpstream string `json:"answer_upstream"`
+				Why            string `json:"why"`
+			} `json:"handoff"`
+		} `json:"streams"`
+	}
+	if err := json.Unmarshal(getStatusRaw(t, adminStatusURL), &st); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range st.Streams {
+		if s.Alias == "baton" && s.Handoff != nil {
+			found = true
+			if s.Upstream != "echo-claude" || s.Handoff.ReasonUpstream != "reasoner" || s.Handoff.AnswerUpstream != "echo-claude" || s.Handoff.Why != "answer" {
+				t.Errorf("status stream %+v %+v", s, *s.Handoff)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the status view's recent streams have no hand-off: %+v", st.Streams)
+	}
+}
+
 var _ = context.Background
-var _ = time.Second

@@ -312,6 +312,7 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 {{range .Streams}}<div class="stream" data-events-in="{{.EventsIn}}" data-events-out="{{.EventsOut}}" data-mode="{{.Mode}}">
 <div><b>{{.Alias}}</b> → {{.Upstream}} <span class="mute">({{.Model}})</span> · mode <b>{{.Mode}}</b> · {{clock .At}} UTC · key {{.Key}}</div>
 <div class="figs mute"><span>events {{.EventsIn}} in / {{.EventsOut}} out</span><span>rate CV {{f2 .RateCVIn}} → {{f2 .RateCVOut}}</span><span>gap p99 {{ms .GapP99MS}}</span><span>lag p99 {{ms .LagP99MS}}</span><span>tail {{ms .TailMS}}</span>{{if .ReasoningClusterIn}}<span>reasoning cluster {{f2 (derefF .ReasoningClusterIn)}} → {{f2 (derefF .ReasoningClusterOut)}}</span>{{end}}{{if .Heartbeats}}<span>{{.Heartbeats}} heartbeats</span>{{end}}{{if .Dropped}}<span>{{.Dropped}} marks not kept</span>{{end}}</div>
+{{with .Handoff}}<div class="handoff figs mute"><span>hand-off: {{if .ReasonUpstream}}reasoned by {{.ReasonUpstream}} ({{.ReasonModel}}), ttft {{ms .ReasonTTFTMS}}, ~{{.ReasoningTokens}} tokens, handed off at {{ms .HandoffAtMS}} ({{.Why}}), gap {{ms .GapMS}}{{else}}no reasoning{{end}}</span>{{if .AnswerUpstream}}<span>answered by {{.AnswerUpstream}} ({{.AnswerModel}}), ttft {{ms .AnswerTTFTMS}}</span>{{end}}</div>{{end}}
 <div class="tlwrap"><div class="labels">upstream reasoning<br>upstream answer<br>upstream other<br>client reasoning<br>client answer<br>client other<br>heartbeats</div>{{timeline .}}</div></div>
 {{else}}<p class="mute">No streams yet.</p>{{end}}</section>
 
