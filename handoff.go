@@ -566,9 +566,7 @@ func (s *handoffSource) Next() (sse.Event, error) {
 				s.phase = phaseDone
 				return ev, nil // the answer leg's in-band error, translated for the client
 			}
-			if out := s.sp.Answer(ev.Data); out != nil {
-				return sse.NewEvent("", out), nil
-			}
+			s.queue = append(s.queue, s.sp.Answer(ev.Data)...)
 		default:
 			return sse.Event{}, io.EOF
 		}

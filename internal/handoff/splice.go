@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
@@ -37,47 +38,17 @@ type Splicer struct {
 	// answerReasoning is reasoning the answer leg wrote anyway (a
 	// reasoning model on a `to` line): counted, never forwarded.
 	answerReasoning int
+	d               chat.Delta // ReadDelta's, reused
 }
 
-// chunk is the part of a Chat chunk the splicer reads.
+// chunk is the part of a Chat chunk the splicer reads; the choices are
+// read by chat.ReadDelta, as the relay's translators read them (reasoning
+// fields, Mistral's content parts, tool call fragments).
 type chunk struct {
-	ID      string            `json:"id"`
-	Choices []json.RawMessage `json:"choices"`
-	Usage   json.RawMessage   `json:"usage"`
-}
-
-type choice struct {
-	Index        int             `json:"index"`
-	Delta        object          `json:"delta"`
-	FinishReason json.RawMessage `json:"finish_reason"`
-}
-
-// reasoningOf is a delta's reasoning text, in any member providers use.
-func reasoningOf(delta object) string {
-	for _, k := range []string{chat.FieldReasoningContent, chat.FieldReasoning} {
-		if s := str(delta[k]); s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-// answers reports a delta or choice that carries answer: text, a refusal,
-// a tool call, or a finish.
-func answers(c *choice) bool {
-	if s := str(c.Delta["content"]); s != "" {
-		return true
-	}
-	if s := str(c.Delta["refusal"]); s != "" {
-		return true
-	}
-	if tc := c.Delta["tool_calls"]; len(tc) > 0 && string(tc) != "null" && string(tc) != "[]" {
-		return true
-	}
-	if fc := c.Delta["function_call"]; len(fc) > 0 && string(fc) != "null" {
-		return true
-	}
-	return len(c.FinishReason) > 0 && string(c.FinishReason) != "null"
+	ID      string          `json:"id"`
+	Choices json.RawMessage `json:"choices"`
+	Usage   json.RawMessage `json:"usage"`
+	Error   json.RawMessage `json:"error"`
 }
 
 func (s *Splicer) begin(id string) {
@@ -103,31 +74,34 @@ func (s *Splicer) Begin(id string) { s.begin(id) }
 // parse as a Chat chunk is skipped (out nil, handoff false).
 func (s *Splicer) Reason(data []byte) (out [][]byte, handoff bool) {
 	var c chunk
-	if json.Unmarshal(data, &c) != nil {
+	if json.Unmarshal(data, &c) != nil || chat.ReadDelta(c.Choices, &s.d) != nil {
 		return nil, false
 	}
 	s.begin(c.ID)
-	for _, raw := range c.Choices {
-		var ch choice
-		if json.Unmarshal(raw, &ch) != nil || ch.Index != 0 {
+	for _, p := range s.d.Pieces {
+		if p.Channel != chat.ChanReasoning {
+			if p.Text != "" {
+				handoff = true
+				break // reasoning after answer text is the answer leg's to write
+			}
 			continue
 		}
-		text := reasoningOf(ch.Delta)
-		handoff = answers(&ch)
-		if text == "" {
-			break
+		if p.Text == "" {
+			continue
 		}
-		s.reasoning.WriteString(text)
-		s.runes += utf8.RuneCountInString(text)
+		s.reasoning.WriteString(p.Text)
+		s.runes += utf8.RuneCountInString(p.Text)
 		if !s.roleSent {
 			s.roleSent = true
-			out = append(out, append([]byte(nil), s.w.Role()...))
+			out = append(out, bytes.Clone(s.w.Role()))
 		}
-		out = append(out, append([]byte(nil), s.w.Content(chat.FieldReasoningContent, []byte(text))...))
+		out = append(out, bytes.Clone(s.w.Content(chat.FieldReasoningContent, []byte(p.Text))))
 		if s.MaxReasoning > 0 && s.ReasoningTokens() >= s.MaxReasoning {
-			handoff = true
+			return out, true
 		}
-		break
+	}
+	if len(s.d.Calls) > 0 || s.d.Finish != "" {
+		handoff = true
 	}
 	return out, handoff
 }
@@ -139,98 +113,67 @@ func (s *Splicer) Reasoning() string { return s.reasoning.String() }
 // characters, rounded up, as the relay estimates output everywhere.
 func (s *Splicer) ReasoningTokens() int { return (s.runes + 3) / 4 }
 
-// Answer rewrites one chunk of the answer leg: the splice's id, created
-// and model; no second assistant role; reasoning deltas left out
-// (counted); the usage chunk summed with the reasoning leg's (prompt
-// tokens of both, the reasoning leg's reasoning in the completion and
-// its reasoning_tokens). A chunk left with nothing to say is dropped (out
-// nil). Data that is not a Chat chunk (an error object) is returned as it
-// is.
-func (s *Splicer) Answer(data []byte) (out []byte) {
-	var top object
-	if json.Unmarshal(data, &top) != nil || top["error"] != nil {
-		return data
-	}
+// Answer rewrites one chunk of the answer leg into the chunks the client
+// gets, written as the relay writes its own (the splice's id, created and
+// model; the shape the pacer takes for text): its text, refusal, tool
+// call fragments and finish, in that order; no second assistant role;
+// reasoning left out (counted: the answer leg was not asked to reason,
+// and the client has had its reasoning); its usage summed with the
+// reasoning leg's (prompt tokens of both, the reasoning leg's reasoning in
+// the completion and its reasoning_tokens). An error object is returned as
+// it is; a chunk that is not a readable Chat chunk is dropped, as a
+// translator would refuse it.
+func (s *Splicer) Answer(data []byte) (out [][]byte) {
 	var c chunk
-	_ = json.Unmarshal(data, &c)
-	s.begin(c.ID)
-	top["id"] = mustJSON(s.ID)
-	top["model"] = mustJSON(s.Model)
-	top["created"] = mustJSON(s.Created)
-	keep := false
-	if len(c.Choices) > 0 {
-		choices := make([]json.RawMessage, 0, len(c.Choices))
-		for _, raw := range c.Choices {
-			var ch object
-			if json.Unmarshal(raw, &ch) != nil {
-				continue
-			}
-			var delta object
-			_ = json.Unmarshal(ch["delta"], &delta)
-			if t := reasoningOf(delta); t != "" {
-				s.answerReasoning += utf8.RuneCountInString(t)
-			}
-			delete(delta, chat.FieldReasoningContent)
-			delete(delta, chat.FieldReasoning)
-			if s.roleSent {
-				delete(delta, "role")
-			} else if _, ok := delta["role"]; ok {
-				s.roleSent = true
-			}
-			if c, ok := delta["content"]; ok && string(c) == `""` && len(delta) == 1 {
-				delete(delta, "content") // the role chunk's empty text
-			}
-			finish := ch["finish_reason"]
-			if len(delta) == 0 && null(finish) && null(ch["logprobs"]) {
-				continue
-			}
-			if text, ok := onlyContent(delta); ok && null(finish) && null(ch["logprobs"]) && len(c.Choices) == 1 && null(c.Usage) {
-				// The common chunk, written as the relay writes its own
-				// (the shape the pacer takes for text).
-				return s.w.Content("content", []byte(text))
-			}
-			if delta == nil {
-				delta = object{}
-			}
-			ch["delta"] = mustJSON(delta)
-			choices = append(choices, mustJSON(ch))
-		}
-		if len(choices) > 0 {
-			top["choices"] = mustJSON(choices)
-			keep = true
-		}
-	}
-	if len(c.Usage) > 0 && string(c.Usage) != "null" {
-		top["usage"] = s.sumUsage(c.Usage)
-		if top["choices"] == nil || len(c.Choices) == 0 {
-			top["choices"] = json.RawMessage("[]")
-		}
-		keep = true
-	}
-	if !keep {
+	if json.Unmarshal(data, &c) != nil {
 		return nil
 	}
-	return mustJSON(top)
+	if !null(c.Error) {
+		return [][]byte{data}
+	}
+	if chat.ReadDelta(c.Choices, &s.d) != nil {
+		return nil
+	}
+	s.begin(c.ID)
+	emit := func(b []byte) {
+		if !s.roleSent {
+			s.roleSent = true
+			out = append(out, bytes.Clone(s.w.Role()))
+		}
+		out = append(out, bytes.Clone(b))
+	}
+	for _, p := range s.d.Pieces {
+		switch {
+		case p.Text == "":
+		case p.Channel == chat.ChanReasoning:
+			s.answerReasoning += utf8.RuneCountInString(p.Text)
+		case p.Channel == chat.ChanRefusal:
+			emit(s.w.Content("refusal", []byte(p.Text)))
+		default:
+			emit(s.w.Content("content", []byte(p.Text)))
+		}
+	}
+	for _, call := range s.d.Calls {
+		if call.ID != "" || call.Name != "" {
+			emit(s.w.ToolCall(call.Index, call.ID, call.Name, nil))
+		}
+		if call.Args != "" {
+			emit(s.w.ToolCall(call.Index, "", "", []byte(call.Args)))
+		}
+	}
+	if s.d.Finish != "" {
+		emit(s.w.Finish(s.d.Finish))
+	}
+	if !null(c.Usage) {
+		out = append(out, mustJSON(object{"id": mustJSON(s.ID), "object": mustJSON("chat.completion.chunk"),
+			"created": mustJSON(s.Created), "model": mustJSON(s.Model), "choices": json.RawMessage("[]"),
+			"usage": s.sumUsage(c.Usage)}))
+	}
+	return out
 }
 
 // null reports an absent or null member.
 func null(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
-
-// onlyContent is a delta's text when text is all it has.
-func onlyContent(delta object) (string, bool) {
-	if len(delta) != 1 {
-		return "", false
-	}
-	raw, ok := delta["content"]
-	if !ok {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
 
 // sumUsage adds the reasoning leg to the answer leg's usage object.
 func (s *Splicer) sumUsage(raw json.RawMessage) json.RawMessage {

@@ -89,11 +89,10 @@ func TestSplicerReasoningUpToTheHandoffPoint(t *testing.T) {
 
 func TestSplicerHandoffPoints(t *testing.T) {
 	for name, c := range map[string]string{
-		"text":          `{"choices":[{"index":0,"delta":{"content":"x"}}]}`,
-		"tool call":     `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":""}}]}}]}`,
-		"finish":        `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
-		"refusal":       `{"choices":[{"index":0,"delta":{"refusal":"no"}}]}`,
-		"function call": `{"choices":[{"index":0,"delta":{"function_call":{"name":"f"}}}]}`,
+		"text":      `{"choices":[{"index":0,"delta":{"content":"x"}}]}`,
+		"tool call": `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":""}}]}}]}`,
+		"finish":    `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		"refusal":   `{"choices":[{"index":0,"delta":{"refusal":"no"}}]}`,
 	} {
 		s := &Splicer{Model: "m"}
 		s.Reason(reasoningChunk("a", "reasoning_content", "r"))
@@ -103,9 +102,10 @@ func TestSplicerHandoffPoints(t *testing.T) {
 		}
 	}
 	// Not hand-off points: an empty text, a role chunk, another choice,
-	// something that is not a chunk.
+	// something that is not a chunk, the legacy function_call (which the
+	// translators refuse too: the reasoning leg's finish hands off).
 	s := &Splicer{Model: "m"}
-	for _, c := range []string{`{"choices":[{"index":0,"delta":{"content":""}}]}`, `{"choices":[{"index":1,"delta":{"content":"x"}}]}`, `not json`, `{"choices":[]}`} {
+	for _, c := range []string{`{"choices":[{"index":0,"delta":{"content":""}}]}`, `{"choices":[{"index":1,"delta":{"content":"x"}}]}`, `not json`, `{"choices":[]}`, `{"choices":[{"index":0,"delta":{"function_call":{"name":"f"}}}]}`} {
 		if out, over := s.Reason([]byte(c)); over || len(out) != 0 {
 			t.Errorf("%s: over %v, %d out", c, over, len(out))
 		}
@@ -135,12 +135,12 @@ func TestSplicerAnswer(t *testing.T) {
 	}
 	var outs []decoded
 	for _, c := range in {
-		if o := s.Answer([]byte(c)); o != nil {
+		for _, o := range s.Answer([]byte(c)) {
 			outs = append(outs, dec(t, o))
 		}
 	}
-	if len(outs) != 4 {
-		t.Fatalf("%d chunks out; want text, tool call, finish, usage (the role and the answer leg's reasoning dropped): %+v", len(outs), outs)
+	if len(outs) != 5 {
+		t.Fatalf("%d chunks out; want text, the tool call's head and arguments, finish, usage (the role and the answer leg's reasoning dropped): %+v", len(outs), outs)
 	}
 	for _, d := range outs {
 		if d.ID != "a" || d.Model != "alias" || d.Created != 7 {
@@ -153,10 +153,10 @@ func TestSplicerAnswer(t *testing.T) {
 	if c := outs[0].Choices[0].Delta.Content; c == nil || *c != "Hi" {
 		t.Errorf("text chunk %+v", outs[0])
 	}
-	if len(outs[1].Choices[0].Delta.ToolCalls) == 0 || *outs[2].Choices[0].FinishReason != "tool_calls" {
-		t.Errorf("tool call or finish lost: %+v %+v", outs[1], outs[2])
+	if len(outs[1].Choices[0].Delta.ToolCalls) == 0 || !strings.Contains(string(outs[2].Choices[0].Delta.ToolCalls), `"{}"`) || *outs[3].Choices[0].FinishReason != "tool_calls" {
+		t.Errorf("tool call or finish lost: %+v %+v %+v", outs[1], outs[2], outs[3])
 	}
-	u := outs[3].Usage
+	u := outs[4].Usage
 	// 150 prompt (both legs), 10 + 2 completion, reasoning 2 (the
 	// reasoning leg's) + 1 (the answer leg's "own", estimated).
 	if u == nil || u.Prompt != 150 || u.Completion != 12 || u.Total != 162 || u.Details.Reasoning != 3 {
@@ -167,7 +167,7 @@ func TestSplicerAnswer(t *testing.T) {
 	}
 	// An error object passes as it is.
 	e := `{"error":{"message":"overloaded","type":"server_error"}}`
-	if o := s.Answer([]byte(e)); string(o) != e {
+	if o := s.Answer([]byte(e)); len(o) != 1 || string(o[0]) != e {
 		t.Errorf("error chunk rewritten: %s", o)
 	}
 }
@@ -177,8 +177,28 @@ func TestSplicerAnswer(t *testing.T) {
 func TestSplicerNoReasoning(t *testing.T) {
 	s := &Splicer{Model: "alias"}
 	s.Begin("minted")
-	o := s.Answer([]byte(`{"id":"b","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`))
-	if o == nil || !strings.Contains(string(o), `"role":"assistant"`) || !strings.Contains(string(o), `"minted"`) {
-		t.Errorf("role chunk %s", o)
+	if o := s.Answer([]byte(`{"id":"b","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`)); len(o) != 0 {
+		t.Errorf("an empty role chunk went out: %s", o)
+	}
+	o := s.Answer([]byte(`{"id":"b","choices":[{"index":0,"delta":{"content":"hi"}}]}`))
+	if len(o) != 2 || !strings.Contains(string(o[0]), `"role":"assistant"`) || !strings.Contains(string(o[1]), `"minted"`) {
+		t.Errorf("want the role chunk, then the text: %s", o)
+	}
+}
+
+// TestSplicerContentParts: Mistral writes reasoning and answer as content
+// parts; the splice reads them as the translators do.
+func TestSplicerContentParts(t *testing.T) {
+	s := &Splicer{Model: "alias"}
+	out, over := s.Reason([]byte(`{"id":"m","choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"Okay"}]}]}}]}`))
+	if over || len(out) != 2 || s.Reasoning() != "Okay" {
+		t.Fatalf("thinking part: over %v, %d out, reasoning %q", over, len(out), s.Reasoning())
+	}
+	if _, over := s.Reason([]byte(`{"id":"m","choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Hi"}]}}]}`)); !over {
+		t.Error("a text part is no hand-off point")
+	}
+	o := s.Answer([]byte(`{"id":"n","choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"hmm"}]},{"type":"text","text":"Hi"}]}}]}`))
+	if len(o) != 1 || !strings.Contains(string(o[0]), `"content":"Hi"`) || strings.Contains(string(o[0]), "hmm") {
+		t.Errorf("answer parts: %s", o)
 	}
 }
