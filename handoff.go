@@ -476,6 +476,11 @@ func (c *chainRun) finishHandoff(src *handoffSource) {
 		c.req.upstream, c.req.model = src.answer.t.up.name, c.req.modelFor(src.answer.t)
 	}
 	rec.reasoningTokens, rec.reasonPrompt = src.sp.ReasoningTokens(), src.sp.ReasonPrompt
+	if src.reason != nil {
+		// The reasoning leg is stopped before its usage comes: its share
+		// of the usage is the relay's estimate, and the log line says so.
+		c.req.usageEstimated = true
+	}
 	rec.answerPrompt, rec.answerCompletion = src.sp.AnswerPrompt, src.sp.AnswerCompletion
 	outcome := "handed_off"
 	if rec.noReasoning {
