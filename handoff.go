@@ -474,7 +474,12 @@ func (c *chainRun) finishHandoff(src *handoffSource) {
 	rec.reasoningTokens, rec.reasonPrompt = src.sp.ReasoningTokens(), src.sp.ReasonPrompt
 	rec.answerPrompt, rec.answerCompletion = src.sp.AnswerPrompt, src.sp.AnswerCompletion
 	outcome := "handed_off"
-	if rec.noReasoning {
+	switch {
+	case src.answerErr != nil:
+		// The answer chain was exhausted after the reasoning was
+		// streamed: the stream ended on the in-band error.
+		outcome = "answer_failed"
+	case rec.noReasoning:
 		outcome = "no_reasoning"
 	}
 	countHandoff(c.rt.alias, outcome)
@@ -608,10 +613,7 @@ func (s *handoffSource) readReason() error {
 	out, over := s.sp.Reason(ev.Data)
 	s.queue = append(s.queue, out...)
 	if over {
-		s.rec.why = "answer"
-		if s.ho.maxReasoning > 0 && s.sp.ReasoningTokens() >= s.ho.maxReasoning {
-			s.rec.why = "max_reasoning"
-		}
+		s.rec.why = s.sp.End
 		return s.startAnswer()
 	}
 	return nil

@@ -28,6 +28,9 @@ type Splicer struct {
 	// AnswerPrompt and AnswerCompletion are the answer leg's own usage,
 	// as it sent it (set when its usage chunk goes by).
 	AnswerPrompt, AnswerCompletion int
+	// End is what ended the reasoning, once Reason reported the hand-off:
+	// EndAnswer, EndToolCall, EndFinish or EndMaxReasoning.
+	End string
 
 	w         chat.ChunkWriter
 	begun     bool
@@ -62,22 +65,34 @@ func reasoningOf(delta object) string {
 	return ""
 }
 
-// answers reports a delta or choice that carries answer: text, a refusal,
-// a tool call, or a finish.
-func answers(c *choice) bool {
+// What ended the reasoning (Splicer.End).
+const (
+	EndAnswer       = "answer"        // answer text or a refusal
+	EndToolCall     = "tool_call"     // a tool call
+	EndFinish       = "finish"        // a finish reason with neither
+	EndMaxReasoning = "max_reasoning" // the reasoning reached MaxReasoning
+)
+
+// answers is what a delta or choice carries of an answer: text or a
+// refusal (EndAnswer), a tool call (EndToolCall), or a finish (EndFinish);
+// "" when it carries none.
+func answers(c *choice) string {
 	if s := str(c.Delta["content"]); s != "" {
-		return true
+		return EndAnswer
 	}
 	if s := str(c.Delta["refusal"]); s != "" {
-		return true
+		return EndAnswer
 	}
 	if tc := c.Delta["tool_calls"]; len(tc) > 0 && string(tc) != "null" && string(tc) != "[]" {
-		return true
+		return EndToolCall
 	}
 	if fc := c.Delta["function_call"]; len(fc) > 0 && string(fc) != "null" {
-		return true
+		return EndToolCall
 	}
-	return len(c.FinishReason) > 0 && string(c.FinishReason) != "null"
+	if len(c.FinishReason) > 0 && string(c.FinishReason) != "null" {
+		return EndFinish
+	}
+	return ""
 }
 
 func (s *Splicer) begin(id string) {
@@ -113,7 +128,9 @@ func (s *Splicer) Reason(data []byte) (out [][]byte, handoff bool) {
 			continue
 		}
 		text := reasoningOf(ch.Delta)
-		handoff = answers(&ch)
+		if end := answers(&ch); end != "" {
+			handoff, s.End = true, end
+		}
 		if text == "" {
 			break
 		}
@@ -125,7 +142,7 @@ func (s *Splicer) Reason(data []byte) (out [][]byte, handoff bool) {
 		}
 		out = append(out, append([]byte(nil), s.w.Content(chat.FieldReasoningContent, []byte(text))...))
 		if s.MaxReasoning > 0 && s.ReasoningTokens() >= s.MaxReasoning {
-			handoff = true
+			handoff, s.End = true, EndMaxReasoning
 		}
 		break
 	}
