@@ -80,7 +80,8 @@ func (ho *Handoff) check() error {
 	return nil
 }
 
-// checkHandoff checks a model's hand-off lines together.
+// checkHandoff checks a model's hand-off lines together. Its errors
+// name the model.
 func (m *ModelRoute) checkHandoff() error {
 	if m.Handoff != nil && len(m.Reason) == 0 {
 		return errHandoffWithoutReason(m.Alias)
@@ -89,7 +90,7 @@ func (m *ModelRoute) checkHandoff() error {
 		return errHandoffNoAnswer(m.Alias)
 	}
 	if err := m.Handoff.check(); err != nil {
-		return fmt.Errorf("handoff: %w", err)
+		return fmt.Errorf("model %q: handoff: %w", m.Alias, err)
 	}
 	return nil
 }
