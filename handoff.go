@@ -235,6 +235,7 @@ type handoffRecord struct {
 	answerPrompt                int
 	answerCompletion            int
 	noReasoning                 bool // on_reason_failure answer: answered without reasoning
+	reasonFailed                bool // on_reason_failure error: the reasoning chain failed, the request with it
 	reasonCost, answerCost      float64
 	priced                      bool
 }
@@ -262,9 +263,12 @@ func (h *handoffRecord) view() *handoffView {
 // MarshalLogObject is the log line's handoff object: each leg's target,
 // time to first token, tokens and cost.
 func (h *handoffRecord) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	if h.noReasoning {
+	switch {
+	case h.noReasoning:
 		enc.AddBool("no_reasoning", true)
-	} else {
+	case h.reasonFailed:
+		enc.AddBool("reason_failed", true) // no leg to show: its failures are the line's
+	default:
 		enc.AddString("reason_upstream", h.reasonUpstream)
 		enc.AddString("reason_model", h.reasonModel)
 		enc.AddDuration("reason_ttft", h.reasonTTFT)
@@ -361,6 +365,7 @@ func (c *chainRun) handoff() {
 	case c.req.status == statusClientClosed:
 		return
 	case !ho.failAnswer:
+		rec.reasonFailed = true
 		c.invalid = leg.err // the chain's own account, as an ordinary alias's
 		c.fail()
 		countHandoff(c.rt.alias, "reason_failed")
@@ -456,6 +461,7 @@ func (c *chainRun) handoffAnswer(src *handoffSource, xOut exchange) {
 // leg's failure (or the reasoning's, when that one is all there is).
 func (c *chainRun) failHandoff(src *handoffSource, err error) {
 	countHandoff(c.rt.alias, "answer_failed")
+	src.recordTokens() // the reasoning was made (and paid for) all the same
 	if src.answerErr != nil {
 		c.invalid = src.answerErr
 	} else if err != nil {
@@ -472,14 +478,15 @@ func (c *chainRun) finishHandoff(src *handoffSource) {
 	if src.answer != nil && src.answer.t != nil {
 		c.req.upstream, c.req.model = src.answer.t.up.name, c.req.modelFor(src.answer.t)
 	}
-	rec.reasoningTokens, rec.reasonPrompt = src.sp.ReasoningTokens(), src.sp.ReasonPrompt
-	rec.answerPrompt, rec.answerCompletion = src.sp.AnswerPrompt, src.sp.AnswerCompletion
+	src.recordTokens()
 	outcome := "handed_off"
 	switch {
 	case src.answerErr != nil:
 		// The answer chain was exhausted after the reasoning was
-		// streamed: the stream ended on the in-band error.
+		// streamed: the stream ended on the in-band error, which the log
+		// line says as it does the relay's other in-band errors.
 		outcome = "answer_failed"
+		c.req.errCode, c.req.streamError = src.answerErr.Code, src.answerErr.Code
 	case rec.noReasoning:
 		outcome = "no_reasoning"
 	}
@@ -487,6 +494,12 @@ func (c *chainRun) finishHandoff(src *handoffSource) {
 	if rec.gap > 0 {
 		metricHandoffGap.Observe(rec.gap.Seconds())
 	}
+}
+
+// recordTokens puts each leg's tokens into the hand-off's record.
+func (s *handoffSource) recordTokens() {
+	s.rec.reasoningTokens, s.rec.reasonPrompt = s.sp.ReasoningTokens(), s.sp.ReasonPrompt
+	s.rec.answerPrompt, s.rec.answerCompletion = s.sp.AnswerPrompt, s.sp.AnswerCompletion
 }
 
 // handoffSource is the one Chat Completions stream of a hand-off: the

@@ -473,6 +473,7 @@ func TestHandoffAnswerChainExhausted(t *testing.T) {
 	}
 	logFile := startRelay(t, hoFailRelay(fakes, models.String()), hoFailSimSite)
 	reasoning := handoffReasoning(t)
+	wantR := (utf8.RuneCountInString(reasoning) + 3) / 4
 	before := map[string]float64{}
 	for _, c := range cases {
 		before[c] = handoffCount(t, "exh-"+c, "answer_failed")
@@ -594,8 +595,15 @@ func TestHandoffAnswerChainExhausted(t *testing.T) {
 		if f := failuresOf(e); !strings.Contains(f, "down-"+c+"-a") || !strings.Contains(f, "down-"+c+"-b") {
 			t.Errorf("%s: failures %q; want both answer targets", alias, f)
 		}
-		if ho := handoffOf(t, e); ho["reason_upstream"] != "reasoner" {
-			t.Errorf("%s: handoff %v; want the reasoning leg named", alias, ho)
+		// The log line says the request failed, as for the relay's other
+		// in-band errors, and counts the reasoning it paid for.
+		ho := handoffOf(t, e)
+		if n, _ := ho["reasoning_tokens"].(float64); ho["reason_upstream"] != "reasoner" || int(n) != wantR {
+			t.Errorf("%s: handoff %v; want the reasoning leg named, and its %d reasoning tokens", alias, ho, wantR)
+		}
+		streamed := !strings.HasSuffix(c, "-whole")
+		if e.str("error") != "all_upstreams_failed" || streamed && e.str("stream_error") != "all_upstreams_failed" {
+			t.Errorf("%s: logged error %q, stream_error %q; want all_upstreams_failed", alias, e.str("error"), e.str("stream_error"))
 		}
 	}
 }
@@ -680,8 +688,12 @@ func TestHandoffOnReasonFailure(t *testing.T) {
 		if got := handoffCount(t, a, "reason_failed"); got != before[a]+1 {
 			t.Errorf("%s: handoffs_total{outcome=reason_failed} %v; want %v", a, got, before[a]+1)
 		}
-		if f := failuresOf(relayedLine(t, logFile, a)); strings.Count(f, "503") != 2 {
+		e := relayedLine(t, logFile, a)
+		if f := failuresOf(e); strings.Count(f, "503") != 2 {
 			t.Errorf("%s: failures %q; want both reason targets' 503", a, f)
+		}
+		if ho := handoffOf(t, e); len(ho) != 1 || ho["reason_failed"] != true {
+			t.Errorf("%s: handoff %v; want reason_failed alone (no leg answered)", a, ho)
 		}
 	}
 }
