@@ -368,6 +368,7 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 	}
 	// Reported after the block is read, but it names this line.
 	noTargets := d.Err(errNoTargets(m.Alias).Error())
+	noAnswer := d.Err(errHandoffNoAnswer(m.Alias).Error())
 	var noReason error // a handoff block without reason lines, at its line
 	var pending []pendingTarget
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
@@ -484,7 +485,7 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 		}
 	}
 	if len(m.Targets) == 0 && len(m.Reason) > 0 {
-		return nil, nil, d.Err(errHandoffNoAnswer(m.Alias).Error())
+		return nil, nil, noAnswer
 	}
 	if len(m.Targets) == 0 {
 		return nil, nil, noTargets
@@ -516,7 +517,7 @@ func parseHandoff(d *caddyfile.Dispenser, alias string) (*Handoff, error) {
 		case "max_reasoning":
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return nil, d.Errf("model %q: handoff: max_reasoning %q is not a whole number of tokens", alias, v)
+				return nil, d.Errf("model %q: handoff: max_reasoning %q is not a whole number of tokens; write it like 4000, or leave it out to hand off at the reasoning's own end", alias, v)
 			}
 			ho.MaxReasoning = n
 		case "on_reason_failure":

@@ -80,7 +80,8 @@ func (ho *Handoff) check() error {
 	return nil
 }
 
-// checkHandoff checks a model's hand-off lines together.
+// checkHandoff checks a model's hand-off lines together. Its errors
+// name the model.
 func (m *ModelRoute) checkHandoff() error {
 	if m.Handoff != nil && len(m.Reason) == 0 {
 		return errHandoffWithoutReason(m.Alias)
@@ -89,7 +90,7 @@ func (m *ModelRoute) checkHandoff() error {
 		return errHandoffNoAnswer(m.Alias)
 	}
 	if err := m.Handoff.check(); err != nil {
-		return fmt.Errorf("handoff: %w", err)
+		return fmt.Errorf("model %q: handoff: %w", m.Alias, err)
 	}
 	return nil
 }
@@ -238,6 +239,7 @@ type handoffRecord struct {
 	answerPrompt                int
 	answerCompletion            int
 	noReasoning                 bool // on_reason_failure answer: answered without reasoning
+	reasonFailed                bool // on_reason_failure error: the reasoning chain failed, the request with it
 	reasonCost, answerCost      float64
 	priced                      bool
 }
@@ -265,9 +267,12 @@ func (h *handoffRecord) view() *handoffView {
 // MarshalLogObject is the log line's handoff object: each leg's target,
 // time to first token, tokens and cost.
 func (h *handoffRecord) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	if h.noReasoning {
+	switch {
+	case h.noReasoning:
 		enc.AddBool("no_reasoning", true)
-	} else {
+	case h.reasonFailed:
+		enc.AddBool("reason_failed", true) // no leg to show: its failures are the line's
+	default:
 		enc.AddString("reason_upstream", h.reasonUpstream)
 		enc.AddString("reason_model", h.reasonModel)
 		enc.AddDuration("reason_ttft", h.reasonTTFT)
@@ -364,6 +369,7 @@ func (c *chainRun) handoff() {
 	case c.req.status == statusClientClosed:
 		return
 	case !ho.failAnswer:
+		rec.reasonFailed = true
 		c.invalid = leg.err // the chain's own account, as an ordinary alias's
 		c.fail()
 		countHandoff(c.rt.alias, "reason_failed")
@@ -459,6 +465,7 @@ func (c *chainRun) handoffAnswer(src *handoffSource, xOut exchange) {
 // leg's failure (or the reasoning's, when that one is all there is).
 func (c *chainRun) failHandoff(src *handoffSource, err error) {
 	countHandoff(c.rt.alias, "answer_failed")
+	src.recordTokens() // the reasoning was made (and paid for) all the same
 	if src.answerErr != nil {
 		c.invalid = src.answerErr
 	} else if err != nil {
@@ -475,21 +482,33 @@ func (c *chainRun) finishHandoff(src *handoffSource) {
 	if src.answer != nil && src.answer.t != nil {
 		c.req.upstream, c.req.model = src.answer.t.up.name, c.req.modelFor(src.answer.t)
 	}
-	rec.reasoningTokens, rec.reasonPrompt = src.sp.ReasoningTokens(), src.sp.ReasonPrompt
+	src.recordTokens()
 	if src.reason != nil {
 		// The reasoning leg is stopped before its usage comes: its share
 		// of the usage is the relay's estimate, and the log line says so.
 		c.req.usageEstimated = true
 	}
-	rec.answerPrompt, rec.answerCompletion = src.sp.AnswerPrompt, src.sp.AnswerCompletion
 	outcome := "handed_off"
-	if rec.noReasoning {
+	switch {
+	case src.answerErr != nil:
+		// The answer chain was exhausted after the reasoning was
+		// streamed: the stream ended on the in-band error, which the log
+		// line says as it does the relay's other in-band errors.
+		outcome = "answer_failed"
+		c.req.errCode, c.req.streamError = src.answerErr.Code, src.answerErr.Code
+	case rec.noReasoning:
 		outcome = "no_reasoning"
 	}
 	countHandoff(c.rt.alias, outcome)
 	if rec.gap > 0 {
 		metricHandoffGap.Observe(rec.gap.Seconds())
 	}
+}
+
+// recordTokens puts each leg's tokens into the hand-off's record.
+func (s *handoffSource) recordTokens() {
+	s.rec.reasoningTokens, s.rec.reasonPrompt = s.sp.ReasoningTokens(), s.sp.ReasonPrompt
+	s.rec.answerPrompt, s.rec.answerCompletion = s.sp.AnswerPrompt, s.sp.AnswerCompletion
 }
 
 // handoffSource is the one Chat Completions stream of a hand-off: the
@@ -615,10 +634,7 @@ func (s *handoffSource) readReason() error {
 	out, over := s.sp.Reason(ev.Data)
 	s.queue = append(s.queue, out...)
 	if over {
-		s.rec.why = "answer"
-		if s.ho.maxReasoning > 0 && s.sp.ReasoningTokens() >= s.ho.maxReasoning {
-			s.rec.why = "max_reasoning"
-		}
+		s.rec.why = s.sp.End
 		return s.startAnswer()
 	}
 	return nil

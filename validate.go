@@ -94,6 +94,9 @@ func (h *Relay) checkConfig() error {
 		if err := m.check(); err != nil {
 			return fmt.Errorf("model %q: %w", m.Alias, err)
 		}
+		if err := m.checkHandoff(); err != nil {
+			return err // its errors name the model (the Caddyfile's too)
+		}
 	}
 	return nil
 }
@@ -559,9 +562,6 @@ func (m *ModelRoute) check() error {
 		if err := t.check(); err != nil {
 			return fmt.Errorf("reason target %d: %w", j+1, err)
 		}
-	}
-	if err := m.checkHandoff(); err != nil {
-		return err
 	}
 	if err := m.ReasoningBudget.check(); err != nil {
 		return err

@@ -29,6 +29,9 @@ type Splicer struct {
 	// AnswerPrompt and AnswerCompletion are the answer leg's own usage,
 	// as it sent it (set when its usage chunk goes by).
 	AnswerPrompt, AnswerCompletion int
+	// End is what ended the reasoning, once Reason reported the hand-off:
+	// EndAnswer, EndToolCall, EndFinish or EndMaxReasoning.
+	End string
 
 	w         chat.ChunkWriter
 	begun     bool
@@ -50,6 +53,14 @@ type chunk struct {
 	Usage   json.RawMessage `json:"usage"`
 	Error   json.RawMessage `json:"error"`
 }
+
+// What ended the reasoning (Splicer.End).
+const (
+	EndAnswer       = "answer"        // answer text or a refusal
+	EndToolCall     = "tool_call"     // a tool call
+	EndFinish       = "finish"        // a finish reason with neither
+	EndMaxReasoning = "max_reasoning" // the reasoning reached MaxReasoning
+)
 
 func (s *Splicer) begin(id string) {
 	if s.begun {
@@ -74,14 +85,25 @@ func (s *Splicer) Begin(id string) { s.begin(id) }
 // parse as a Chat chunk is skipped (out nil, handoff false).
 func (s *Splicer) Reason(data []byte) (out [][]byte, handoff bool) {
 	var c chunk
-	if json.Unmarshal(data, &c) != nil || chat.ReadDelta(c.Choices, &s.d) != nil {
+	if json.Unmarshal(data, &c) != nil {
+		return nil, false
+	}
+	if chat.ReadDelta(c.Choices, &s.d) != nil {
+		// A chunk the translators refuse is skipped, but for the legacy
+		// function_call (a tool call by its old name), which ends the
+		// reasoning as a tool call does.
+		if bytes.Contains(c.Choices, []byte(`"function_call"`)) {
+			s.begin(c.ID)
+			s.End = EndToolCall
+			return nil, true
+		}
 		return nil, false
 	}
 	s.begin(c.ID)
 	for _, p := range s.d.Pieces {
 		if p.Channel != chat.ChanReasoning {
 			if p.Text != "" {
-				handoff = true
+				handoff, s.End = true, EndAnswer
 				break // reasoning after answer text is the answer leg's to write
 			}
 			continue
@@ -97,11 +119,16 @@ func (s *Splicer) Reason(data []byte) (out [][]byte, handoff bool) {
 		}
 		out = append(out, bytes.Clone(s.w.Content(chat.FieldReasoningContent, []byte(p.Text))))
 		if s.MaxReasoning > 0 && s.ReasoningTokens() >= s.MaxReasoning {
+			s.End = EndMaxReasoning
 			return out, true
 		}
 	}
-	if len(s.d.Calls) > 0 || s.d.Finish != "" {
-		handoff = true
+	switch {
+	case handoff:
+	case len(s.d.Calls) > 0:
+		handoff, s.End = true, EndToolCall
+	case s.d.Finish != "":
+		handoff, s.End = true, EndFinish
 	}
 	return out, handoff
 }

@@ -102,10 +102,9 @@ func TestSplicerHandoffPoints(t *testing.T) {
 		}
 	}
 	// Not hand-off points: an empty text, a role chunk, another choice,
-	// something that is not a chunk, the legacy function_call (which the
-	// translators refuse too: the reasoning leg's finish hands off).
+	// something that is not a chunk.
 	s := &Splicer{Model: "m"}
-	for _, c := range []string{`{"choices":[{"index":0,"delta":{"content":""}}]}`, `{"choices":[{"index":1,"delta":{"content":"x"}}]}`, `not json`, `{"choices":[]}`, `{"choices":[{"index":0,"delta":{"function_call":{"name":"f"}}}]}`} {
+	for _, c := range []string{`{"choices":[{"index":0,"delta":{"content":""}}]}`, `{"choices":[{"index":1,"delta":{"content":"x"}}]}`, `not json`, `{"choices":[]}`} {
 		if out, over := s.Reason([]byte(c)); over || len(out) != 0 {
 			t.Errorf("%s: over %v, %d out", c, over, len(out))
 		}
