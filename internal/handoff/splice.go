@@ -163,11 +163,12 @@ func (s *Splicer) Answer(data []byte) (out [][]byte) {
 	}
 	s.begin(c.ID)
 	emit := func(b []byte) {
+		b = bytes.Clone(b) // before Role, which reuses the writer's buffer b points into
 		if !s.roleSent {
 			s.roleSent = true
 			out = append(out, bytes.Clone(s.w.Role()))
 		}
-		out = append(out, bytes.Clone(b))
+		out = append(out, b)
 	}
 	for _, p := range s.d.Pieces {
 		switch {

@@ -183,6 +183,14 @@ func TestSplicerNoReasoning(t *testing.T) {
 	if len(o) != 2 || !strings.Contains(string(o[0]), `"role":"assistant"`) || !strings.Contains(string(o[1]), `"minted"`) {
 		t.Errorf("want the role chunk, then the text: %s", o)
 	}
+	for _, c := range o {
+		if !json.Valid(c) {
+			t.Errorf("a chunk out is not JSON (a buffer reused under it?): %s", c)
+		}
+	}
+	if d := dec(t, o[1]); d.Choices[0].Delta.Content == nil || *d.Choices[0].Delta.Content != "hi" {
+		t.Errorf("text chunk %s", o[1])
+	}
 }
 
 // TestSplicerContentParts: Mistral writes reasoning and answer as content
