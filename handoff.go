@@ -340,6 +340,12 @@ func (c *chainRun) handoff() {
 	src.sp.Model = c.rt.alias
 	src.sp.Created = time.Now().Unix()
 	src.sp.MaxReasoning = ho.maxReasoning
+	if b := c.pol.cfg.ReasoningBudget; b > 0 && c.pol.cfg.BudgetAction == pace.BudgetTruncate && (b < src.sp.MaxReasoning || src.sp.MaxReasoning == 0) {
+		// A truncating budget on a hand-off alias is a hand-off point:
+		// the reasoning leg stops there and the answer leg answers with
+		// the reasoning so far, as max_reasoning does.
+		src.sp.MaxReasoning = b
+	}
 
 	reasonRaw, err := handoff.Reason(d, clientBody)
 	var reasonBody *requestBody

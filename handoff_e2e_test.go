@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/sim"
 )
@@ -83,6 +84,11 @@ const handoffRelay = `llm_relay {
 	model baton-tags {
 		reason reasoner-tags sim-r1-distill
 		to echo-claude sim-claude
+	}
+	model baton-budget {
+		reason reasoner sim-r1
+		to echo-chat sim-chat
+		reasoning_budget 6 truncate
 	}
 	model baton-system {
 		reason reasoner-claude sim-claude-thinker {
@@ -215,6 +221,35 @@ func TestHandoffInlineReasoning(t *testing.T) {
 		}
 		if want := echoOf("prefill", reasoning); got.content != want || hasTag(got.content) {
 			t.Errorf("stream %v: content %q;\nwant %q", stream, got.content, want)
+		}
+	}
+}
+
+// TestHandoffModesAndBudget: the pacer's modes work on a hand-off alias
+// as on any (X-Relay-Mode), and a truncating reasoning budget is a
+// hand-off point: the client's reasoning stops at the budget, and the
+// answer leg gets exactly that reasoning.
+func TestHandoffModesAndBudget(t *testing.T) {
+	startRelay(t, handoffRelay, handoffSimSite)
+	reasoning := handoffReasoning(t)
+	for _, mode := range []string{"off", "pace", "split-reasoning"} {
+		for _, stream := range []bool{false, true} {
+			got := chatGo(t, "baton", stream, option.WithHeader("X-Relay-Mode", mode))
+			if got.reasoningContent != reasoning || got.content != echoOf("prefill", reasoning) {
+				t.Errorf("mode %s, stream %v: reasoning %q, content %q", mode, stream, got.reasoningContent, got.content)
+			}
+		}
+	}
+	for _, stream := range []bool{false, true} {
+		got := chatGo(t, "baton-budget", stream)
+		if got.reasoningContent == "" || !strings.HasPrefix(reasoning, got.reasoningContent) || len([]rune(got.reasoningContent)) >= len([]rune(reasoning)) {
+			t.Errorf("stream %v: reasoning %q; want a beginning of %q, cut near 6 tokens", stream, got.reasoningContent, reasoning)
+		}
+		if n := (len([]rune(got.reasoningContent)) + 3) / 4; n < 6 || n > 6+4 {
+			t.Errorf("stream %v: %d reasoning tokens reached the client; want the budget of 6 (and the piece that crossed it)", stream, n)
+		}
+		if want := echoOf("user", got.reasoningContent); got.content != want {
+			t.Errorf("stream %v: content %q;\nwant the answer leg's echo of the reasoning the client got, %q", stream, got.content, want)
 		}
 	}
 }
