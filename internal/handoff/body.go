@@ -98,7 +98,8 @@ func Reason(d Dialect, body []byte) ([]byte, error) {
 // Answer is the answer leg's body: the client's, asked for a stream, the
 // reasoning of earlier turns removed, the request's own reasoning knobs
 // removed (the answer leg answers; it is not asked to reason again: a
-// target's `set` adds a knob back), and reasoning injected at where
+// target's `set` adds a knob back) with the Messages context edits that
+// need them (dropThinkingEdits), and reasoning injected at where
 // (nothing when reasoning is empty: the reasoning leg gave none).
 func Answer(d Dialect, body []byte, reasoning string, where Inject) ([]byte, error) {
 	top, err := decode(body)
@@ -110,6 +111,9 @@ func Answer(d Dialect, body []byte, reasoning string, where Inject) ([]byte, err
 	}
 	for _, k := range knobs[d] {
 		delete(top, k)
+	}
+	if d == Messages {
+		dropThinkingEdits(top)
 	}
 	streamOn(d, top)
 	if strings.TrimSpace(reasoning) != "" {
@@ -125,6 +129,42 @@ var knobs = [...][]string{
 	Chat:      {"reasoning_effort", "reasoning", "thinking"},
 	Messages:  {"thinking"},
 	Responses: {"reasoning"},
+}
+
+// dropThinkingEdits removes the context edits that manage thinking blocks
+// (clear_thinking_20251015 and later versions) from a Messages body whose
+// thinking was turned off: Anthropic refuses them without thinking
+// enabled, and Claude Code sends one with every request. The other edits
+// (clear_tool_uses...) stay; context_management goes when nothing is left
+// of it. A member of another shape is left to the upstream to judge.
+func dropThinkingEdits(top object) {
+	var cm object
+	if json.Unmarshal(top["context_management"], &cm) != nil || cm == nil {
+		return
+	}
+	var edits []object
+	if json.Unmarshal(cm["edits"], &edits) != nil {
+		return
+	}
+	kept := edits[:0]
+	for _, e := range edits {
+		if !strings.HasPrefix(str(e["type"]), "clear_thinking") {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == len(edits) {
+		return
+	}
+	if len(kept) == 0 {
+		delete(cm, "edits")
+	} else {
+		cm["edits"] = mustJSON(kept)
+	}
+	if len(cm) == 0 {
+		delete(top, "context_management")
+		return
+	}
+	top["context_management"] = mustJSON(cm)
 }
 
 type object = map[string]json.RawMessage

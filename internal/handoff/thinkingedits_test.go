@@ -1,0 +1,47 @@
+package handoff
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestAnswerDropsThinkingEdits: the answer leg's Messages body loses its
+// thinking knob, and with it the context edits Anthropic refuses without
+// thinking ("`clear_thinking_20251015` strategy requires `thinking` to be
+// enabled or adaptive"), which Claude Code sends on every request; other
+// edits, and the reasoning leg's body, keep theirs.
+func TestAnswerDropsThinkingEdits(t *testing.T) {
+	for _, tc := range []struct{ name, cm, want string }{
+		{"thinking edit alone", `{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]}`, ``},
+		{"with a tool edit", `{"edits":[{"type":"clear_thinking_20251015","keep":"all"},{"type":"clear_tool_uses_20250919"}]}`, `{"edits":[{"type":"clear_tool_uses_20250919"}]}`},
+		{"tool edit alone", `{"edits":[{"type":"clear_tool_uses_20250919"}]}`, `{"edits":[{"type":"clear_tool_uses_20250919"}]}`},
+		{"other members stay", `{"edits":[{"type":"clear_thinking_20251015"}],"x":1}`, `{"x":1}`},
+		{"not an object", `"odd"`, `"odd"`},
+	} {
+		body := `{"model":"m","max_tokens":9,"thinking":{"type":"adaptive"},"context_management":` + tc.cm + `,"messages":[{"role":"user","content":"hi"}]}`
+		out, err := Answer(Messages, []byte(body), "r", Prefill)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(out, &top); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := top["thinking"]; ok {
+			t.Errorf("%s: thinking kept", tc.name)
+		}
+		got := string(top["context_management"])
+		if got != tc.want {
+			t.Errorf("%s: context_management %s; want %s", tc.name, got, tc.want)
+		}
+		reason, err := Reason(Messages, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rtop map[string]json.RawMessage
+		_ = json.Unmarshal(reason, &rtop)
+		if rtop["context_management"] == nil || rtop["thinking"] == nil {
+			t.Errorf("%s: the reasoning leg's body lost its thinking or its edits: %s", tc.name, reason)
+		}
+	}
+}
