@@ -678,3 +678,86 @@ func mustJSONString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
 }
+
+// claudeReasoning is what claudeReasonerUpstream thinks.
+const claudeReasoning = "The user greets; a greeting back will do."
+
+// claudeReasonerUpstream is an `api anthropic` reasoning leg that does
+// what Anthropic does with thinking.display: "omitted" (Claude Opus 4.7
+// and later default to it) and "updates" (Claude Code sends it: only the
+// short progress notes between tool calls get text) send the reasoning's
+// thinking block with its signature and no text; "summarized", or no
+// display, streams the text. Then it answers, which the relay must never
+// forward.
+func claudeReasonerUpstream(t *testing.T) *fakeUpstream {
+	var up *fakeUpstream
+	up = newFakeUpstream(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		var th struct {
+			Type    string `json:"type"`
+			Display string `json:"display"`
+		}
+		raw, _ := json.Marshal(up.requests()[n-1].body["thinking"])
+		_ = json.Unmarshal(raw, &th)
+		id := "msg_reasoner_" + strconv.Itoa(n)
+		events := []msgEvent{msgStart(id)}
+		i := 0
+		if th.Type == "enabled" || th.Type == "adaptive" {
+			events = append(events, msgEvent{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`})
+			if th.Display != "omitted" && th.Display != "updates" {
+				b, _ := json.Marshal(claudeReasoning)
+				events = append(events, msgEvent{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":` + string(b) + `}}`})
+			}
+			events = append(events,
+				msgEvent{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2lnbmVk"}}`},
+				msgEvent{"content_block_stop", `{"type":"content_block_stop","index":0}`})
+			i = 1
+		}
+		events = append(events,
+			msgEvent{"content_block_start", `{"type":"content_block_start","index":` + itoa(i) + `,"content_block":{"type":"text","text":""}}`},
+			textDelta(i, "the reasoner's own answer, never forwarded"),
+			msgEvent{"content_block_stop", `{"type":"content_block_stop","index":` + itoa(i) + `}`},
+			msgEvent{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":20}}`},
+			msgEvent{"message_stop", `{"type":"message_stop"}`})
+		writeMessagesStream(w, 0, events...)
+	})
+	return up
+}
+
+// TestHandoffClaudeCodeAnthropicReasoner: Claude Code through a hand-off
+// whose reasoning leg is an `api anthropic` target: Claude Code asks for
+// its thinking with a display ("updates"; "omitted" on some requests)
+// that would leave the reasoning leg's thinking empty and nothing to hand
+// off; the reasoning leg is asked for its thinking's text, which the
+// client gets as thinking and the answer leg as its prefill.
+func TestHandoffClaudeCodeAnthropicReasoner(t *testing.T) {
+	claude := requireNodeTool(t, filepath.Join(".bin", "claude"), "Claude Code")
+	reasoner := claudeReasonerUpstream(t)
+	logFile := startRelay(t, `llm_relay {
+		key `+taggedKey+`
+		upstream claude-reasoner `+reasoner.v1()+` {
+			api anthropic
+		}
+		upstream echo-claude http://127.0.0.1:9087/echo/v1 {
+			api anthropic
+		}
+		model baton-claude {
+			reason claude-reasoner claude-thinker
+			to echo-claude sim-claude
+		}
+	}`, handoffSimSite)
+	got, stderr := runClaudeStreamJSON(t, claude, taggedKey, "baton-claude", "Say hi")
+	if r := got.result; r.Subtype != "success" || r.IsError {
+		t.Fatalf("claude result %+v; want a success\nstderr: %s\nrelay log:\n%s", r, stderr, readLog(t, logFile))
+	}
+	seen := reasoner.requests()
+	if len(seen) != 1 {
+		t.Fatalf("the reasoning upstream saw %d requests; want one", len(seen))
+	}
+	th, _ := json.Marshal(seen[0].body["thinking"])
+	if want := echoOf("prefill", claudeReasoning); got.result.Result != want {
+		t.Errorf("claude printed %q;\nwant the answer leg's echo of the reasoning, %q (the reasoning leg was asked for thinking %s)", got.result.Result, want, th)
+	}
+	if strings.Join(got.thinking, "") != claudeReasoning {
+		t.Errorf("claude showed thinking %q; want the reasoning leg's %q", got.thinking, claudeReasoning)
+	}
+}

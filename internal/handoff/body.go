@@ -82,7 +82,7 @@ var ErrNotObject = errors.New("the request body is not a JSON object")
 
 // Reason is the reasoning leg's body: the client's, asked for a stream
 // (with its usage, in Chat), with the reasoning of earlier turns removed
-// (see stripHistory).
+// (see stripHistory), and its thinking's text asked for (showThinking).
 func Reason(d Dialect, body []byte) ([]byte, error) {
 	top, err := decode(body)
 	if err != nil {
@@ -91,8 +91,30 @@ func Reason(d Dialect, body []byte) ([]byte, error) {
 	if err := stripHistory(d, top); err != nil {
 		return nil, err
 	}
+	if d == Messages {
+		showThinking(top)
+	}
 	streamOn(d, top)
 	return json.Marshal(top)
+}
+
+// showThinking asks a Messages reasoning leg for its thinking's text: a
+// thinking.display that hides it ("omitted", which Claude Opus 4.7 and
+// later default to; "updates", which Claude Code sends: text for the
+// progress notes between tool calls only) leaves the leg's thinking
+// blocks empty, with nothing to hand off. Only a display the client sent
+// is changed, to "summarized": an upstream that knows the member takes
+// that value, and one that does not never sees it.
+func showThinking(top object) {
+	var th object
+	if json.Unmarshal(top["thinking"], &th) != nil || th == nil {
+		return
+	}
+	if d, ok := th["display"]; !ok || str(d) == "summarized" {
+		return
+	}
+	th["display"] = mustJSON("summarized")
+	top["thinking"] = mustJSON(th)
 }
 
 // Answer is the answer leg's body: the client's, asked for a stream, the

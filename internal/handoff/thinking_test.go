@@ -45,3 +45,35 @@ func TestAnswerDropsThinkingEdits(t *testing.T) {
 		}
 	}
 }
+
+// TestReasonShowsThinking: the reasoning leg is asked for its thinking's
+// text whatever display the client asked for (Claude Code: "updates",
+// "omitted"), which would leave its thinking blocks empty; a body without
+// a display is left as it is (an upstream may not know the member).
+func TestReasonShowsThinking(t *testing.T) {
+	for _, tc := range []struct{ thinking, want string }{
+		{`{"type":"adaptive","display":"omitted"}`, `{"display":"summarized","type":"adaptive"}`},
+		{`{"type":"adaptive","display":"updates"}`, `{"display":"summarized","type":"adaptive"}`},
+		{`{"type":"enabled","budget_tokens":2048,"display":"summarized"}`, `{"type":"enabled","budget_tokens":2048,"display":"summarized"}`},
+		{`{"type":"enabled","budget_tokens":2048}`, `{"type":"enabled","budget_tokens":2048}`},
+		{`{"type":"disabled"}`, `{"type":"disabled"}`},
+	} {
+		body := `{"model":"m","max_tokens":9,"thinking":` + tc.thinking + `,"messages":[{"role":"user","content":"hi"}]}`
+		out, err := Reason(Messages, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var top map[string]json.RawMessage
+		_ = json.Unmarshal(out, &top)
+		if got := string(top["thinking"]); got != tc.want {
+			t.Errorf("thinking %s: the reasoning leg's is %s; want %s", tc.thinking, got, tc.want)
+		}
+		// The answer leg is not asked to think at all.
+		ans, _ := Answer(Messages, []byte(body), "r", Prefill)
+		var atop map[string]json.RawMessage
+		_ = json.Unmarshal(ans, &atop)
+		if _, ok := atop["thinking"]; ok {
+			t.Errorf("thinking %s: the answer leg's body keeps it", tc.thinking)
+		}
+	}
+}
