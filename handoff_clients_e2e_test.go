@@ -508,6 +508,7 @@ type respItem struct {
 // upstream reads.
 type respRequest struct {
 	Reasoning json.RawMessage `json:"reasoning"`
+	Include   []string        `json:"include"`
 	Store     *bool           `json:"store"`
 	Input     []respItem      `json:"input"`
 	Tools     []struct {
@@ -532,12 +533,20 @@ func (it respItem) outputText() string {
 	return s
 }
 
-// openAIRefusal is what OpenAI's Responses API says, as a 400, of an input
-// it refuses and a hand-off could send: a reasoning item it did not make
+// openAIRefusal is what OpenAI's Responses API says, as a 400, of a
+// request to a model that does not reason (gpt-4.1, the kind an answer
+// leg is), which a hand-off could send: a reasoning item it did not make
 // (the hand-off's, which Codex keeps in its history; with store false
-// OpenAI has none stored, and no encrypted content of its own to read).
-// "": accepted.
+// OpenAI has none stored, and no encrypted content of its own to read),
+// reasoning settings, or the reasoning's encrypted content asked for
+// (Codex asks on every request). "": accepted.
 func openAIRefusal(r *respRequest) string {
+	if len(r.Reasoning) > 0 && string(r.Reasoning) != "null" {
+		return "Unsupported parameter: 'reasoning' is not supported with this model."
+	}
+	if slices.Contains(r.Include, "reasoning.encrypted_content") {
+		return "Encrypted content is not supported with this model."
+	}
 	for i, it := range r.Input {
 		if it.Type == "reasoning" {
 			return fmt.Sprintf("input[%d]: Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", i, it.ID)
@@ -565,7 +574,8 @@ func functionCallStream(id, callID, name, args string) string {
 }
 
 // codexToolUpstream is an `api openai` answer leg (Responses) for Codex's
-// tool-use turn: it refuses what OpenAI refuses (openAIRefusal); asked
+// tool-use turn: it refuses what OpenAI refuses of a model that does not
+// reason (openAIRefusal); asked
 // without a function_call_output it calls exec_command to print the
 // marker; given the output, it answers "ran: <marker>" when the output
 // holds the marker.
@@ -603,10 +613,12 @@ func codexToolUpstream(t *testing.T, refused *refusals) *fakeUpstream {
 }
 
 // TestHandoffCodexToolUse: Codex CLI through a hand-off alias whose answer
-// leg (an `api openai` target, Responses) asks for a tool: Codex runs the
-// command, and the next turn, whose history holds the hand-off's
-// reasoning item (not OpenAI's: OpenAI refuses it), reaches the answer
-// target without it, with the call, its output and the new reasoning.
+// leg (an `api openai` target, Responses, a model that does not reason)
+// asks for a tool: Codex runs the command, and the next turn, whose
+// history holds the hand-off's reasoning item (not OpenAI's: OpenAI
+// refuses it), reaches the answer target without it, with the call, its
+// output and the new reasoning; neither turn asks the answer leg for
+// reasoning (settings, encrypted content), which such a model refuses.
 func TestHandoffCodexToolUse(t *testing.T) {
 	codex := requireNodeTool(t, filepath.Join(".bin", "codex"), "Codex CLI")
 	var refused refusals
@@ -621,7 +633,7 @@ func TestHandoffCodexToolUse(t *testing.T) {
 		}
 		model baton-tools {
 			reason reasoner sim-r1
-			to gpt gpt-up
+			to gpt gpt-4.1
 		}
 	}`, handoffSimSite)
 	reasoning := handoffReasoning(t)
@@ -648,8 +660,8 @@ func TestHandoffCodexToolUse(t *testing.T) {
 		if n == 0 || r.Input[n-1].Role != "user" || !strings.Contains(string(r.Input[n-1].Content), mustJSONString(injected)) {
 			t.Errorf("request %d: want the reasoning leg's reasoning in a user turn, last; input %s", i+1, raw)
 		}
-		if len(r.Reasoning) > 0 {
-			t.Errorf("request %d asks the answer leg to reason: %s", i+1, r.Reasoning)
+		if len(r.Reasoning) > 0 || len(r.Include) > 0 {
+			t.Errorf("request %d asks the answer leg for reasoning: reasoning %s, include %v", i+1, r.Reasoning, r.Include)
 		}
 	}
 	raw, _ := json.Marshal(seen[1].body)

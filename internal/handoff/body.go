@@ -120,8 +120,9 @@ func showThinking(top object) {
 // Answer is the answer leg's body: the client's, asked for a stream, the
 // reasoning of earlier turns removed, the request's own reasoning knobs
 // removed (the answer leg answers; it is not asked to reason again: a
-// target's `set` adds a knob back) with the Messages context edits that
-// need them (dropThinkingEdits), and reasoning injected at where
+// target's `set` adds a knob back) with what needs them (Messages context
+// edits, dropThinkingEdits; the Responses reasoning's encrypted content,
+// dropReasoningInclude), and reasoning injected at where
 // (nothing when reasoning is empty: the reasoning leg gave none).
 func Answer(d Dialect, body []byte, reasoning string, where Inject) ([]byte, error) {
 	top, err := decode(body)
@@ -134,8 +135,11 @@ func Answer(d Dialect, body []byte, reasoning string, where Inject) ([]byte, err
 	for _, k := range knobs[d] {
 		delete(top, k)
 	}
-	if d == Messages {
+	switch d {
+	case Messages:
 		dropThinkingEdits(top)
+	case Responses:
+		dropReasoningInclude(top)
 	}
 	streamOn(d, top)
 	if strings.TrimSpace(reasoning) != "" {
@@ -187,6 +191,33 @@ func dropThinkingEdits(top object) {
 		return
 	}
 	top["context_management"] = mustJSON(cm)
+}
+
+// dropReasoningInclude removes "reasoning.encrypted_content" from a
+// Responses body's include: OpenAI refuses it for a model that does not
+// reason ("Encrypted content is not supported with this model"), the
+// kind an answer leg often is, and Codex CLI asks for it on every
+// request. The answer leg's reasoning is never forwarded, so nothing is
+// lost when the model does reason. include goes when nothing is left of
+// it; a member of another shape is left to the upstream to judge.
+func dropReasoningInclude(top object) {
+	var include []json.RawMessage
+	if json.Unmarshal(top["include"], &include) != nil {
+		return
+	}
+	kept := include[:0]
+	for _, v := range include {
+		if str(v) != "reasoning.encrypted_content" {
+			kept = append(kept, v)
+		}
+	}
+	switch {
+	case len(kept) == len(include):
+	case len(kept) == 0:
+		delete(top, "include")
+	default:
+		top["include"] = mustJSON(kept)
+	}
 }
 
 type object = map[string]json.RawMessage

@@ -77,3 +77,36 @@ func TestReasonShowsThinking(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerDropsReasoningInclude: the answer leg's Responses body is not
+// asked for the reasoning's encrypted content, which OpenAI refuses for a
+// model that does not reason and Codex asks for on every request; other
+// include values stay, and the reasoning leg keeps it all.
+func TestAnswerDropsReasoningInclude(t *testing.T) {
+	for _, tc := range []struct{ include, want string }{
+		{`["reasoning.encrypted_content"]`, ``},
+		{`["reasoning.encrypted_content","message.output_text.logprobs"]`, `["message.output_text.logprobs"]`},
+		{`["message.output_text.logprobs"]`, `["message.output_text.logprobs"]`},
+		{`"odd"`, `"odd"`},
+	} {
+		body := `{"model":"m","reasoning":{"summary":"auto"},"include":` + tc.include + `,"input":"hi"}`
+		out, err := Answer(Responses, []byte(body), "r", User)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var top map[string]json.RawMessage
+		_ = json.Unmarshal(out, &top)
+		if got := string(top["include"]); got != tc.want {
+			t.Errorf("include %s: the answer leg's is %s; want %s", tc.include, got, tc.want)
+		}
+		if _, ok := top["reasoning"]; ok {
+			t.Errorf("include %s: the answer leg keeps reasoning", tc.include)
+		}
+		reason, _ := Reason(Responses, []byte(body))
+		var rtop map[string]json.RawMessage
+		_ = json.Unmarshal(reason, &rtop)
+		if string(rtop["include"]) != tc.include {
+			t.Errorf("include %s: the reasoning leg's is %s", tc.include, rtop["include"])
+		}
+	}
+}
