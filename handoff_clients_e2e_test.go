@@ -176,9 +176,6 @@ type msgsRequest struct {
 			Type string `json:"type"`
 		} `json:"edits"`
 	} `json:"context_management"`
-	Tools []struct {
-		Name string `json:"name"`
-	} `json:"tools"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -189,7 +186,6 @@ type msgsRequest struct {
 type msgsBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
-	Signature *string         `json:"signature"`
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	ToolUseID string          `json:"tool_use_id"`
@@ -494,14 +490,13 @@ func TestHandoffCodex(t *testing.T) {
 
 // respItem is an input item of a Responses request.
 type respItem struct {
-	Type             string          `json:"type"`
-	ID               string          `json:"id"`
-	Role             string          `json:"role"`
-	Content          json.RawMessage `json:"content"`
-	CallID           string          `json:"call_id"`
-	Name             string          `json:"name"`
-	Output           json.RawMessage `json:"output"`
-	EncryptedContent *string         `json:"encrypted_content"`
+	Type    string          `json:"type"`
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	CallID  string          `json:"call_id"`
+	Name    string          `json:"name"`
+	Output  json.RawMessage `json:"output"`
 }
 
 // respRequest is the part of a Responses request the scripted answer
@@ -509,12 +504,7 @@ type respItem struct {
 type respRequest struct {
 	Reasoning json.RawMessage `json:"reasoning"`
 	Include   []string        `json:"include"`
-	Store     *bool           `json:"store"`
 	Input     []respItem      `json:"input"`
-	Tools     []struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-	} `json:"tools"`
 }
 
 // outputText is a function_call_output's output: a string, or text parts.
