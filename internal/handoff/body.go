@@ -82,7 +82,7 @@ var ErrNotObject = errors.New("the request body is not a JSON object")
 
 // Reason is the reasoning leg's body: the client's, asked for a stream
 // (with its usage, in Chat), with the reasoning of earlier turns removed
-// (see stripHistory).
+// (see stripHistory), and its thinking's text asked for (showThinking).
 func Reason(d Dialect, body []byte) ([]byte, error) {
 	top, err := decode(body)
 	if err != nil {
@@ -91,14 +91,38 @@ func Reason(d Dialect, body []byte) ([]byte, error) {
 	if err := stripHistory(d, top); err != nil {
 		return nil, err
 	}
+	if d == Messages {
+		showThinking(top)
+	}
 	streamOn(d, top)
 	return json.Marshal(top)
+}
+
+// showThinking asks a Messages reasoning leg for its thinking's text: a
+// thinking.display that hides it ("omitted", which Claude Opus 4.7 and
+// later default to; "updates", which Claude Code sends: text for the
+// progress notes between tool calls only) leaves the leg's thinking
+// blocks empty, with nothing to hand off. Only a display the client sent
+// is changed, to "summarized": an upstream that knows the member takes
+// that value, and one that does not never sees it.
+func showThinking(top object) {
+	var th object
+	if json.Unmarshal(top["thinking"], &th) != nil || th == nil {
+		return
+	}
+	if d, ok := th["display"]; !ok || str(d) == "summarized" {
+		return
+	}
+	th["display"] = mustJSON("summarized")
+	top["thinking"] = mustJSON(th)
 }
 
 // Answer is the answer leg's body: the client's, asked for a stream, the
 // reasoning of earlier turns removed, the request's own reasoning knobs
 // removed (the answer leg answers; it is not asked to reason again: a
-// target's `set` adds a knob back), and reasoning injected at where
+// target's `set` adds a knob back) with what needs them (Messages context
+// edits, dropThinkingEdits; the Responses reasoning's encrypted content,
+// dropReasoningInclude), and reasoning injected at where
 // (nothing when reasoning is empty: the reasoning leg gave none).
 func Answer(d Dialect, body []byte, reasoning string, where Inject) ([]byte, error) {
 	top, err := decode(body)
@@ -110,6 +134,12 @@ func Answer(d Dialect, body []byte, reasoning string, where Inject) ([]byte, err
 	}
 	for _, k := range knobs[d] {
 		delete(top, k)
+	}
+	switch d {
+	case Messages:
+		dropThinkingEdits(top)
+	case Responses:
+		dropReasoningInclude(top)
 	}
 	streamOn(d, top)
 	if strings.TrimSpace(reasoning) != "" {
@@ -125,6 +155,69 @@ var knobs = [...][]string{
 	Chat:      {"reasoning_effort", "reasoning", "thinking"},
 	Messages:  {"thinking"},
 	Responses: {"reasoning"},
+}
+
+// dropThinkingEdits removes the context edits that manage thinking blocks
+// (clear_thinking_20251015 and later versions) from a Messages body whose
+// thinking was turned off: Anthropic refuses them without thinking
+// enabled, and Claude Code sends one with every request. The other edits
+// (clear_tool_uses...) stay; context_management goes when nothing is left
+// of it. A member of another shape is left to the upstream to judge.
+func dropThinkingEdits(top object) {
+	var cm object
+	if json.Unmarshal(top["context_management"], &cm) != nil || cm == nil {
+		return
+	}
+	var edits []object
+	if json.Unmarshal(cm["edits"], &edits) != nil {
+		return
+	}
+	kept := edits[:0]
+	for _, e := range edits {
+		if !strings.HasPrefix(str(e["type"]), "clear_thinking") {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == len(edits) {
+		return
+	}
+	if len(kept) == 0 {
+		delete(cm, "edits")
+	} else {
+		cm["edits"] = mustJSON(kept)
+	}
+	if len(cm) == 0 {
+		delete(top, "context_management")
+		return
+	}
+	top["context_management"] = mustJSON(cm)
+}
+
+// dropReasoningInclude removes "reasoning.encrypted_content" from a
+// Responses body's include: OpenAI refuses it for a model that does not
+// reason ("Encrypted content is not supported with this model"), the
+// kind an answer leg often is, and Codex CLI asks for it on every
+// request. The answer leg's reasoning is never forwarded, so nothing is
+// lost when the model does reason. include goes when nothing is left of
+// it; a member of another shape is left to the upstream to judge.
+func dropReasoningInclude(top object) {
+	var include []json.RawMessage
+	if json.Unmarshal(top["include"], &include) != nil {
+		return
+	}
+	kept := include[:0]
+	for _, v := range include {
+		if str(v) != "reasoning.encrypted_content" {
+			kept = append(kept, v)
+		}
+	}
+	switch {
+	case len(kept) == len(include):
+	case len(kept) == 0:
+		delete(top, "include")
+	default:
+		top["include"] = mustJSON(kept)
+	}
 }
 
 type object = map[string]json.RawMessage

@@ -5,8 +5,9 @@
 //
 //   - the legs' request bodies, in the client's own dialect (Chat
 //     Completions, Anthropic Messages or the Responses API): Reason makes
-//     the reasoning leg's (a stream, history reasoning removed), Answer the
-//     answer leg's (the same, its reasoning knobs removed, and the
+//     the reasoning leg's (a stream, history reasoning removed, its
+//     thinking's text asked for), Answer the answer leg's (a stream,
+//     history reasoning removed, its reasoning knobs removed, and the
 //     reasoning leg's reasoning injected as a prefill, into the last user
 //     turn or into the system prompt). Working in the client's dialect
 //     keeps its prompt-cache markers where the client put them: the
