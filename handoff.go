@@ -128,13 +128,39 @@ func (h *Relay) compileHandoff(m *ModelRoute) (*handoffRoute, error) {
 
 // injectFor is where target t's request carries the reasoning.
 func (ho *handoffRoute) injectFor(t *target) handoff.Inject {
-	if ho.injectSet {
-		return ho.inject
+	where := handoff.User
+	switch {
+	case ho.injectSet:
+		where = ho.inject
+	case t.up.api == apiAnthropic:
+		where = handoff.Prefill
 	}
-	if t.up.api == apiAnthropic {
-		return handoff.Prefill
+	if where == handoff.Prefill && t.noPrefill != nil && t.noPrefill.Load() {
+		return handoff.User // it refused a prefill (refusedPrefill)
 	}
-	return handoff.User
+	return where
+}
+
+// refusedPrefill reports an answer leg whose target refused the prefill
+// with a 400 (Anthropic's Claude 4.6 and later: "This model does not
+// support assistant message prefill"): the target is marked, and from
+// then on (until the config is reloaded) gets the reasoning in the user
+// turn instead; the caller asks the answer chain again at once. A model
+// that refuses a prefill is not a failing target: no health sample is
+// lost to it beyond the one answer.
+func (s *handoffSource) refusedPrefill(leg *legResult) bool {
+	res := leg.res
+	if res == nil || res.events != nil || res.resp.StatusCode != http.StatusBadRequest ||
+		leg.t.noPrefill == nil || s.ho.injectFor(leg.t) != handoff.Prefill {
+		return false
+	}
+	if !bytes.Contains(bytes.ToLower(res.wholeBody()), []byte("prefill")) {
+		return false
+	}
+	leg.t.noPrefill.Store(true)
+	leg.done()
+	s.c.req.note(leg.t, "refused the reasoning as a prefill (400): injected into the user turn instead, from now on for this target")
+	return true
 }
 
 // handoffDialect is the dialect of a client's body, as internal/handoff
@@ -689,6 +715,10 @@ func (s *handoffSource) startAnswer() error {
 	}})
 	first := bodyFor(s.c.rt.targets[0])
 	leg := s.c.newLeg(s.c.rt, first, bodyFor, ctx).runLeg()
+	for s.refusedPrefill(leg) {
+		// Each refusal marks one target, so this ends.
+		leg = s.c.newLeg(s.c.rt, bodyFor(s.c.rt.targets[0]), bodyFor, ctx).runLeg()
+	}
 	if bodyErr != nil {
 		return &publicError{msg: "the answer leg's request could not be made", cause: bodyErr}
 	}

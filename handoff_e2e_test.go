@@ -9,8 +9,11 @@ package llmrelay_test
 // held exactly that reasoning at the configured position.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -358,3 +361,61 @@ func TestHandoffRecord(t *testing.T) {
 }
 
 var _ = context.Background
+
+// TestHandoffPrefillRefused: Anthropic's Claude 4.6 and later refuse an
+// assistant prefill with a 400. The default inject for an `api anthropic`
+// target is prefill; a target that refuses it gets the reasoning in the
+// user turn instead, at once for that request (the client never sees the
+// 400) and from then on without trying the prefill again.
+func TestHandoffPrefillRefused(t *testing.T) {
+	var claude *fakeUpstream
+	claude = newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		body := claude.requests()[n-1].body
+		msgs, _ := body["messages"].([]any)
+		if last, _ := msgs[len(msgs)-1].(map[string]any); last["role"] == "assistant" {
+			answerJSON(w, http.StatusBadRequest, `{"type":"error","error":{"type":"invalid_request_error","message":"This model does not support assistant message prefill. The conversation must end with a user message."}}`)
+			return
+		}
+		// As a model without prefill would: answer, here by the echo
+		// simulator, which says where it found the reasoning.
+		raw, _ := json.Marshal(body)
+		resp, err := http.Post("http://127.0.0.1:9087/echo/v1/messages", "application/json", bytes.NewReader(raw))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	})
+	relay := `llm_relay {
+	key ` + taggedKey + `
+	upstream reasoner http://127.0.0.1:9087/reason/v1 {
+		api chat
+	}
+	upstream claude46 ` + claude.v1() + ` {
+		api anthropic
+	}
+	model baton46 {
+		reason reasoner sim-r1
+		to claude46 claude-sonnet-4-6
+	}
+}`
+	logFile := startRelay(t, relay, handoffSimSite)
+	reasoning := handoffReasoning(t)
+	for i, stream := range []bool{true, false} {
+		got := chatGo(t, "baton46", stream)
+		if got.reasoningContent != reasoning || got.content != echoOf("user", reasoning) {
+			t.Errorf("request %d: reasoning %q, content %q; want the answer with the reasoning in the user turn", i+1, got.reasoningContent, got.content)
+		}
+	}
+	// Three requests to the target: the refused prefill, then the user
+	// turn; then the user turn alone.
+	if n := len(claude.requests()); n != 3 {
+		t.Errorf("the target got %d requests; want 3 (one refused prefill, then never again)", n)
+	}
+	if !strings.Contains(readLog(t, logFile), "refused the reasoning as a prefill") {
+		t.Error("the log line does not say the prefill was refused")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
@@ -51,6 +52,10 @@ type target struct {
 	// think is the syntax of the model's inline reasoning tags, nil when
 	// its reasoning comes in fields (see InlineReasoning).
 	think *thinktag.Syntax
+	// noPrefill: as a hand-off's answer target, it refused the reasoning
+	// as a prefill; it gets it in the user turn (handoff.go). A pointer:
+	// a degraded copy of the target shares it.
+	noPrefill *atomic.Bool
 }
 
 // modelJSON is the target's model as a JSON string.
@@ -64,7 +69,7 @@ func (t *target) modelJSON() json.RawMessage {
 
 // newTarget is a target for model on up; the model's JSON is made once.
 func newTarget(up *upstreamRuntime, model string) *target {
-	t := &target{up: up, model: model, weight: 1}
+	t := &target{up: up, model: model, weight: 1, noPrefill: new(atomic.Bool)}
 	if up != nil { // tests build targets of no upstream
 		t.think = up.think
 	}
