@@ -22,6 +22,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/sim"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // handoffSimSite runs the legs' simulators on :9087: /reason/ a reasoning
@@ -53,6 +54,15 @@ const handoffSimSite = `http://127.0.0.1:9087 {
 			echo handoff
 		}
 	}
+	handle /echo-slow/* {
+		llm_simulator {
+			seed 29
+			content_tokens 8
+			pattern steady 0
+			echo handoff
+			ttfb 800ms
+		}
+	}
 }`
 
 // handoffRelay: baton answers on an Anthropic target (prefill by
@@ -76,6 +86,9 @@ const handoffRelay = `llm_relay {
 	upstream echo-chat http://127.0.0.1:9087/echo/v1 {
 		api chat
 	}
+	upstream echo-slow http://127.0.0.1:9087/echo-slow/v1 {
+		api chat
+	}
 	model baton {
 		reason reasoner sim-r1
 		to echo-claude sim-claude
@@ -87,6 +100,10 @@ const handoffRelay = `llm_relay {
 	model baton-tags {
 		reason reasoner-tags sim-r1-distill
 		to echo-claude sim-claude
+	}
+	model baton-slow {
+		reason reasoner sim-r1
+		to echo-slow sim-chat
 	}
 	model baton-budget {
 		reason reasoner sim-r1
@@ -417,5 +434,57 @@ func TestHandoffPrefillRefused(t *testing.T) {
 	}
 	if !strings.Contains(readLog(t, logFile), "refused the reasoning as a prefill") {
 		t.Error("the log line does not say the prefill was refused")
+	}
+}
+
+// TestHandoffReasoningStreamsAtOnce: the reasoning reaches the client as
+// the reasoning leg sends it, not when the answer leg answers: with an
+// answer leg that takes 800 ms to its first byte, the whole reasoning is
+// at the client well before, in every smoothing mode.
+func TestHandoffReasoningStreamsAtOnce(t *testing.T) {
+	startRelay(t, handoffRelay, handoffSimSite)
+	reasoning := handoffReasoning(t)
+	for _, mode := range []string{"off", "pace", "split-reasoning"} {
+		start := time.Now()
+		resp := post(t, `{"model":"baton-slow","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			"Authorization", "Bearer "+taggedKey, "X-Relay-Mode", mode)
+		r := sse.NewReader(resp.Body, 0)
+		var got string
+		var reasoningDone, answerAt time.Duration
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				break
+			}
+			var c struct {
+				Choices []struct {
+					Delta struct {
+						ReasoningContent string `json:"reasoning_content"`
+						Content          string `json:"content"`
+					} `json:"delta"`
+				} `json:"choices"`
+			}
+			if json.Unmarshal(ev.Data, &c) != nil || len(c.Choices) == 0 {
+				continue
+			}
+			if d := c.Choices[0].Delta; d.ReasoningContent != "" {
+				got += d.ReasoningContent
+				if got == reasoning {
+					reasoningDone = time.Since(start)
+				}
+			} else if d.Content != "" && answerAt == 0 {
+				answerAt = time.Since(start)
+			}
+		}
+		resp.Body.Close()
+		if reasoningDone == 0 || answerAt == 0 {
+			t.Fatalf("mode %s: reasoning %q (done at %v), answer at %v", mode, got, reasoningDone, answerAt)
+		}
+		// The answer leg's 800 ms wait follows the hand-off; the
+		// reasoning (24 pieces, sent at once) must be out long before it
+		// ends, whatever the pacer's drain (at most its max delay).
+		if answerAt-reasoningDone < 300*time.Millisecond {
+			t.Errorf("mode %s: the reasoning was all at the client at %v, the answer at %v: held back with the answer", mode, reasoningDone, answerAt)
+		}
 	}
 }
