@@ -570,6 +570,14 @@ type handoffSource struct {
 	phase     handoffPhase
 	answerErr *apiError // the answer leg's failure, for the client
 
+	// beforeRead is the pacer's per-read hook (BeforeRead); reasonHooked:
+	// the reasoning leg's stream has been handed it; reasonEach and
+	// answerEach: that leg's stream could not take it, so Next calls it
+	// before each of its reads.
+	beforeRead             func()
+	reasonHooked           bool
+	reasonEach, answerEach bool
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -629,9 +637,32 @@ func (s *handoffSource) Next() (sse.Event, error) {
 	}
 }
 
-// BeforeRead: the pacer's per-read hook is not forwarded (the source
-// changes upstreams under it).
-func (s *handoffSource) BeforeRead(func()) {}
+// BeforeRead takes the pacer's per-read hook (see pace.Run), which it
+// calls before a read that waits for an upstream: each leg's stream is
+// handed it when the source starts reading that leg (legHook), and the
+// hand-off calls it once the answer leg's request is out. Having the
+// method tells the pacer that the hook will be called, so it sends what
+// it queued only then (mode off: nothing is flushed before it): a source
+// that took the hook and never called it held a hand-off's reasoning
+// back until Caddy's buffer filled or the stream ended.
+func (s *handoffSource) BeforeRead(f func()) { s.beforeRead = f }
+
+// legHook hands the pacer's hook to a leg's stream, and reports whether
+// Next must call it itself before each read of that stream (the stream
+// cannot take it).
+func (s *handoffSource) legHook(src pace.Source) (callEach bool) {
+	if s.beforeRead == nil {
+		return false
+	}
+	return !sse.ForwardBeforeRead(src, s.beforeRead)
+}
+
+// hook calls the pacer's hook, if it gave one.
+func (s *handoffSource) hook() {
+	if s.beforeRead != nil {
+		s.beforeRead()
+	}
+}
 
 // readReason reads the reasoning leg's next event: its reasoning is
 // queued for the client; the hand-off point starts the answer leg.
@@ -646,6 +677,12 @@ func (s *handoffSource) readReason() error {
 		ev = res.first[s.first]
 		s.first++
 	} else {
+		if !s.reasonHooked && s.beforeRead != nil {
+			s.reasonHooked, s.reasonEach = true, s.legHook(res.events)
+		}
+		if s.reasonEach {
+			s.hook()
+		}
 		ev, err = res.events.Next()
 	}
 	switch {
@@ -711,6 +748,12 @@ func (s *handoffSource) startAnswer() error {
 			if s.rec.gap == 0 {
 				s.rec.gap = time.Since(at)
 			}
+			// What the pacer holds of the reasoning goes out now, while
+			// the answer leg's first token is awaited (its time to first
+			// token can be seconds). The hook is safe on this goroutine
+			// (the transport's): the pacer's hooks take its lock, as they
+			// run on its reader goroutine or beside its heartbeat.
+			s.hook()
 		})
 	}})
 	first := bodyFor(s.c.rt.targets[0])
@@ -719,6 +762,7 @@ func (s *handoffSource) startAnswer() error {
 		// Each refusal marks one target, so this ends.
 		leg = s.c.newLeg(s.c.rt, bodyFor(s.c.rt.targets[0]), bodyFor, ctx).runLeg()
 	}
+	wrote.Do(s.hook) // no attempt wrote its request: what is held goes out now
 	if bodyErr != nil {
 		return &publicError{msg: "the answer leg's request could not be made", cause: bodyErr}
 	}
@@ -749,6 +793,7 @@ func (s *handoffSource) startAnswer() error {
 		return s.inBandError(e)
 	}
 	s.answerEvents = newUsageMeter(&heldFirst{first: leg.res.first, src: leg.res.events}, usage.EstimatePrompt(bodyFor(leg.t).raw))
+	s.answerEach = s.legHook(leg.res.events)
 	if s.sp.ID == "" {
 		s.sp.Begin("chatcmpl-" + strconv.FormatInt(time.Now().UnixNano(), 36))
 	}
@@ -763,7 +808,12 @@ func (s *handoffSource) inBandError(e *apiError) error {
 }
 
 // nextAnswer is the answer leg's next event.
-func (s *handoffSource) nextAnswer() (sse.Event, error) { return s.answerEvents.Next() }
+func (s *handoffSource) nextAnswer() (sse.Event, error) {
+	if s.answerEach {
+		s.hook()
+	}
+	return s.answerEvents.Next()
+}
 
 // heldFirst is an attempt's stream with the events held at its commit
 // point first.

@@ -32,6 +32,9 @@ type target struct {
 	// proc is the process that serves the target: its CPU time during
 	// the target's rounds is the target's.
 	proc *proc
+	// holdUntil, when set, is the line of the stream a hold reads up to
+	// before it counts the stream open (default: the first line).
+	holdUntil func(line []byte) bool
 }
 
 // result is what the measured requests to one target produced.

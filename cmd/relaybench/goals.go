@@ -141,13 +141,13 @@ func reportScenarios(c int) []reportScenario {
 			checks: func(name string, _ []summary, holds []holdResult) []check {
 				var proxy float64
 				for _, h := range holds {
-					if h.mode == "" {
+					if h.baseline {
 						proxy = h.perStream
 					}
 				}
 				var cs []check
 				for _, h := range holds {
-					if h.mode != "" {
+					if !h.baseline {
 						cs = append(cs, check{measurement: name, figure: h.name + " / reverse_proxy", got: h.perStream / proxy, bound: 1.0, atLeast: false})
 					}
 				}

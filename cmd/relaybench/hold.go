@@ -37,30 +37,43 @@ type holdResult struct {
 	mode      string
 	perStream float64
 	open      int
+	baseline  bool // the last target, which the others are compared with
 }
 
-// runHolds runs one hold per target and prints the table.
+// runHolds runs one hold per target and prints the table. The last target
+// is the baseline (reverse_proxy; with -handoff, the plain stream).
 func runHolds(o options, targets []*target) []holdResult {
 	if err := checkFDs(o.hold); err != nil {
 		fatalf("%v", err)
 	}
 	body := requestBody(true, 0)
-	fmt.Printf("\nhold: %d open streams per target (one token every %.0fs after the first)\n", o.hold, 1/o.tokensPerSec)
-	fmt.Printf("%-14s %8s %14s %12s\n", "target", "open", "bytes/stream", "vs proxy")
-	var proxy float64
+	pace := fmt.Sprintf("one token every %.0fs after the first", 1/o.tokensPerSec)
+	if o.handoff {
+		pace = "the slow simulators: a token every 5s after the first"
+	}
+	base := targets[len(targets)-1]
+	fmt.Printf("\nhold: %d open streams per target (%s)\n", o.hold, pace)
+	fmt.Printf("%-14s %8s %14s %12s\n", "target", "open", "bytes/stream", "vs "+base.name)
 	per := make([]float64, len(targets))
 	opened := make([]int, len(targets))
-	for i := len(targets) - 1; i >= 0; i-- { // reverse_proxy first: the baseline
+	for i := len(targets) - 1; i >= 0; i-- { // the baseline first
 		per[i], opened[i] = hold(targets[i], body, o.hold)
-		if targets[i].mode == "" {
-			proxy = per[i]
-		}
 		time.Sleep(2 * time.Second) // let the last hold's sockets close
 	}
+	baseline := per[len(per)-1]
 	res := make([]holdResult, len(targets))
 	for i, t := range targets {
-		fmt.Printf("%-14s %8d %14.0f %11.2fx\n", t.name, opened[i], per[i], per[i]/proxy)
-		res[i] = holdResult{name: t.name, mode: t.mode, perStream: per[i], open: opened[i]}
+		fmt.Printf("%-14s %8d %14.0f %11.2fx\n", t.name, opened[i], per[i], per[i]/baseline)
+		res[i] = holdResult{name: t.name, mode: t.mode, perStream: per[i], open: opened[i], baseline: i == len(targets)-1}
+	}
+	if o.handoff && !o.inReport {
+		for _, r := range res[:len(res)-1] {
+			verdict := "MET"
+			if r.perStream/baseline > goalHandoffMem {
+				verdict = "NOT MET"
+			}
+			fmt.Printf("goal %s memory per stream <= %.1fx %s: %s (%.2fx)\n", r.name, goalHandoffMem, base.name, verdict, r.perStream/baseline)
+		}
 	}
 	return res
 }
@@ -69,6 +82,9 @@ func runHolds(o options, targets []*target) []holdResult {
 // measures, and closes them. It returns the memory per open stream and
 // how many were open when it measured.
 func hold(t *target, body []byte, n int) (float64, int) {
+	if t.body != nil {
+		body = t.body
+	}
 	before := t.proc.mem()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -99,8 +115,11 @@ func hold(t *target, body []byte, n int) (float64, int) {
 				return
 			}
 			defer resp.Body.Close()
-			br := bufio.NewReaderSize(resp.Body, 512)
-			_, err = br.ReadSlice('\n') // the first event's data line
+			br := bufio.NewReaderSize(resp.Body, 4096)
+			line, err := br.ReadSlice('\n') // the first event's data line
+			for err == nil && t.holdUntil != nil && !t.holdUntil(line) {
+				line, err = br.ReadSlice('\n')
+			}
 			if err == nil {
 				open.Add(1)
 			}
@@ -108,11 +127,14 @@ func hold(t *target, body []byte, n int) (float64, int) {
 			<-ctx.Done()
 		})
 	}
-	deadline := time.After(time.Minute)
+	// A minute for all of them: the streams not open by then are not
+	// counted (time.After's channel fires once, so the wait ends there).
+	wait, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
 	for range n {
 		select {
 		case <-first:
-		case <-deadline:
+		case <-wait.Done():
 		}
 	}
 	time.Sleep(500 * time.Millisecond) // the proxies settle after the first event

@@ -111,6 +111,7 @@ type options struct {
 	translate       bool
 	translateResp   bool
 	split           bool
+	handoff         bool
 	stateRedis      bool
 	hold            int
 	storm           int
@@ -143,6 +144,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.translateResp, "translate-responses", false, "compare a Responses stream translated for a Chat provider (`api chat`) against the same request answered natively (`api openai`), both from the simulator, instead of relay against reverse_proxy")
 	flag.BoolVar(&o.translate, "translate", false, "compare a translated stream (an OpenAI client, an `api anthropic` upstream: the simulator's Messages mode) against the same stream passed through (an Anthropic client, the same upstream), instead of relay against reverse_proxy")
 	flag.BoolVar(&o.split, "split", false, "compare the relay's streams in split-reasoning mode against the same streams in mode off (X-Relay-Mode), by process CPU per stream; implies -stream")
+	flag.BoolVar(&o.handoff, "handoff", false, "the baton pass (issue 28): Chat streams through a hand-off alias (reasoning on one simulator, answer on another, both api chat; -reasoning-tokens and -content-tokens size the legs) against plain streams of its answer target, and every hand-off's gap (the relay's time from the hand-off point to the answer leg's request written) read from the relay's log lines, p50/p99/max against the 1 ms p99 goal; with -hold, memory per open hand-off stream against a plain stream instead; implies -stream")
 	flag.BoolVar(&o.stateRedis, "state-redis", false, "compare the relay with `state redis` (a redis-server on a unix socket, which must be installed) against the same relay with `state local`, both with a client key that has a budget and a price, so every request is accounted and its spend shared")
 	flag.IntVar(&o.hold, "hold", 0, "memory per open stream: hold this many streams open against the relay in each mode and against reverse_proxy, one target at a time (the simulator slowed to a token every 5s; the other measurements are skipped)")
 	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
@@ -212,7 +214,7 @@ func main() {
 // prints the figures; it returns them (nil for -storm and -hold, which
 // print their own tables) with the per-stream memory of -hold.
 func runScenario(o options) (sums []summary, holds []holdResult) {
-	if o.hold > 0 && o.tokensPerSec == 0 {
+	if o.hold > 0 && o.tokensPerSec == 0 && !o.handoff {
 		// Streams that stay open: a token every 5 s after the first.
 		o.tokensPerSec = 0.2
 	}
@@ -228,6 +230,9 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 	fmt.Printf("processes: sim %s (pid %d), relay %s (pid %d), reverse_proxy %s (pid %d); logs in %s\n",
 		sites.sim, sites.simProc.cmd.Process.Pid, sites.relay, sites.relayProc.cmd.Process.Pid,
 		sites.proxy, sites.proxyProc.cmd.Process.Pid, dir)
+	if o.handoff {
+		fmt.Printf("hand-off site (the relay process): %s\n", sites.handoff)
+	}
 
 	client := newClient(o.concurrency)
 	body := requestBody(o.stream, o.promptBytes)
@@ -256,6 +261,10 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 			{name: "off", url: sites.relay + "/v1/chat/completions", mode: "off", proc: relay},
 		}
 	}
+	if o.handoff {
+		o.stream = true
+		targets = handoffTargets(sites.handoff, relay, o.mode, o.promptBytes)
+	}
 	if o.stateRedis {
 		targets = []*target{
 			{name: "relay+redis", url: sites.redis + "/v1/chat/completions", key: "bench-key", proc: sites.redisProc},
@@ -279,8 +288,15 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 		runStorms(o, targets)
 		return nil, nil
 	}
+	if o.hold > 0 && o.handoff {
+		return nil, runHolds(o, handoffHoldTargets(sites.handoff, relay, o.mode, o.promptBytes))
+	}
 	if o.hold > 0 {
 		return nil, runHolds(o, holdTargets(sites.relay+"/v1/chat/completions", relay, sites.proxy+"/v1/chat/completions", proxy))
+	}
+	if o.handoff {
+		sums, _ := runHandoff(o, client, targets)
+		return sums, nil
 	}
 
 	if o.warmup > 0 {

@@ -161,22 +161,34 @@ type siteURLs struct {
 	// -state-redis: the keyed relay with state local and with state redis.
 	local, redis         string
 	localProc, redisProc *proc
+	// -handoff: the relay's site with the hand-off aliases (handoff.go),
+	// served by relayProc.
+	handoff string
 }
 
 // startProcs picks free ports, writes one Caddyfile per child process and
 // starts the simulator, the relay and reverse_proxy, each in its own
 // process, logging to a file in dir.
 func startProcs(o options, dir string) (siteURLs, error) {
-	ports, err := inproc.FreePorts(8)
+	ports, err := inproc.FreePorts(13)
 	if err != nil {
 		return siteURLs{}, err
 	}
 	pSim, pSlow, pRelay, pProxy, pShadowed, pClaude := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
 	pLocal, pRedis := ports[6], ports[7]
+	pHandoff, pReason, pAnswer, pReasonSlow, pAnswerSlow := ports[8], ports[9], ports[10], ports[11], ports[12]
 	head := fmt.Sprintf(globalOptions, o.logLevel)
+	tps := strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64)
+	simSrc := head + fmt.Sprintf(simSites, pSim, pSlow, o.reasoningTokens, o.contentTokens, tps)
+	relaySrc := head + fmt.Sprintf(relaySites, pRelay, pShadowed, pClaude, pSim, pSlow)
+	if o.handoff {
+		// Only then: the other measurements' processes stay as they were.
+		simSrc += fmt.Sprintf(handoffSimSites, pReason, pAnswer, pReasonSlow, pAnswerSlow, o.reasoningTokens, o.contentTokens, tps)
+		relaySrc += fmt.Sprintf(handoffRelaySite, pHandoff, pReason, pAnswer, pReasonSlow, pAnswerSlow)
+	}
 	files := []struct{ name, src string }{
-		{"sim", head + fmt.Sprintf(simSites, pSim, pSlow, o.reasoningTokens, o.contentTokens, strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64))},
-		{"relay", head + fmt.Sprintf(relaySites, pRelay, pShadowed, pClaude, pSim, pSlow)},
+		{"sim", simSrc},
+		{"relay", relaySrc},
 		{"reverse_proxy", head + fmt.Sprintf(proxySites, pProxy, pSim)},
 	}
 	if o.stateRedis {
@@ -210,6 +222,7 @@ func startProcs(o options, dir string) (siteURLs, error) {
 	sites := siteURLs{
 		sim: base(pSim), relay: base(pRelay), proxy: base(pProxy), shadowed: base(pShadowed), claude: base(pClaude),
 		simProc: procs[0], relayProc: procs[1], proxyProc: procs[2],
+		handoff: base(pHandoff),
 	}
 	if o.stateRedis {
 		sites.local, sites.redis, sites.localProc, sites.redisProc = base(pLocal), base(pRedis), procs[3], procs[4]
@@ -249,6 +262,7 @@ func startRedis(dir string) (string, error) {
 // runChild), and stops when its stdin closes.
 type proc struct {
 	name string
+	log  string // its stderr: Caddy's log (JSON lines)
 	cmd  *exec.Cmd
 	mu   sync.Mutex
 	in   io.WriteCloser
@@ -290,7 +304,7 @@ func startProc(name string, cfg []byte, dir string) (*proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the %s process: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, in: in, out: bufio.NewReader(out)}
+	p := &proc{name: name, log: logFile.Name(), cmd: cmd, in: in, out: bufio.NewReader(out)}
 	procsMu.Lock()
 	running = append(running, p)
 	procsMu.Unlock()

@@ -22,6 +22,13 @@ const (
 	// goalStateRedisRatio: the relay with `state redis` adds at most 2 %
 	// to the non-stream p50 of the same relay without it (issue 13).
 	goalStateRedisRatio = 1.02
+	// goalHandoffGap: the relay's own time from the hand-off point to
+	// the answer leg's request on the wire, p99 under 1 ms at c=32
+	// (issue 28); a time, not a ratio.
+	goalHandoffGap = time.Millisecond
+	// goalHandoffMem: an open hand-off stream holds at most twice the
+	// memory of a plain stream of the same answer target (issue 28).
+	goalHandoffMem = 2.0
 )
 
 // summary holds one target's figures.
