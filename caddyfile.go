@@ -373,36 +373,18 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 	var pending []pendingTarget
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
-		case "to":
-			args := d.RemainingArgs()
-			if len(args) < 1 || len(args) > 2 {
-				return nil, nil, d.Errf("model %q: expected `to <upstream> [<upstream_model>]`", m.Alias)
-			}
-			t := Target{Upstream: args[0]}
-			if len(args) == 2 {
-				t.Model = args[1]
-			}
-			pending = append(pending, pendingTarget{upstream: t.Upstream,
-				err: d.Err(errUnknownUpstream(m.Alias, "", t.Upstream).Error())})
-			if err := parseTargetEdits(d, &t); err != nil {
+		case "to", "reason":
+			line := d.Val()
+			t, p, err := parseChainTarget(d, m.Alias, line)
+			if err != nil {
 				return nil, nil, err
 			}
-			m.Targets = append(m.Targets, t)
-		case "reason":
-			args := d.RemainingArgs()
-			if len(args) < 1 || len(args) > 2 {
-				return nil, nil, d.Errf("model %q: expected `reason <upstream> [<upstream_model>]`", m.Alias)
+			pending = append(pending, p)
+			if line == "to" {
+				m.Targets = append(m.Targets, t)
+			} else {
+				m.Reason = append(m.Reason, t)
 			}
-			t := Target{Upstream: args[0]}
-			if len(args) == 2 {
-				t.Model = args[1]
-			}
-			pending = append(pending, pendingTarget{upstream: t.Upstream,
-				err: d.Err(errUnknownUpstream(m.Alias, "reason", t.Upstream).Error())})
-			if err := parseTargetEdits(d, &t); err != nil {
-				return nil, nil, err
-			}
-			m.Reason = append(m.Reason, t)
 		case "handoff":
 			if m.Handoff != nil {
 				return nil, nil, d.Errf("model %q: handoff is already specified; use one handoff block", m.Alias)
@@ -494,6 +476,28 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 		return nil, nil, noReason
 	}
 	return m, pending, nil
+}
+
+// parseChainTarget parses a `to` or `reason` line (line) and its block:
+// the target, and its upstream name to check once every upstream is known.
+func parseChainTarget(d *caddyfile.Dispenser, alias, line string) (Target, pendingTarget, error) {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args) > 2 {
+		return Target{}, pendingTarget{}, d.Errf("model %q: expected `%s <upstream> [<upstream_model>]`", alias, line)
+	}
+	t := Target{Upstream: args[0]}
+	if len(args) == 2 {
+		t.Model = args[1]
+	}
+	what := ""
+	if line == "reason" {
+		what = "reason"
+	}
+	p := pendingTarget{upstream: t.Upstream, err: d.Err(errUnknownUpstream(alias, what, t.Upstream).Error())}
+	if err := parseTargetEdits(d, &t); err != nil {
+		return Target{}, pendingTarget{}, err
+	}
+	return t, p, nil
 }
 
 // parseHandoff parses a model's `handoff { ... }` block.

@@ -13,9 +13,10 @@ import (
 
 // runCodex runs the real Codex CLI (`codex exec`) with a model provider
 // whose base_url is the relay and wire_api "responses", the relay's key in
-// the provider's env_key, and returns what it printed on stdout (the
-// final answer) and stderr.
-func runCodex(t *testing.T, codex, v1, key, model, prompt string) (stdout, stderr string, err error) {
+// the provider's env_key, its update check, analytics and feedback off (no
+// test phones home), and args before the prompt; it returns what Codex
+// printed on stdout (the final answer) and stderr.
+func runCodex(t *testing.T, codex, v1, key, model, prompt string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	// Codex refuses to create its helper binaries under /tmp: its home
 	// goes under /var/tmp.
@@ -27,13 +28,17 @@ func runCodex(t *testing.T, codex, v1, key, model, prompt string) (stdout, stder
 	work := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check",
+	argv := []string{"exec", "--skip-git-repo-check",
 		"-c", "model_provider=relay",
 		"-c", `model_providers.relay.name="relay"`,
-		"-c", `model_providers.relay.base_url="`+v1+`"`,
+		"-c", `model_providers.relay.base_url="` + v1 + `"`,
 		"-c", `model_providers.relay.wire_api="responses"`,
 		"-c", `model_providers.relay.env_key="RELAY_KEY"`,
-		"-m", model, prompt)
+		"-c", "check_for_update_on_startup=false",
+		"-c", "analytics.enabled=false",
+		"-c", "feedback.enabled=false",
+		"-m", model}
+	cmd := exec.CommandContext(ctx, codex, append(append(argv, args...), prompt)...)
 	cmd.Dir = work
 	cmd.Stdin = strings.NewReader("")
 	cmd.Env = []string{

@@ -422,48 +422,11 @@ func TestHandoffClaudeCodeToolUse(t *testing.T) {
 	}
 }
 
-// runCodexQuiet runs Codex CLI as runCodex does (a provider whose
-// base_url is the relay, wire_api responses, its own CODEX_HOME under
-// /var/tmp: Codex refuses one under /tmp), with its update check,
-// analytics and feedback off, and args before the prompt.
+// runCodexQuiet is runCodex against the relay with the hand-off tests'
+// key.
 func runCodexQuiet(t *testing.T, codex, model, prompt string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	home, err := os.MkdirTemp("/var/tmp", "relay-codex-home-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(home) })
-	work := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	argv := []string{"exec", "--skip-git-repo-check",
-		"-c", "model_provider=relay",
-		"-c", `model_providers.relay.name="relay"`,
-		"-c", `model_providers.relay.base_url="` + relayBase + `/v1"`,
-		"-c", `model_providers.relay.wire_api="responses"`,
-		"-c", `model_providers.relay.env_key="RELAY_KEY"`,
-		"-c", "check_for_update_on_startup=false",
-		"-c", "analytics.enabled=false",
-		"-c", "feedback.enabled=false",
-		"-m", model}
-	cmd := exec.CommandContext(ctx, codex, append(append(argv, args...), prompt)...)
-	cmd.Dir = work
-	cmd.Stdin = strings.NewReader("")
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"CODEX_HOME=" + home,
-		"TMPDIR=" + work,
-		"RELAY_KEY=" + taggedKey,
-		"NO_COLOR=1",
-	}
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("codex timed out\nstdout: %s\nstderr: %s", out.String(), errOut.String())
-	}
-	return out.String(), errOut.String(), err
+	return runCodex(t, codex, relayBase+"/v1", taggedKey, model, prompt, args...)
 }
 
 // TestHandoffCodex: Codex CLI (Responses API), asking for hand-off
