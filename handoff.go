@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -156,19 +157,36 @@ type legResult struct {
 	t       *target
 	release func() // gives back the target's max_concurrent slot, when the leg is over
 	err     *apiError
-	over    bool // done ran
+	once    sync.Once // done's work, on whichever goroutine comes first
 }
 
 // done releases what the leg holds: its upstream's answer and its slot.
-func (l *legResult) done() {
-	if l.over {
-		return
+// It may run on two goroutines at once (stop's, and the stream's end):
+// the second waits for the first.
+func (l *legResult) done() { l.once.Do(l.free) }
+
+// stop ends the leg at once and releases it in the background: its
+// attempt's context is cancelled here, so the transport closes its
+// connection (the upstream stops, and so does what it bills); closing
+// its body (which reads to the connection's end: a goroutine switch or
+// more, when the machine is busy) and giving back its slot are done on
+// another goroutine, off the hand-off's path to the answer leg.
+func (l *legResult) stop() {
+	if l.res != nil {
+		l.res.finish()
 	}
-	l.over = true
+	go l.done()
+}
+
+func (l *legResult) free() {
 	if l.res != nil {
 		l.res.finish()
 		_ = l.res.resp.Body.Close()
 		l.res.release()
+		// Nothing reads the attempt after: dropping it lets the collector
+		// have its response, connection buffers and held events while
+		// the stream goes on (the reasoning leg's, for the whole answer).
+		l.res = nil
 	}
 	if l.release != nil {
 		l.release()
@@ -327,7 +345,7 @@ func (c *chainRun) handoff() {
 		c.pol.cfg.BudgetAction = pace.BudgetError
 	}
 
-	src := &handoffSource{c: c, ho: ho, d: d, clientBody: clientBody, rec: rec}
+	src := &handoffSource{c: c, ho: ho, d: d, rec: rec}
 	src.sp.Model = c.rt.alias
 	src.sp.Created = time.Now().Unix()
 	src.sp.MaxReasoning = ho.maxReasoning
@@ -342,6 +360,7 @@ func (c *chainRun) handoff() {
 		return
 	}
 	src.sp.ReasonPrompt = usage.EstimatePrompt(reasonRaw)
+	src.prepare(reasonRaw)
 	leg := c.newLeg(ho.reason, reasonBody, nil, nil).runLeg()
 	switch {
 	case leg.res != nil && leg.res.events == nil:
@@ -490,11 +509,17 @@ func (c *chainRun) finishHandoff(src *handoffSource) {
 // committed, or waiting for its first event) gets heartbeats from the
 // pacer meanwhile.
 type handoffSource struct {
-	c          *chainRun
-	ho         *handoffRoute
-	d          handoff.Dialect
-	clientBody []byte
-	rec        *handoffRecord
+	c   *chainRun
+	ho  *handoffRoute
+	d   handoff.Dialect
+	rec *handoffRecord
+	// reasonBody is the reasoning leg's body, which the answer leg's is
+	// made from (handoff.Answer gives the same body from it as from the
+	// client's), and prepared the answer leg's bodies made from it while
+	// the reasoning streams, one per inject position of the answer chain
+	// (see prepare). Both are dropped once the answer leg is under way.
+	reasonBody []byte
+	prepared   chan []*handoff.Prepared
 	sp         handoff.Splicer
 
 	reason *legResult // nil: no reasoning leg (failed, on_reason_failure answer)
@@ -661,12 +686,16 @@ func (s *handoffSource) startAnswer() error {
 	at := time.Now()
 	s.phase = phaseAnswer
 	if s.reason != nil {
-		s.reason.done()
+		s.reason.stop()
 		s.rec.handoffAt = at.Sub(s.c.req.start)
 	}
 	reasoning := s.sp.Reasoning()
 	if s.reason != nil && reasoning == "" && !s.rec.noReasoning {
 		s.c.req.note(s.reason.t, "reasoning leg gave no reasoning: answering without it")
+	}
+	var prepared []*handoff.Prepared
+	if s.prepared != nil {
+		prepared = <-s.prepared // made long before, unless the reasoning was shorter than its making
 	}
 	bodies := map[handoff.Inject]*requestBody{}
 	var bodyErr error
@@ -675,7 +704,17 @@ func (s *handoffSource) startAnswer() error {
 		if b, ok := bodies[where]; ok {
 			return b
 		}
-		raw, err := handoff.Answer(s.d, s.clientBody, reasoning, where)
+		var raw []byte
+		var err error
+		filled := false
+		for _, p := range prepared {
+			if p.Where() == where {
+				raw, filled = p.Fill(reasoning)
+			}
+		}
+		if !filled { // no reasoning, or no prepared body for where
+			raw, err = handoff.Answer(s.d, s.reasonBody, reasoning, where)
+		}
 		var b *requestBody
 		if err == nil {
 			b, err = s.c.legBody(raw)
@@ -704,6 +743,9 @@ func (s *handoffSource) startAnswer() error {
 	first := bodyFor(s.c.rt.targets[0])
 	leg := s.c.newLeg(s.c.rt, first, bodyFor, ctx).runLeg()
 	wrote.Do(s.hook) // no attempt wrote its request: what is held goes out now
+	// Every answer body is made: what they were made from, as long as
+	// the conversation, is not kept for the rest of the stream.
+	s.reasonBody, s.prepared = nil, nil
 	if bodyErr != nil {
 		return &publicError{msg: "the answer leg's request could not be made", cause: bodyErr}
 	}
@@ -739,6 +781,31 @@ func (s *handoffSource) startAnswer() error {
 		s.sp.Begin("chatcmpl-" + strconv.FormatInt(time.Now().UnixNano(), 36))
 	}
 	return nil
+}
+
+// prepare starts making the answer leg's bodies from the reasoning leg's
+// body, one for each inject position of the answer chain's targets, on a
+// goroutine of their own while the reasoning leg runs, so that the
+// hand-off only copies the reasoning into one (handoff.Prepared.Fill).
+func (s *handoffSource) prepare(reasonBody []byte) {
+	s.reasonBody = reasonBody
+	var wheres []handoff.Inject
+	for _, t := range s.c.rt.targets {
+		if w := s.ho.injectFor(t); !slices.Contains(wheres, w) {
+			wheres = append(wheres, w)
+		}
+	}
+	d, ch := s.d, make(chan []*handoff.Prepared, 1) // buffered: nobody may take it (the client left)
+	s.prepared = ch
+	go func() {
+		var ps []*handoff.Prepared
+		for _, w := range wheres {
+			if p, ok := handoff.Prepare(d, reasonBody, w); ok {
+				ps = append(ps, p)
+			}
+		}
+		ch <- ps
+	}()
 }
 
 // inBandError queues the answer leg's failure as a Chat error event,
