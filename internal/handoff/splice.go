@@ -37,6 +37,7 @@ type Splicer struct {
 	// answerReasoning is reasoning the answer leg wrote anyway (a
 	// reasoning model on a `to` line): counted, never forwarded.
 	answerReasoning int
+	scratch         []byte // the fast readers' decoded text (splice_fast.go)
 }
 
 // chunk is the part of a Chat chunk the splicer reads.
@@ -102,6 +103,20 @@ func (s *Splicer) Begin(id string) { s.begin(id) }
 // finish, or the reasoning reached MaxReasoning. A chunk that does not
 // parse as a Chat chunk is skipped (out nil, handoff false).
 func (s *Splicer) Reason(data []byte) (out [][]byte, handoff bool) {
+	if fastChunks {
+		if id, text, ok := reasoningChunk(data, s.scratch[:0]); ok {
+			if !s.begun {
+				s.begin(string(id))
+			}
+			if cap(text) > cap(s.scratch) {
+				s.scratch = text[:0]
+			}
+			if len(text) == 0 {
+				return nil, false
+			}
+			return s.reasoned(text, false)
+		}
+	}
 	var c chunk
 	if json.Unmarshal(data, &c) != nil {
 		return nil, false
@@ -117,17 +132,23 @@ func (s *Splicer) Reason(data []byte) (out [][]byte, handoff bool) {
 		if text == "" {
 			break
 		}
-		s.reasoning.WriteString(text)
-		s.runes += utf8.RuneCountInString(text)
-		if !s.roleSent {
-			s.roleSent = true
-			out = append(out, append([]byte(nil), s.w.Role()...))
-		}
-		out = append(out, append([]byte(nil), s.w.Content(chat.FieldReasoningContent, []byte(text))...))
-		if s.MaxReasoning > 0 && s.ReasoningTokens() >= s.MaxReasoning {
-			handoff = true
-		}
-		break
+		return s.reasoned([]byte(text), handoff)
+	}
+	return out, handoff
+}
+
+// reasoned takes a chunk's reasoning text: out is what the client gets of
+// it, handoff as the chunk said, or the reasoning reached MaxReasoning.
+func (s *Splicer) reasoned(text []byte, handoff bool) (out [][]byte, _ bool) {
+	s.reasoning.Write(text)
+	s.runes += utf8.RuneCount(text)
+	if !s.roleSent {
+		s.roleSent = true
+		out = append(out, append([]byte(nil), s.w.Role()...))
+	}
+	out = append(out, append([]byte(nil), s.w.Content(chat.FieldReasoningContent, text)...))
+	if s.MaxReasoning > 0 && s.ReasoningTokens() >= s.MaxReasoning {
+		handoff = true
 	}
 	return out, handoff
 }
@@ -147,6 +168,17 @@ func (s *Splicer) ReasoningTokens() int { return (s.runes + 3) / 4 }
 // nil). Data that is not a Chat chunk (an error object) is returned as it
 // is.
 func (s *Splicer) Answer(data []byte) (out []byte) {
+	if fastChunks {
+		if id, text, ok := answerChunk(data, s.scratch[:0]); ok {
+			if !s.begun {
+				s.begin(string(id))
+			}
+			if cap(text) > cap(s.scratch) {
+				s.scratch = text[:0]
+			}
+			return s.w.Content("content", text)
+		}
+	}
 	var top object
 	if json.Unmarshal(data, &top) != nil || top["error"] != nil {
 		return data
