@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -474,6 +475,7 @@ func (c *chainRun) handoffAnswer(src *handoffSource, xOut exchange) {
 // leg's failure (or the reasoning's, when that one is all there is).
 func (c *chainRun) failHandoff(src *handoffSource, err error) {
 	countHandoff(c.rt.alias, "answer_failed")
+	src.rec.gap = time.Duration(src.gapNs.Load())
 	if src.answerErr != nil {
 		c.invalid = src.answerErr
 	} else if err != nil {
@@ -492,6 +494,7 @@ func (c *chainRun) finishHandoff(src *handoffSource) {
 	}
 	rec.reasoningTokens, rec.reasonPrompt = src.sp.ReasoningTokens(), src.sp.ReasonPrompt
 	rec.answerPrompt, rec.answerCompletion = src.sp.AnswerPrompt, src.sp.AnswerCompletion
+	rec.gap = time.Duration(src.gapNs.Load())
 	outcome := "handed_off"
 	if rec.noReasoning {
 		outcome = "no_reasoning"
@@ -542,6 +545,8 @@ type handoffSource struct {
 	beforeRead             func()
 	reasonHooked           bool
 	reasonEach, answerEach bool
+
+	gapNs atomic.Int64 // the hand-off's gap in ns (0: the answer leg wrote no request), set by the transport's goroutine
 
 	mu     sync.Mutex
 	closed bool
@@ -726,23 +731,22 @@ func (s *handoffSource) startAnswer() error {
 		bodies[where] = b
 		return b
 	}
-	var wrote sync.Once
+	var flushed sync.Once
 	ctx := httptrace.WithClientTrace(s.c.r.Context(), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		wrote.Do(func() {
-			if s.rec.gap == 0 {
-				s.rec.gap = time.Since(at)
-			}
-			// What the pacer holds of the reasoning goes out now, while
-			// the answer leg's first token is awaited (its time to first
-			// token can be seconds). The hook is safe on this goroutine
-			// (the transport's): the pacer's hooks take its lock, as they
-			// run on its reader goroutine or beside its heartbeat.
-			s.hook()
-		})
+		// On the transport's goroutine, which a busy machine may run
+		// after the answer leg's first byte: the first write's time is
+		// kept apart (gapNs) and put in the record at the end.
+		s.gapNs.CompareAndSwap(0, int64(time.Since(at)))
+		// What the pacer holds of the reasoning goes out now, while the
+		// answer leg's first token is awaited (its time to first token
+		// can be seconds). The hook is safe on this goroutine: the
+		// pacer's hooks take its lock, as they run on its reader
+		// goroutine or beside its heartbeat.
+		flushed.Do(s.hook)
 	}})
 	first := bodyFor(s.c.rt.targets[0])
 	leg := s.c.newLeg(s.c.rt, first, bodyFor, ctx).runLeg()
-	wrote.Do(s.hook) // no attempt wrote its request: what is held goes out now
+	flushed.Do(s.hook) // no attempt wrote its request: what is held goes out now
 	// Every answer body is made: what they were made from, as long as
 	// the conversation, is not kept for the rest of the stream.
 	s.reasonBody, s.prepared = nil, nil
