@@ -9,8 +9,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -183,19 +185,36 @@ type legResult struct {
 	t       *target
 	release func() // gives back the target's max_concurrent slot, when the leg is over
 	err     *apiError
-	over    bool // done ran
+	once    sync.Once // done's work, on whichever goroutine comes first
 }
 
 // done releases what the leg holds: its upstream's answer and its slot.
-func (l *legResult) done() {
-	if l.over {
-		return
+// It may run on two goroutines at once (stop's, and the stream's end):
+// the second waits for the first.
+func (l *legResult) done() { l.once.Do(l.free) }
+
+// stop ends the leg at once and releases it in the background: its
+// attempt's context is cancelled here, so the transport closes its
+// connection (the upstream stops, and so does what it bills); closing
+// its body (which reads to the connection's end: a goroutine switch or
+// more, when the machine is busy) and giving back its slot are done on
+// another goroutine, off the hand-off's path to the answer leg.
+func (l *legResult) stop() {
+	if l.res != nil {
+		l.res.finish()
 	}
-	l.over = true
+	go l.done()
+}
+
+func (l *legResult) free() {
 	if l.res != nil {
 		l.res.finish()
 		_ = l.res.resp.Body.Close()
 		l.res.release()
+		// Nothing reads the attempt after: dropping it lets the collector
+		// have its response, connection buffers and held events while
+		// the stream goes on (the reasoning leg's, for the whole answer).
+		l.res = nil
 	}
 	if l.release != nil {
 		l.release()
@@ -362,7 +381,7 @@ func (c *chainRun) handoff() {
 		c.pol.cfg.BudgetAction = pace.BudgetError
 	}
 
-	src := &handoffSource{c: c, ho: ho, d: d, clientBody: clientBody, rec: rec}
+	src := &handoffSource{c: c, ho: ho, d: d, rec: rec}
 	src.sp.Model = c.rt.alias
 	src.sp.Created = time.Now().Unix()
 	src.sp.MaxReasoning = ho.maxReasoning
@@ -383,6 +402,7 @@ func (c *chainRun) handoff() {
 		return
 	}
 	src.sp.ReasonPrompt = usage.EstimatePrompt(reasonRaw)
+	src.prepare(reasonRaw)
 	leg := c.newLeg(ho.reason, reasonBody, nil, nil).runLeg()
 	switch {
 	case leg.res != nil && leg.res.events == nil:
@@ -498,6 +518,7 @@ func (c *chainRun) handoffAnswer(src *handoffSource, xOut exchange) {
 func (c *chainRun) failHandoff(src *handoffSource, err error) {
 	countHandoff(c.rt.alias, "answer_failed")
 	src.recordTokens() // the reasoning was made (and paid for) all the same
+	src.rec.gap = time.Duration(src.gapNs.Load())
 	if src.answerErr != nil {
 		c.invalid = src.answerErr
 	} else if err != nil {
@@ -515,6 +536,7 @@ func (c *chainRun) finishHandoff(src *handoffSource) {
 		c.req.upstream, c.req.model = src.answer.t.up.name, c.req.modelFor(src.answer.t)
 	}
 	src.recordTokens()
+	rec.gap = time.Duration(src.gapNs.Load())
 	if src.reason != nil {
 		// The reasoning leg is stopped before its usage comes: its share
 		// of the usage is the relay's estimate, and the log line says so.
@@ -550,11 +572,17 @@ func (s *handoffSource) recordTokens() {
 // committed, or waiting for its first event) gets heartbeats from the
 // pacer meanwhile.
 type handoffSource struct {
-	c          *chainRun
-	ho         *handoffRoute
-	d          handoff.Dialect
-	clientBody []byte
-	rec        *handoffRecord
+	c   *chainRun
+	ho  *handoffRoute
+	d   handoff.Dialect
+	rec *handoffRecord
+	// reasonBody is the reasoning leg's body, which the answer leg's is
+	// made from (handoff.Answer gives the same body from it as from the
+	// client's), and prepared the answer leg's bodies made from it while
+	// the reasoning streams, one per inject position of the answer chain
+	// (see prepare). Both are dropped once the answer leg is under way.
+	reasonBody []byte
+	prepared   chan []*handoff.Prepared
 	sp         handoff.Splicer
 
 	reason *legResult // nil: no reasoning leg (failed, on_reason_failure answer)
@@ -577,6 +605,9 @@ type handoffSource struct {
 	beforeRead             func()
 	reasonHooked           bool
 	reasonEach, answerEach bool
+
+	gapNs atomic.Int64 // the hand-off's gap in ns (0: the answer leg wrote no request), set by the transport's goroutine
+	evBuf []byte       // the last event Next returned (event)
 
 	mu     sync.Mutex
 	closed bool
@@ -608,7 +639,7 @@ func (s *handoffSource) Next() (sse.Event, error) {
 		if len(s.queue) > 0 {
 			b := s.queue[0]
 			s.queue = s.queue[1:]
-			return sse.NewEvent("", b), nil
+			return s.event(b), nil
 		}
 		switch s.phase {
 		case phaseReason:
@@ -635,6 +666,19 @@ func (s *handoffSource) Next() (sse.Event, error) {
 			return sse.Event{}, io.EOF
 		}
 	}
+}
+
+// event is a chunk as the event a Reader would return for it, in a
+// buffer of the source's own that the next call reuses, as a Reader's
+// events alias its buffer until the next read: a chunk of one line (the
+// Splicer's all are) costs no allocation, where sse.NewEvent made a
+// reader and its buffer for each, a sixth of a hand-off's garbage.
+func (s *handoffSource) event(chunk []byte) sse.Event {
+	if bytes.ContainsAny(chunk, "\r\n") {
+		return sse.NewEvent("", chunk) // an upstream's error object, as it came
+	}
+	s.evBuf = append(append(append(s.evBuf[:0], "data: "...), chunk...), "\n\n"...)
+	return sse.DataEvent(s.evBuf)
 }
 
 // BeforeRead takes the pacer's per-read hook (see pace.Run), which it
@@ -716,12 +760,16 @@ func (s *handoffSource) startAnswer() error {
 	at := time.Now()
 	s.phase = phaseAnswer
 	if s.reason != nil {
-		s.reason.done()
+		s.reason.stop()
 		s.rec.handoffAt = at.Sub(s.c.req.start)
 	}
 	reasoning := s.sp.Reasoning()
 	if s.reason != nil && reasoning == "" && !s.rec.noReasoning {
 		s.c.req.note(s.reason.t, "reasoning leg gave no reasoning: answering without it")
+	}
+	var prepared []*handoff.Prepared
+	if s.prepared != nil {
+		prepared = <-s.prepared // made long before, unless the reasoning was shorter than its making
 	}
 	bodies := map[handoff.Inject]*requestBody{}
 	var bodyErr error
@@ -730,7 +778,17 @@ func (s *handoffSource) startAnswer() error {
 		if b, ok := bodies[where]; ok {
 			return b
 		}
-		raw, err := handoff.Answer(s.d, s.clientBody, reasoning, where)
+		var raw []byte
+		var err error
+		filled := false
+		for _, p := range prepared {
+			if p.Where() == where {
+				raw, filled = p.Fill(reasoning)
+			}
+		}
+		if !filled { // no reasoning, or no prepared body for where
+			raw, err = handoff.Answer(s.d, s.reasonBody, reasoning, where)
+		}
 		var b *requestBody
 		if err == nil {
 			b, err = s.c.legBody(raw)
@@ -742,19 +800,18 @@ func (s *handoffSource) startAnswer() error {
 		bodies[where] = b
 		return b
 	}
-	var wrote sync.Once
+	var flushed sync.Once
 	ctx := httptrace.WithClientTrace(s.c.r.Context(), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		wrote.Do(func() {
-			if s.rec.gap == 0 {
-				s.rec.gap = time.Since(at)
-			}
-			// What the pacer holds of the reasoning goes out now, while
-			// the answer leg's first token is awaited (its time to first
-			// token can be seconds). The hook is safe on this goroutine
-			// (the transport's): the pacer's hooks take its lock, as they
-			// run on its reader goroutine or beside its heartbeat.
-			s.hook()
-		})
+		// On the transport's goroutine, which a busy machine may run
+		// after the answer leg's first byte: the first write's time is
+		// kept apart (gapNs) and put in the record at the end.
+		s.gapNs.CompareAndSwap(0, int64(time.Since(at)))
+		// What the pacer holds of the reasoning goes out now, while the
+		// answer leg's first token is awaited (its time to first token
+		// can be seconds). The hook is safe on this goroutine: the
+		// pacer's hooks take its lock, as they run on its reader
+		// goroutine or beside its heartbeat.
+		flushed.Do(s.hook)
 	}})
 	first := bodyFor(s.c.rt.targets[0])
 	leg := s.c.newLeg(s.c.rt, first, bodyFor, ctx).runLeg()
@@ -762,7 +819,10 @@ func (s *handoffSource) startAnswer() error {
 		// Each refusal marks one target, so this ends.
 		leg = s.c.newLeg(s.c.rt, bodyFor(s.c.rt.targets[0]), bodyFor, ctx).runLeg()
 	}
-	wrote.Do(s.hook) // no attempt wrote its request: what is held goes out now
+	flushed.Do(s.hook) // no attempt wrote its request: what is held goes out now
+	// Every answer body is made: what they were made from, as long as
+	// the conversation, is not kept for the rest of the stream.
+	s.reasonBody, s.prepared = nil, nil
 	if bodyErr != nil {
 		return &publicError{msg: "the answer leg's request could not be made", cause: bodyErr}
 	}
@@ -798,6 +858,31 @@ func (s *handoffSource) startAnswer() error {
 		s.sp.Begin("chatcmpl-" + strconv.FormatInt(time.Now().UnixNano(), 36))
 	}
 	return nil
+}
+
+// prepare starts making the answer leg's bodies from the reasoning leg's
+// body, one for each inject position of the answer chain's targets, on a
+// goroutine of their own while the reasoning leg runs, so that the
+// hand-off only copies the reasoning into one (handoff.Prepared.Fill).
+func (s *handoffSource) prepare(reasonBody []byte) {
+	s.reasonBody = reasonBody
+	var wheres []handoff.Inject
+	for _, t := range s.c.rt.targets {
+		if w := s.ho.injectFor(t); !slices.Contains(wheres, w) {
+			wheres = append(wheres, w)
+		}
+	}
+	d, ch := s.d, make(chan []*handoff.Prepared, 1) // buffered: nobody may take it (the client left)
+	s.prepared = ch
+	go func() {
+		var ps []*handoff.Prepared
+		for _, w := range wheres {
+			if p, ok := handoff.Prepare(d, reasonBody, w); ok {
+				ps = append(ps, p)
+			}
+		}
+		ch <- ps
+	}()
 }
 
 // inBandError queues the answer leg's failure as a Chat error event,

@@ -24,6 +24,7 @@ import (
 //	ready  "ok" (the config is loaded)
 //	cpu    the CPU time (user and system) this process has used, in ns
 //	syscalls  the read and write system calls it has made (/proc/self/io; 0 where absent)
+//	runwait   the time its threads have waited for a CPU, in ns (/proc schedstat; 0 where absent)
 //	mem    its heap and goroutine stacks in use after a collection, in bytes
 //	cpuprofile <file>, stopprofile   a CPU profile of this process
 //	memprofile <file>                its allocation profile (all so far)
@@ -53,6 +54,8 @@ func runChild(cfgPath string) {
 			fmt.Println(ru.Utime.Nano() + ru.Stime.Nano())
 		case "syscalls":
 			fmt.Println(syscalls())
+		case "runwait":
+			fmt.Println(runWait())
 		case "mem":
 			runtime.GC()
 			var ms runtime.MemStats
@@ -108,6 +111,29 @@ func writeMemProfile(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// runWait is the time this process's threads have spent runnable but
+// not running (the second field of /proc/self/task/*/schedstat: the
+// run-queue delay), in ns, or 0 where that is unknown. Threads that have
+// exited are not counted; the Go runtime rarely ends one.
+func runWait() int64 {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			d, _ := strconv.ParseInt(f[1], 10, 64)
+			n += d
+		}
+	}
+	return n
 }
 
 // syscalls is the number of read and write system calls (syscr + syscw in

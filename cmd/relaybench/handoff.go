@@ -197,6 +197,10 @@ type gapResult struct {
 	p99, max  time.Duration
 	config    string
 	reasoning int // the reasoning leg's reasoning tokens, as the log line estimates them (median)
+	// runWait is the time the relay's threads waited for a CPU, per
+	// second of the measured phase: how busy the machine was for it (a
+	// gap's tail is mostly such waits; see docs/benchmark.md).
+	runWait float64
 }
 
 // runHandoff runs -handoff's gap measurement on targets (the hand-off
@@ -213,7 +217,9 @@ func runHandoff(o options, client *http.Client, targets []*target) ([]summary, *
 	stopProfile := startCPUProfile(targets, o.cpuProfile)
 	runtime.GC()
 	b := newBench(client, targets, nil, true, o.concurrency, o.round)
+	wait0 := relay.runWait()
 	elapsed := b.run(context.Background(), o.requests, o.maxTime)
+	waited := relay.runWait() - wait0
 	stopProfile()
 	client.CloseIdleConnections()
 
@@ -232,6 +238,7 @@ func runHandoff(o options, client *http.Client, targets []*target) ([]summary, *
 		fatalf("reading the hand-off gaps from the relay's log %s: %v", relay.log, err)
 	}
 	g.streams, g.config = sums[0].ok, cfg
+	g.runWait = float64(waited) / float64(elapsed)
 	printGaps(os.Stdout, g, o.concurrency, !o.inReport)
 	if o.memProfile != "" {
 		if _, err := relay.ask("memprofile " + o.memProfile); err != nil {
@@ -270,6 +277,7 @@ func printGaps(w io.Writer, g *gapResult, c int, goal bool) {
 		return
 	}
 	fmt.Fprintf(w, "  p50 %s  p90 %s  p99 %s  max %s\n", ms(g.p50), ms(g.p90), ms(g.p99), ms(g.max))
+	fmt.Fprintf(w, "  the relay's threads waited for a CPU %.0f ms per second of the run (run-queue delay, both legs and the plain streams)\n", g.runWait*1000)
 	if len(g.gaps) != g.streams {
 		fmt.Fprintf(w, "  note: the lines and the streams differ in number (cut or failed streams log too); the figures are the lines'\n")
 	}

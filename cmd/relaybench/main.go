@@ -77,6 +77,17 @@
 // stream made from Chat chunks) against the simulator answering Responses
 // itself. Both state their goal as the issues' bound, 1.2x.
 //
+// -handoff measures the baton pass (issue 28; handoff.go): Chat streams
+// through a hand-off alias (reasoning on one simulator, answer on another,
+// both `api chat`) beside plain streams of the answer target, and every
+// hand-off's gap (the relay's own time from the hand-off point to the
+// answer leg's request written) read from the relay's log lines:
+// p50/p90/p99/max against the goal, p99 under 1 ms. -reasoning-tokens and
+// -content-tokens size the legs, -tokens-per-sec paces them. With -hold N
+// it measures memory per open stream instead: a hand-off stream held
+// during its answer leg and during its reasoning, against a plain stream
+// (goal: at most 2x). Neither is part of -report (see docs/benchmark.md).
+//
 // -print-config prints the generated Caddyfile and JSON and exits.
 package main
 

@@ -352,6 +352,9 @@ func (p *proc) cpu() time.Duration { return time.Duration(p.askInt("cpu")) }
 // made so far (0 where the system does not tell).
 func (p *proc) syscalls() int64 { return p.askInt("syscalls") }
 
+// runWait is the time the child's threads have waited for a CPU so far.
+func (p *proc) runWait() time.Duration { return time.Duration(p.askInt("runwait")) }
+
 // mem is the child's heap and goroutine stacks in use, after a collection.
 func (p *proc) mem() int64 { return p.askInt("mem") }
 

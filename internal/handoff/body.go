@@ -1,10 +1,13 @@
 package handoff
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 )
 
 // Dialect is the wire format of a client's request body.
@@ -265,6 +268,9 @@ func streamOn(d Dialect, top object) {
 func stripHistory(d Dialect, top object) error {
 	switch d {
 	case Chat:
+		if fastHistory && !mayHold(top["messages"], "reasoning") {
+			return checkMessages(top["messages"]) // nothing to remove: not decoded
+		}
 		return editMessages(top, "messages", func(m object) (object, error) {
 			if role(m) == "assistant" {
 				delete(m, "reasoning_content")
@@ -274,6 +280,9 @@ func stripHistory(d Dialect, top object) error {
 			return m, nil
 		})
 	case Messages:
+		if fastHistory && !mayHold(top["messages"], "thinking") {
+			return checkMessages(top["messages"])
+		}
 		return editMessages(top, "messages", func(m object) (object, error) {
 			if role(m) != "assistant" {
 				return m, nil
@@ -295,6 +304,9 @@ func stripHistory(d Dialect, top object) error {
 			return m, nil
 		})
 	case Responses:
+		if fastHistory && !mayHold(top["input"], "reasoning") {
+			return nil
+		}
 		var items []object
 		if json.Unmarshal(top["input"], &items) != nil {
 			return nil // a string, or absent
@@ -408,14 +420,118 @@ func prependText(d Dialect, m object, text string) error {
 	return nil
 }
 
-func messagesOf(top object) ([]object, error) {
-	var msgs []object
-	if raw, ok := top["messages"]; ok {
-		if err := json.Unmarshal(raw, &msgs); err != nil {
-			return nil, errors.New("messages: not an array of objects")
+// messagesOf is the messages array, each message as it came: injecting
+// decodes and re-encodes only the one or two messages it edits, not the
+// whole conversation (milliseconds for 100 KB with encoding/json's maps).
+func messagesOf(top object) ([]json.RawMessage, error) {
+	raw, ok := top["messages"]
+	if !ok {
+		return nil, nil
+	}
+	msgs, ok := splitArray(raw)
+	if !ok && json.Unmarshal(raw, &msgs) != nil {
+		return nil, errMessages
+	}
+	for _, m := range msgs {
+		if m[0] != '{' && string(m) != "null" {
+			return nil, errMessages // as decoding into []object refuses it
 		}
 	}
 	return msgs, nil
+}
+
+var errMessages = errors.New("messages: not an array of objects")
+
+// fastHistory lets stripHistory pass over a conversation that cannot
+// hold what it removes (mayHold); tests turn it off to compare.
+var fastHistory = true
+
+// splitArray is the elements of the JSON array raw, each a slice of it,
+// found with jsonscan (a quarter of encoding/json's time, nothing
+// copied); ok false for anything it does not read (not an array, or
+// nested deeper than jsonscan goes), which encoding/json then judges.
+func splitArray(raw json.RawMessage) (elems []json.RawMessage, ok bool) {
+	b := []byte(raw)
+	i := jsonscan.SkipWS(b, 0)
+	if jsonscan.IsNull(b, i) {
+		return nil, jsonscan.SkipWS(b, i+len("null")) == len(b)
+	}
+	arr := jsonscan.NewArrIter(b, i, 1)
+	for {
+		vs, more := arr.Next()
+		if !more {
+			break
+		}
+		arr.Skip()
+		if arr.Err {
+			return nil, false
+		}
+		elems = append(elems, b[vs:arr.Pos:arr.Pos])
+	}
+	return elems, !arr.Err && jsonscan.SkipWS(b, arr.Pos) == len(b)
+}
+
+// joinArray is the JSON array of elems, as they are (the body's final
+// encoding compacts them).
+func joinArray(elems []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, e := range elems {
+		n += len(e) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, e := range elems {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']')
+}
+
+// checkMessages refuses a messages member that is not an array of
+// objects (or nulls), as decoding it into []object does; absent is fine.
+func checkMessages(raw json.RawMessage) error {
+	if raw == nil {
+		return nil
+	}
+	_, err := messagesOf(object{"messages": raw})
+	return err
+}
+
+// message decodes one message of messagesOf (nil for a null one).
+func message(raw json.RawMessage) (object, error) {
+	var m object
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, errMessages
+	}
+	return m, nil
+}
+
+// mayHold reports whether raw may hold a member or value that spells word
+// (what stripHistory removes): the word itself, or a \u escape that is
+// not one of those encoding/json writes for HTML characters (which spell
+// no letter), since an escape may spell any letter of it. When it cannot,
+// there is nothing to remove, and the conversation is not decoded.
+func mayHold(raw json.RawMessage, word string) bool {
+	if bytes.Contains(raw, []byte(word)) {
+		return true
+	}
+	for b := []byte(raw); ; {
+		i := bytes.Index(b, []byte(`\u`))
+		if i < 0 {
+			return false
+		}
+		b = b[i+2:]
+		if len(b) < 4 {
+			return true
+		}
+		switch string(b[:4]) {
+		case "003c", "003e", "0026", "2028", "2029":
+		default:
+			return true
+		}
+	}
 }
 
 // injectTurns injects into a messages array (Chat and Messages): Prefill
@@ -427,13 +543,20 @@ func injectTurns(d Dialect, top object, text string, where Inject) error {
 		return err
 	}
 	n := len(msgs)
-	prefilled := n > 0 && role(msgs[n-1]) == "assistant"
+	var last object
+	if n > 0 {
+		if last, err = message(msgs[n-1]); err != nil {
+			return err
+		}
+	}
+	prefilled := n > 0 && role(last) == "assistant"
 	switch where {
 	case Prefill:
 		if prefilled {
-			if err := prependText(d, msgs[n-1], text); err != nil {
+			if err := prependText(d, last, text); err != nil {
 				return err
 			}
+			msgs[n-1] = mustJSON(last)
 			break
 		}
 		m := object{"role": mustJSON("assistant")}
@@ -442,24 +565,30 @@ func injectTurns(d Dialect, top object, text string, where Inject) error {
 		} else {
 			m["content"] = mustJSON(text)
 		}
-		msgs = append(msgs, m)
+		msgs = append(msgs, mustJSON(m))
 	case User:
-		at := n // the last user turn is msgs[at-1]
+		at, user := n, last // the last user turn is msgs[at-1]
 		if prefilled {
-			at = n - 1
+			at, user = n-1, nil
+			if at > 0 {
+				if user, err = message(msgs[at-1]); err != nil {
+					return err
+				}
+			}
 		}
-		if at > 0 && role(msgs[at-1]) == "user" {
+		if at > 0 && role(user) == "user" {
 			// The last user turn (in Messages, tool results may be
 			// followed by text in the same turn).
-			if err := appendText(d, msgs[at-1], text); err != nil {
+			if err := appendText(d, user, text); err != nil {
 				return err
 			}
+			msgs[at-1] = mustJSON(user)
 			break
 		}
 		m := object{"role": mustJSON("user"), "content": mustJSON(text)}
-		msgs = append(msgs[:at], append([]object{m}, msgs[at:]...)...)
+		msgs = append(msgs[:at], append([]json.RawMessage{mustJSON(m)}, msgs[at:]...)...)
 	}
-	top["messages"] = mustJSON(msgs)
+	top["messages"] = joinArray(msgs)
 	return nil
 }
 
@@ -471,14 +600,21 @@ func injectChat(top object, text string, where Inject) error {
 	if err != nil {
 		return err
 	}
-	if len(msgs) > 0 && (role(msgs[0]) == "system" || role(msgs[0]) == "developer") {
-		if err := appendText(Chat, msgs[0], text); err != nil {
+	var first object
+	if len(msgs) > 0 {
+		if first, err = message(msgs[0]); err != nil {
 			return err
 		}
-	} else {
-		msgs = append([]object{{"role": mustJSON("system"), "content": mustJSON(text)}}, msgs...)
 	}
-	top["messages"] = mustJSON(msgs)
+	if r := role(first); r == "system" || r == "developer" {
+		if err := appendText(Chat, first, text); err != nil {
+			return err
+		}
+		msgs[0] = mustJSON(first)
+	} else {
+		msgs = append([]json.RawMessage{mustJSON(object{"role": mustJSON("system"), "content": mustJSON(text)})}, msgs...)
+	}
+	top["messages"] = joinArray(msgs)
 	return nil
 }
 
