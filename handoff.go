@@ -277,7 +277,7 @@ type handoffRecord struct {
 	reasoningTokens             int // estimated (the leg is stopped before its usage)
 	reasonPrompt                int // estimated
 	handoffAt                   time.Duration
-	why                         string        // what ended the reasoning: answer, tool_call, finish, end_tag, max_reasoning, broke, no_reasoning
+	why                         string        // what ended the reasoning: answer, tool_call, finish, max_reasoning, unreadable, broke, no_reasoning
 	gap                         time.Duration // the hand-off point to the answer leg's request written (the relay's own time)
 	answerUpstream, answerModel string
 	answerTTFT                  time.Duration
@@ -471,8 +471,13 @@ func (c *chainRun) handoffAnswer(src *handoffSource, xOut exchange) {
 	var a chat.Assembler
 	for {
 		ev, err := src.Next()
-		if err == io.EOF || err == nil && ev.IsDone() {
+		if err == nil && ev.IsDone() {
 			break
+		}
+		if err == io.EOF {
+			// The answer leg's stream ended without [DONE]: an answer cut
+			// short, which a whole answer must not pass for complete.
+			err = errors.New("the answer leg's stream ended before [DONE]")
 		}
 		if err != nil || ev.Unterminated {
 			if c.r.Context().Err() != nil {
@@ -661,7 +666,14 @@ func (s *handoffSource) Next() (sse.Event, error) {
 				s.phase = phaseDone
 				return ev, nil // the answer leg's in-band error, translated for the client
 			}
-			s.queue = append(s.queue, s.sp.Answer(ev.Data)...)
+			out, err := s.sp.Answer(ev.Data)
+			if err != nil {
+				// Something the client cannot be given: the stream ends on
+				// the in-band error, never cleanly without it.
+				s.phase = phaseDone
+				return sse.Event{}, err
+			}
+			s.queue = append(s.queue, out...)
 		default:
 			return sse.Event{}, io.EOF
 		}

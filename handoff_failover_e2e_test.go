@@ -975,3 +975,33 @@ func TestHandoffUsageAndLogLine(t *testing.T) {
 	}
 	t.Logf("hand-off gaps logged: %s", strings.Join(gaps, ", "))
 }
+
+// TestHandoffAnswerCutShort: the answer leg's stream ends without [DONE]
+// (its connection closed after some text), or sends a chunk the relay
+// cannot give the client (an image content part). Neither may pass for a
+// complete answer: a stream ends with the in-band error and no [DONE], a
+// whole answer is an error status, never a 200 with part of the text.
+func TestHandoffAnswerCutShort(t *testing.T) {
+	cut := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		streamEvents(w, 0, contentDelta("Hello "), contentDelta("from the "))
+	})
+	unreadable := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		streamEvents(w, 0, contentDelta("Here is a picture: "),
+			deltaChunk(`{"content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}`, ""),
+			deltaChunk(`{}`, "stop"), "[DONE]")
+	})
+	fakes := map[string]string{"cut": cut.v1(), "unreadable": unreadable.v1()}
+	models := "\tmodel cut {\n\t\treason reasoner sim-r1\n\t\tto cut m\n\t}\n" +
+		"\tmodel unreadable {\n\t\treason reasoner sim-r1\n\t\tto unreadable m\n\t}\n"
+	startRelay(t, hoFailRelay(fakes, models), hoFailSimSite)
+	for _, alias := range []string{"cut", "unreadable"} {
+		got := hoChat(t, alias, true)
+		if got.done || got.errorData == "" {
+			t.Errorf("%s stream: [DONE] %v, error chunk %q; want the in-band error and no [DONE]", alias, got.done, got.errorData)
+		}
+		got = hoChat(t, alias, false)
+		if got.status < 500 {
+			t.Errorf("%s whole answer: status %d, body %s; want an error status", alias, got.status, got.body)
+		}
+	}
+}

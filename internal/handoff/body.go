@@ -242,12 +242,15 @@ func mustJSON(v any) json.RawMessage {
 }
 
 // streamOn asks for a stream; a Chat body also for its usage chunk, which
-// the relay sums over both legs.
+// the relay sums over both legs, and for one choice: the splice reads
+// choice 0 only, and a chunk of another choice would end the stream with
+// an error (Splicer.Answer), so `n` is not sent.
 func streamOn(d Dialect, top object) {
 	top["stream"] = json.RawMessage("true")
 	if d != Chat {
 		return
 	}
+	delete(top, "n")
 	opts := object{}
 	if raw, ok := top["stream_options"]; ok {
 		_ = json.Unmarshal(raw, &opts) // not an object: replaced

@@ -119,7 +119,7 @@ func TestAnswerRemovesKnobsAndHistory(t *testing.T) {
 		in, want string
 	}{
 		{Chat,
-			`{"model":"m","reasoning_effort":"high","reasoning":{"effort":"high"},"thinking":{"type":"enabled"},"stream_options":{"continuous_usage_stats":true},"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_content":"r1","reasoning":"r2","reasoning_details":[]},{"role":"user","content":"c"}]}`,
+			`{"model":"m","n":3,"reasoning_effort":"high","reasoning":{"effort":"high"},"thinking":{"type":"enabled"},"stream_options":{"continuous_usage_stats":true},"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b","reasoning_content":"r1","reasoning":"r2","reasoning_details":[]},{"role":"user","content":"c"}]}`,
 			`{"model":"m","stream":true,"stream_options":{"continuous_usage_stats":true,"include_usage":true},"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`},
 		{Messages,
 			`{"model":"m","max_tokens":9,"thinking":{"type":"enabled","budget_tokens":2048},"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"thinking","thinking":"r","signature":""},{"type":"text","text":"b"}]},{"role":"assistant","content":[{"type":"redacted_thinking","data":"x"}]},{"role":"user","content":"c"}]}`,

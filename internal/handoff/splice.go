@@ -60,6 +60,7 @@ const (
 	EndToolCall     = "tool_call"     // a tool call
 	EndFinish       = "finish"        // a finish reason with neither
 	EndMaxReasoning = "max_reasoning" // the reasoning reached MaxReasoning
+	EndUnreadable   = "unreadable"    // a chunk the translators cannot read
 )
 
 func (s *Splicer) begin(id string) {
@@ -89,15 +90,16 @@ func (s *Splicer) Reason(data []byte) (out [][]byte, handoff bool) {
 		return nil, false
 	}
 	if chat.ReadDelta(c.Choices, &s.d) != nil {
-		// A chunk the translators refuse is skipped, but for the legacy
-		// function_call (a tool call by its old name), which ends the
-		// reasoning as a tool call does.
+		// A chunk the translators refuse ends the reasoning: whatever it
+		// carried (the legacy function_call, a content part of a type
+		// Chat clients cannot take) is the answer leg's to write, not
+		// reasoning to skip past.
+		s.begin(c.ID)
+		s.End = EndUnreadable
 		if bytes.Contains(c.Choices, []byte(`"function_call"`)) {
-			s.begin(c.ID)
-			s.End = EndToolCall
-			return nil, true
+			s.End = EndToolCall // a tool call by its old name
 		}
-		return nil, false
+		return nil, true
 	}
 	s.begin(c.ID)
 	for _, p := range s.d.Pieces {
@@ -148,18 +150,20 @@ func (s *Splicer) ReasoningTokens() int { return (s.runes + 3) / 4 }
 // and the client has had its reasoning); its usage summed with the
 // reasoning leg's (prompt tokens of both, the reasoning leg's reasoning in
 // the completion and its reasoning_tokens). An error object is returned as
-// it is; a chunk that is not a readable Chat chunk is dropped, as a
-// translator would refuse it.
-func (s *Splicer) Answer(data []byte) (out [][]byte) {
+// it is. A chunk that is not a readable Chat chunk is an error (a
+// *chat.UnreadableError, as a translator's): what it carried cannot reach
+// the client, so the stream must end with the in-band error, never
+// cleanly without it.
+func (s *Splicer) Answer(data []byte) (out [][]byte, err error) {
 	var c chunk
 	if json.Unmarshal(data, &c) != nil {
-		return nil
+		return nil, &chat.UnreadableError{Reason: "the answer leg sent an event whose data is not a JSON object"}
 	}
 	if !null(c.Error) {
-		return [][]byte{data}
+		return [][]byte{data}, nil
 	}
-	if chat.ReadDelta(c.Choices, &s.d) != nil {
-		return nil
+	if err := chat.ReadDelta(c.Choices, &s.d); err != nil {
+		return nil, err
 	}
 	s.begin(c.ID)
 	emit := func(b []byte) {
@@ -197,7 +201,7 @@ func (s *Splicer) Answer(data []byte) (out [][]byte) {
 			"created": mustJSON(s.Created), "model": mustJSON(s.Model), "choices": json.RawMessage("[]"),
 			"usage": s.sumUsage(c.Usage)}))
 	}
-	return out
+	return out, nil
 }
 
 // null reports an absent or null member.

@@ -2,8 +2,11 @@ package handoff
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 func reasoningChunk(id, field, text string) []byte {
@@ -101,10 +104,10 @@ func TestSplicerHandoffPoints(t *testing.T) {
 			t.Errorf("%s: over %v, %d chunks out; want a hand-off with nothing forwarded", name, over, len(out))
 		}
 	}
-	// Not hand-off points: an empty text, a role chunk, another choice,
-	// something that is not a chunk.
+	// Not hand-off points: an empty text, a role chunk, something that is
+	// not a chunk (another choice is: TestSplicerUnreadable).
 	s := &Splicer{Model: "m"}
-	for _, c := range []string{`{"choices":[{"index":0,"delta":{"content":""}}]}`, `{"choices":[{"index":1,"delta":{"content":"x"}}]}`, `not json`, `{"choices":[]}`} {
+	for _, c := range []string{`{"choices":[{"index":0,"delta":{"content":""}}]}`, `not json`, `{"choices":[]}`} {
 		if out, over := s.Reason([]byte(c)); over || len(out) != 0 {
 			t.Errorf("%s: over %v, %d out", c, over, len(out))
 		}
@@ -134,7 +137,7 @@ func TestSplicerAnswer(t *testing.T) {
 	}
 	var outs []decoded
 	for _, c := range in {
-		for _, o := range s.Answer([]byte(c)) {
+		for _, o := range answer(t, s, c) {
 			outs = append(outs, dec(t, o))
 		}
 	}
@@ -166,7 +169,7 @@ func TestSplicerAnswer(t *testing.T) {
 	}
 	// An error object passes as it is.
 	e := `{"error":{"message":"overloaded","type":"server_error"}}`
-	if o := s.Answer([]byte(e)); len(o) != 1 || string(o[0]) != e {
+	if o := answer(t, s, e); len(o) != 1 || string(o[0]) != e {
 		t.Errorf("error chunk rewritten: %s", o)
 	}
 }
@@ -176,10 +179,10 @@ func TestSplicerAnswer(t *testing.T) {
 func TestSplicerNoReasoning(t *testing.T) {
 	s := &Splicer{Model: "alias"}
 	s.Begin("minted")
-	if o := s.Answer([]byte(`{"id":"b","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`)); len(o) != 0 {
+	if o := answer(t, s, `{"id":"b","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`); len(o) != 0 {
 		t.Errorf("an empty role chunk went out: %s", o)
 	}
-	o := s.Answer([]byte(`{"id":"b","choices":[{"index":0,"delta":{"content":"hi"}}]}`))
+	o := answer(t, s, `{"id":"b","choices":[{"index":0,"delta":{"content":"hi"}}]}`)
 	if len(o) != 2 || !strings.Contains(string(o[0]), `"role":"assistant"`) || !strings.Contains(string(o[1]), `"minted"`) {
 		t.Errorf("want the role chunk, then the text: %s", o)
 	}
@@ -204,8 +207,43 @@ func TestSplicerContentParts(t *testing.T) {
 	if _, over := s.Reason([]byte(`{"id":"m","choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Hi"}]}}]}`)); !over {
 		t.Error("a text part is no hand-off point")
 	}
-	o := s.Answer([]byte(`{"id":"n","choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"hmm"}]},{"type":"text","text":"Hi"}]}}]}`))
+	o := answer(t, s, `{"id":"n","choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"hmm"}]},{"type":"text","text":"Hi"}]}}]}`)
 	if len(o) != 1 || !strings.Contains(string(o[0]), `"content":"Hi"`) || strings.Contains(string(o[0]), "hmm") {
 		t.Errorf("answer parts: %s", o)
+	}
+}
+
+// answer is s.Answer of data, which must be readable.
+func answer(t *testing.T, s *Splicer, data string) [][]byte {
+	t.Helper()
+	out, err := s.Answer([]byte(data))
+	if err != nil {
+		t.Fatalf("Answer(%s): %v", data, err)
+	}
+	return out
+}
+
+// TestSplicerUnreadable: a chunk the translators cannot read ends the
+// reasoning (the answer leg writes what it held), and in the answer leg
+// is an error, so the stream ends with the in-band error instead of
+// going on without what the chunk carried.
+func TestSplicerUnreadable(t *testing.T) {
+	unreadable := []string{
+		`{"choices":[{"index":0,"delta":{"content":[{"type":"image_url","image_url":{"url":"x"}}]}}]}`,
+		`{"choices":[{"index":1,"delta":{"content":"second choice"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":5}}]}`,
+	}
+	for _, c := range unreadable {
+		s := &Splicer{Model: "m"}
+		s.Reason(reasoningChunk("a", "reasoning_content", "r"))
+		if out, over := s.Reason([]byte(c)); !over || len(out) != 0 || s.End != EndUnreadable {
+			t.Errorf("reasoning leg %s: over %v, %d out, End %q; want a hand-off (unreadable)", c, over, len(out), s.End)
+		}
+		if out, err := s.Answer([]byte(c)); err == nil || !errors.As(err, new(*chat.UnreadableError)) || len(out) != 0 {
+			t.Errorf("answer leg %s: %d out, err %v; want a *chat.UnreadableError", c, len(out), err)
+		}
+	}
+	if _, err := (&Splicer{}).Answer([]byte(`data that is not JSON`)); err == nil {
+		t.Error("answer leg: data that is not JSON passed")
 	}
 }
