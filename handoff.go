@@ -108,9 +108,7 @@ func errHandoffNoAnswer(alias string) error {
 // compileHandoff compiles a hand-off alias's reasoning chain (nil: the
 // model has no `reason` lines).
 func (h *Relay) compileHandoff(m *ModelRoute) (*handoffRoute, error) {
-	if err := m.checkHandoff(); err != nil {
-		return nil, err
-	}
+	// checkConfig has checked the lines (ModelRoute.check).
 	if len(m.Reason) == 0 {
 		return nil, nil
 	}
@@ -341,21 +339,16 @@ func (h *handoffRecord) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	return nil
 }
 
-// cost prices each leg at its own model's price (the alias's when the
-// model has none): the reasoning leg's estimated prompt and reasoning,
-// the answer leg's usage as it sent it. ok: at least one leg is priced.
-func (h *handoffRecord) cost(prices *usage.PriceTable, alias string) (float64, bool) {
-	lookup := func(model string) (usage.Price, bool) {
-		if p, ok := prices.Lookup(model); ok {
-			return p, true
-		}
-		return prices.Lookup(alias)
-	}
-	if p, ok := lookup(h.reasonModel); ok && h.reasonModel != "" {
+// cost prices each leg at its own model's price (priceOf: Relay.priceOf
+// for the request's alias): the reasoning leg's estimated prompt and
+// reasoning, the answer leg's usage as it sent it. ok: at least one leg
+// is priced.
+func (h *handoffRecord) cost(priceOf func(model string) (usage.Price, bool)) (float64, bool) {
+	if p, ok := priceOf(h.reasonModel); ok && h.reasonModel != "" {
 		h.reasonCost = p.Cost(usage.Usage{Prompt: h.reasonPrompt, Completion: h.reasoningTokens, Reasoning: h.reasoningTokens})
 		h.priced = true
 	}
-	if p, ok := lookup(h.answerModel); ok && h.answerModel != "" {
+	if p, ok := priceOf(h.answerModel); ok && h.answerModel != "" {
 		h.answerCost = p.Cost(usage.Usage{Prompt: h.answerPrompt, Completion: h.answerCompletion})
 		h.priced = true
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/sim"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
 // handoffSimSite runs the legs' simulators on :9087: /reason/ a reasoning
@@ -88,6 +89,14 @@ const handoffRelay = `llm_relay {
 	}
 	upstream echo-slow http://127.0.0.1:9087/echo-slow/v1 {
 		api chat
+	}
+	price sim-r1 {
+		input 1
+		output 2
+	}
+	price sim-claude {
+		input 3
+		output 15
 	}
 	model baton {
 		reason reasoner sim-r1
@@ -287,7 +296,7 @@ func TestHandoffRecord(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("X-Relay-Handoff") != "reasoned-by reasoner (sim-r1)" {
 		t.Fatalf("status %d, X-Relay-Handoff %q", resp.StatusCode, resp.Header.Get("X-Relay-Handoff"))
 	}
-	var usage struct {
+	var got struct {
 		Prompt     int `json:"prompt_tokens"`
 		Completion int `json:"completion_tokens"`
 		Details    struct {
@@ -311,19 +320,19 @@ func TestHandoffRecord(t *testing.T) {
 			answer += ch.Delta.Content
 		}
 		if len(c.Usage) > 0 && string(c.Usage) != "null" {
-			_ = json.Unmarshal(c.Usage, &usage)
+			_ = json.Unmarshal(c.Usage, &got)
 		}
 	}
 	answerTokens := (len([]rune(answer)) + 3) / 4 // the echo simulator's figure is one token a piece: at least this
 	wantReasoning := (len([]rune(reasoning)) + 3) / 4
-	if usage.Details.Reasoning != wantReasoning {
-		t.Errorf("reasoning_tokens %d; want the reasoning leg's %d (a quarter of its %d characters)", usage.Details.Reasoning, wantReasoning, len([]rune(reasoning)))
+	if got.Details.Reasoning != wantReasoning {
+		t.Errorf("reasoning_tokens %d; want the reasoning leg's %d (a quarter of its %d characters)", got.Details.Reasoning, wantReasoning, len([]rune(reasoning)))
 	}
-	if usage.Completion < wantReasoning+answerTokens {
-		t.Errorf("completion_tokens %d; want the answer leg's (at least %d) plus the reasoning's %d", usage.Completion, answerTokens, wantReasoning)
+	if got.Completion < wantReasoning+answerTokens {
+		t.Errorf("completion_tokens %d; want the answer leg's (at least %d) plus the reasoning's %d", got.Completion, answerTokens, wantReasoning)
 	}
-	if usage.Prompt < 2 {
-		t.Errorf("prompt_tokens %d; want both legs' prompts", usage.Prompt)
+	if got.Prompt < 2 {
+		t.Errorf("prompt_tokens %d; want both legs' prompts", got.Prompt)
 	}
 
 	var line map[string]any
@@ -344,6 +353,18 @@ func TestHandoffRecord(t *testing.T) {
 		if ho[k] != want {
 			t.Errorf("log line handoff.%s = %v; want %v (handoff: %v)", k, ho[k], want, ho)
 		}
+	}
+	// Each leg at its own model's price (the price lines above), and the
+	// line's cost their sum.
+	num := func(k string) int { f, _ := ho[k].(float64); return int(f) }
+	reasonCost := usage.Price{Input: 1, Output: 2}.Cost(usage.Usage{Prompt: num("reason_prompt_tokens"), Completion: num("reasoning_tokens"), Reasoning: num("reasoning_tokens")})
+	answerCost := usage.Price{Input: 3, Output: 15}.Cost(usage.Usage{Prompt: num("answer_prompt_tokens"), Completion: num("answer_completion_tokens")})
+	if num("reason_prompt_tokens") == 0 || num("answer_prompt_tokens") == 0 || num("answer_completion_tokens") == 0 {
+		t.Errorf("handoff tokens missing: %v", ho)
+	}
+	if ho["reason_cost"] != usage.FormatUSD(reasonCost) || ho["answer_cost"] != usage.FormatUSD(answerCost) || line["cost"] != usage.FormatUSD(reasonCost+answerCost) {
+		t.Errorf("costs: reason %v answer %v line %v; want %s, %s and their sum %s", ho["reason_cost"], ho["answer_cost"], line["cost"],
+			usage.FormatUSD(reasonCost), usage.FormatUSD(answerCost), usage.FormatUSD(reasonCost+answerCost))
 	}
 	if gap, _ := ho["gap"].(float64); gap <= 0 || gap > 1 {
 		t.Errorf("handoff.gap %v s; want the time from the hand-off point to the answer leg's request written", ho["gap"])

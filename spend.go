@@ -94,13 +94,10 @@ func (h *Relay) account(req *requestState, raw json.RawMessage, estimate func() 
 			zap.String("upstream", req.upstream), zap.Int("reasoning_tokens", u.Reasoning), zap.Int("budget", req.budget),
 			zap.Bool("stream", req.stream))
 	}
-	price, priced := h.prices.Lookup(req.model)
-	if !priced {
-		price, priced = h.prices.Lookup(req.alias)
-	}
+	price, priced := h.priceOf(req.model, req.alias)
 	if ho := req.handoff; ho != nil {
 		// Each leg at its own model's price (handoff.go).
-		req.cost, req.priced = ho.cost(h.prices, req.alias)
+		req.cost, req.priced = ho.cost(func(model string) (usage.Price, bool) { return h.priceOf(model, req.alias) })
 		priced = req.priced
 	} else if priced {
 		req.cost = price.Cost(u)
@@ -130,6 +127,15 @@ func (h *Relay) account(req *requestState, raw json.RawMessage, estimate func() 
 	if priced {
 		metricCost.WithLabelValues(key).Add(req.cost)
 	}
+}
+
+// priceOf is the price of a model sent upstream, from the price table:
+// the model's own, else the alias's.
+func (h *Relay) priceOf(model, alias string) (usage.Price, bool) {
+	if p, ok := h.prices.Lookup(model); ok {
+		return p, true
+	}
+	return h.prices.Lookup(alias)
 }
 
 // withReasoning gives u, a usage that counts no reasoning tokens, the
