@@ -659,7 +659,7 @@ func (s *handoffSource) Next() (sse.Event, error) {
 				s.phase = phaseDone
 				return ev, nil // the answer leg's in-band error, translated for the client
 			}
-			out, err := s.sp.Answer(ev.Data)
+			out, err := s.sp.AnswerEvent(&ev)
 			if err != nil {
 				// Something the client cannot be given: the stream ends on
 				// the in-band error, never cleanly without it.
@@ -749,7 +749,7 @@ func (s *handoffSource) readReason() error {
 		s.c.req.note(s.reason.t, "reasoning leg sent an error after "+strconv.Itoa(s.sp.ReasoningTokens())+" reasoning tokens: handing off what came")
 		return s.startAnswer()
 	}
-	out, over := s.sp.Reason(ev.Data)
+	out, over := s.sp.ReasonEvent(&ev)
 	s.queue = append(s.queue, out...)
 	if over {
 		s.rec.why = s.sp.End

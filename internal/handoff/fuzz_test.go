@@ -2,8 +2,11 @@ package handoff
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // strs walks a JSON value's strings.
@@ -107,6 +110,41 @@ func FuzzSplicer(f *testing.F) {
 					t.Fatalf("answer chunk not JSON: %s", o)
 				}
 			}
+		}
+	})
+}
+
+// FuzzSplicerEvent: the hot path (ReasonEvent, AnswerEvent, through
+// pace.Classify) gives exactly what Reason and Answer give, chunk by
+// chunk, for any stream.
+func FuzzSplicerEvent(f *testing.F) {
+	f.Add([]byte(`{"id":"a","choices":[{"index":0,"delta":{"reasoning_content":"x"}}]}`+"\n"+`{"id":"a","choices":[{"index":0,"delta":{"reasoning_content":"y"}}]}`+"\n"+
+		`{"id":"a","choices":[{"index":0,"delta":{"content":"z"}}]}`+"\n"+`{"id":"b","choices":[{"index":0,"delta":{"content":"w"}}]}`+"\n"+
+		`{"id":"b","choices":[{"index":0,"delta":{"content":"v"},"finish_reason":"stop"}]}`), uint8(0), uint8(3))
+	f.Add([]byte(`{"id":"a","choices":[{"index":0,"delta":{"reasoning":"é"}}]}`+"\n"+`{"id":"a","choices":[{"index":1,"delta":{"reasoning":"x"}}]}`), uint8(1), uint8(1))
+	f.Fuzz(func(t *testing.T, stream []byte, max, split uint8) {
+		slow, fast := &Splicer{Model: "m", MaxReasoning: int(max % 5)}, &Splicer{Model: "m", MaxReasoning: int(max % 5)}
+		lines := strings.Split(string(stream), "\n")
+		handedOff := false
+		for i, l := range lines {
+			ev := sse.NewEvent("", []byte(l))
+			if !handedOff && i < int(split)%(len(lines)+1) {
+				o1, h1 := slow.Reason([]byte(l))
+				o2, h2 := fast.ReasonEvent(&ev)
+				if h1 != h2 || fmt.Sprint(o1) != fmt.Sprint(o2) || slow.End != fast.End {
+					t.Fatalf("Reason %q: %q %v %q; ReasonEvent: %q %v %q", l, o1, h1, slow.End, o2, h2, fast.End)
+				}
+				handedOff = h1
+				continue
+			}
+			o1, e1 := slow.Answer([]byte(l))
+			o2, e2 := fast.AnswerEvent(&ev)
+			if (e1 == nil) != (e2 == nil) || fmt.Sprint(o1) != fmt.Sprint(o2) {
+				t.Fatalf("Answer %q: %q %v; AnswerEvent: %q %v", l, o1, e1, o2, e2)
+			}
+		}
+		if slow.Reasoning() != fast.Reasoning() || slow.answerReasoning != fast.answerReasoning {
+			t.Fatalf("reasoning %q / %q, answer leg's %d / %d", slow.Reasoning(), fast.Reasoning(), slow.answerReasoning, fast.answerReasoning)
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // Splicer makes one Chat Completions stream of two legs' streams, read
@@ -41,7 +43,9 @@ type Splicer struct {
 	// answerReasoning is reasoning the answer leg wrote anyway (a
 	// reasoning model on a `to` line): counted, never forwarded.
 	answerReasoning int
-	d               chat.Delta // ReadDelta's, reused
+	d               chat.Delta       // ReadDelta's, reused
+	first           chat.FirstChoice // the hot path's memory (ReasonEvent, AnswerEvent)
+	scratch         []byte           // pace.Classify's
 }
 
 // chunk is the part of a Chat chunk the splicer reads; the choices are
@@ -113,15 +117,7 @@ func (s *Splicer) Reason(data []byte) (out [][]byte, handoff bool) {
 		if p.Text == "" {
 			continue
 		}
-		s.reasoning.WriteString(p.Text)
-		s.runes += utf8.RuneCountInString(p.Text)
-		if !s.roleSent {
-			s.roleSent = true
-			out = append(out, bytes.Clone(s.w.Role()))
-		}
-		out = append(out, bytes.Clone(s.w.Content(chat.FieldReasoningContent, []byte(p.Text))))
-		if s.MaxReasoning > 0 && s.ReasoningTokens() >= s.MaxReasoning {
-			s.End = EndMaxReasoning
+		if out = s.reasoned(out, []byte(p.Text)); s.End == EndMaxReasoning {
 			return out, true
 		}
 	}
@@ -133,6 +129,77 @@ func (s *Splicer) Reason(data []byte) (out [][]byte, handoff bool) {
 		handoff, s.End = true, EndFinish
 	}
 	return out, handoff
+}
+
+// reasoned takes a piece of reasoning: it is appended to out for the
+// client (after the assistant role, the first time); End is set to
+// EndMaxReasoning when the reasoning reaches MaxReasoning.
+func (s *Splicer) reasoned(out [][]byte, text []byte) [][]byte {
+	s.reasoning.Write(text)
+	s.runes += utf8.RuneCount(text)
+	if !s.roleSent {
+		s.roleSent = true
+		out = append(out, bytes.Clone(s.w.Role()))
+	}
+	out = append(out, bytes.Clone(s.w.Content(chat.FieldReasoningContent, text)))
+	if s.MaxReasoning > 0 && s.ReasoningTokens() >= s.MaxReasoning {
+		s.End = EndMaxReasoning
+	}
+	return out
+}
+
+// ReasonEvent is Reason for an upstream event, with the translators' hot
+// path (pace.Classify, chat.FirstChoice): a text or reasoning delta of
+// the first choice, the bulk of a stream, is read without decoding the
+// chunk; any other goes to Reason.
+func (s *Splicer) ReasonEvent(ev *sse.Event) (out [][]byte, handoff bool) {
+	if text, ch, ok := s.fast(ev); ok {
+		switch {
+		case ch == pace.ChanReasoning && len(text) > 0:
+			out = s.reasoned(out, text)
+			return out, s.End == EndMaxReasoning
+		case ch == pace.ChanAnswer && len(text) > 0:
+			s.End = EndAnswer
+			return nil, true
+		}
+		return nil, false
+	}
+	return s.Reason(ev.Data)
+}
+
+// AnswerEvent is Answer for an upstream event, with the same hot path as
+// ReasonEvent.
+func (s *Splicer) AnswerEvent(ev *sse.Event) ([][]byte, error) {
+	if text, ch, ok := s.fast(ev); ok {
+		switch {
+		case len(text) == 0:
+			return nil, nil
+		case ch == pace.ChanReasoning:
+			s.answerReasoning += utf8.RuneCount(text)
+			return nil, nil
+		}
+		var out [][]byte
+		if !s.roleSent {
+			s.roleSent = true
+			out = append(out, bytes.Clone(s.w.Role()))
+		}
+		return append(out, bytes.Clone(s.w.Content("content", text))), nil
+	}
+	return s.Answer(ev.Data)
+}
+
+// fast reads a text delta of the first choice as the translators' hot
+// path does, once the splice has its id (begun): its text and channel.
+func (s *Splicer) fast(ev *sse.Event) (text []byte, ch pace.Channel, ok bool) {
+	if !s.begun {
+		return nil, 0, false
+	}
+	c, scratch := pace.Classify(ev, s.scratch[:0])
+	s.scratch = scratch
+	if c.Kind != pace.KindText || !s.first.IsZero(ev.Data, c.Prefix, c.Suffix) {
+		return nil, 0, false
+	}
+	return c.Text, c.Channel, true
 }
 
 // Reasoning is the reasoning read so far.
