@@ -26,6 +26,10 @@ type Candidate struct {
 	Rank   int     // chain position tier: lower first; equal ranks form a pool
 	Weight int     // within a pool (<= 0: 1)
 	Region string  // "" = none
+	// Model is the model the step sends ("" = the client's): steps of one
+	// model in different regions at adjacent ranks form one tier for a
+	// hint (see [Order]).
+	Model string
 
 	// Status is set by Order: the status it judged the target by, so a
 	// caller need not judge it again.
@@ -41,6 +45,7 @@ type cand struct {
 	rank  int
 	w     int
 	reg   string
+	model string
 }
 
 // Order returns the indexes of cands in the order to try them; every index
@@ -61,11 +66,24 @@ type cand struct {
 //     place in proportion to their weights.
 //  3. Ejected targets go by the end of their cooldown, soonest first (then
 //     by Rank).
-//  4. hint, for the usable class only: [HintAuto] sorts it by Latency
-//     ascending (unknown last; ties keep the order of rule 2); any other
-//     non-empty hint is a region code: usable targets whose Region equals
-//     it (case-insensitively) come first, then the others, each group in
-//     the order of rule 2.
+//  4. hint, for the usable class only, and only within a tier: a hint
+//     never moves a target ahead of one of a lower rank in another tier,
+//     so a chain's order of models (a Codex model, then Claude, then
+//     DeepSeek) holds whatever the hint. A tier is a pool (the usable
+//     targets of one rank), joined with the adjacent ranks' pools while
+//     every member of them sends the same Model and has a Region: the
+//     same model offered in several regions, one after the other in the
+//     chain (see [Tiers]). Within a tier, [HintAuto] sorts by the
+//     region's latency (the lowest known Latency of the tier's members in
+//     that region; a member without a region is a region of its own),
+//     then by Rank (an operator's order between two targets of one
+//     region stays), then by the member's own Latency; unknown latencies
+//     go last, and ties keep the order of rule 2. Any other non-empty
+//     hint is a region code: the tier's members whose Region equals it
+//     (case-insensitively) come first, then the others, each group in the
+//     order of rule 2. A strict pin (only one region's targets) is the
+//     caller's: it leaves the other regions out of cands (see
+//     [ParseHint]).
 //
 // Order sets each candidate's Status, so cands must not be shared with a
 // concurrent call. rnd may be nil (the global source is used then); a
@@ -79,7 +97,7 @@ func Order(cands []Candidate, now time.Time, hint string, rnd *rand.Rand) []int 
 	// then ejected, each partitioned in place.
 	nu, nd := 0, 0
 	for i, c := range cands {
-		x := cand{rank: c.Rank, w: max(c.Weight, 1), reg: c.Region}
+		x := cand{rank: c.Rank, w: max(c.Weight, 1), reg: c.Region, model: c.Model}
 		if c.T != nil {
 			x.st, x.lat, x.until = c.T.view(now, c.SLO.WithDefaults())
 		}
@@ -117,34 +135,135 @@ func Order(cands []Candidate, now time.Time, hint string, rnd *rand.Rand) []int 
 		return cmp.Compare(cs[a].rank, cs[b].rank)
 	})
 
-	switch {
-	case hint == "":
-	case hint == HintAuto:
-		slices.SortStableFunc(usable, func(a, b int) int {
-			la, lb := cs[a].lat, cs[b].lat
-			switch {
-			case la == lb:
-				return 0
-			case la == 0:
-				return 1
-			case lb == 0:
-				return -1
+	if hint != "" {
+		for _, tier := range tiers(cs, usable) {
+			if hint == HintAuto {
+				byLatency(cs, tier)
+			} else {
+				byRegion(cs, tier, hint)
 			}
-			return cmp.Compare(la, lb)
-		})
-	default:
-		slices.SortStableFunc(usable, func(a, b int) int {
-			ma, mb := strings.EqualFold(cs[a].reg, hint), strings.EqualFold(cs[b].reg, hint)
-			switch {
-			case ma == mb:
-				return 0
-			case ma:
-				return -1
-			}
-			return 1
-		})
+		}
 	}
 	return out
+}
+
+// tiers splits idx, sorted by rank, into its tiers (rule 4 of [Order]).
+func tiers(cs []cand, idx []int) [][]int {
+	var out [][]int
+	lo := 0           // the current tier's start
+	regional := false // the current tier is one model's regions
+	for k := 0; k < len(idx); {
+		hi := k + 1
+		for hi < len(idx) && cs[idx[hi]].rank == cs[idx[k]].rank {
+			hi++
+		}
+		pool := regionsOf(cs, idx[k:hi], cs[idx[k]].model)
+		if k > lo && !(regional && pool && cs[idx[k]].model == cs[idx[lo]].model) {
+			out = append(out, idx[lo:k])
+			lo = k
+		}
+		if k == lo {
+			regional = pool
+		}
+		k = hi
+	}
+	if lo < len(idx) {
+		out = append(out, idx[lo:])
+	}
+	return out
+}
+
+// regionsOf reports whether every member of pool sends model and has a
+// region.
+func regionsOf(cs []cand, pool []int, model string) bool {
+	for _, i := range pool {
+		if cs[i].reg == "" || cs[i].model != model {
+			return false
+		}
+	}
+	return true
+}
+
+// Tiers returns, for each candidate, the index of its tier among the
+// usable targets when ordered by rank (rule 4 of [Order]; -1 for a target
+// that is not usable at now). Two usable targets are in one tier when
+// [Order] may put the higher-ranked one first for a hint.
+func Tiers(cands []Candidate, now time.Time) []int {
+	cs := make([]cand, len(cands))
+	var usable []int
+	out := make([]int, len(cands))
+	for i, c := range cands {
+		cs[i] = cand{rank: c.Rank, reg: c.Region, model: c.Model}
+		if c.T != nil {
+			cs[i].st, _, _ = c.T.view(now, c.SLO.WithDefaults())
+		}
+		out[i] = -1
+		if cs[i].st == Healthy || cs[i].st == HalfOpen {
+			usable = append(usable, i)
+		}
+	}
+	slices.SortStableFunc(usable, func(a, b int) int { return cmp.Compare(cs[a].rank, cs[b].rank) })
+	for t, tier := range tiers(cs, usable) {
+		for _, i := range tier {
+			out[i] = t
+		}
+	}
+	return out
+}
+
+// byLatency sorts one tier for [HintAuto]: by its region's latency, then
+// rank, then its own latency (unknown last).
+func byLatency(cs []cand, tier []int) {
+	regionLat := make(map[string]time.Duration)
+	for _, i := range tier {
+		if r := strings.ToLower(cs[i].reg); r != "" && cs[i].lat > 0 {
+			if l, ok := regionLat[r]; !ok || cs[i].lat < l {
+				regionLat[r] = cs[i].lat
+			}
+		}
+	}
+	of := func(i int) time.Duration {
+		if cs[i].reg == "" {
+			return cs[i].lat
+		}
+		return regionLat[strings.ToLower(cs[i].reg)]
+	}
+	slices.SortStableFunc(tier, func(a, b int) int {
+		if c := cmpLatency(of(a), of(b)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(cs[a].rank, cs[b].rank); c != 0 {
+			return c
+		}
+		return cmpLatency(cs[a].lat, cs[b].lat)
+	})
+}
+
+// cmpLatency orders latencies ascending, unknown (0) last.
+func cmpLatency(a, b time.Duration) int {
+	switch {
+	case a == b:
+		return 0
+	case a == 0:
+		return 1
+	case b == 0:
+		return -1
+	}
+	return cmp.Compare(a, b)
+}
+
+// byRegion puts a tier's members in region code first.
+func byRegion(cs []cand, tier []int, code string) {
+	slices.SortStableFunc(tier, func(a, b int) int {
+		ma, mb := strings.EqualFold(cs[a].reg, code), strings.EqualFold(cs[b].reg, code)
+		switch {
+		case ma == mb:
+			return 0
+		case ma:
+			return -1
+		}
+		return 1
+	})
 }
 
 // byRank sorts idx by rank and orders each pool of equal rank by the power

@@ -167,8 +167,87 @@ func TestOrderAuto(t *testing.T) {
 		{T: mk("5", Healthy, 0, now), Rank: 1, SLO: oslo},
 		{T: mk("6", Ejected, time.Second, now), Rank: 0, SLO: oslo},
 	}
-	if got, want := Order(cands, now, HintAuto, seeded(4)), []int{1, 3, 0, 5, 2, 4, 6}; !slices.Equal(got, want) {
+	// Latency orders each rank's pool, never the ranks: the 100ms target
+	// of rank 1 does not pass the 500ms one of rank 0.
+	if got, want := Order(cands, now, HintAuto, seeded(4)), []int{0, 1, 5, 2, 3, 4, 6}; !slices.Equal(got, want) {
 		t.Errorf("auto: %v, want %v", got, want)
+	}
+}
+
+// The mixed chain: a Codex model, then Claude, then DeepSeek, each
+// faster than the one before, in regions of their own. auto and a region
+// hint keep the chain's order of models; within Codex's pool the faster
+// region goes first.
+func TestOrderAutoMixedChain(t *testing.T) {
+	now := t0
+	ms := time.Millisecond
+	cands := []Candidate{
+		{T: mk("codex-fra", Healthy, 900*ms, now), Rank: 1, Region: "fra", Model: "gpt-5-codex", SLO: oslo},
+		{T: mk("claude-nrt", Healthy, 300*ms, now), Rank: 2, Region: "nrt", Model: "claude-sonnet-4-5", SLO: oslo},
+		{T: mk("deepseek-nrt", Healthy, 50*ms, now), Rank: 3, Region: "nrt", Model: "deepseek-chat", SLO: oslo},
+		{T: mk("codex-sin", Healthy, 400*ms, now), Rank: 1, Region: "sin", Model: "gpt-5-codex", SLO: oslo},
+	}
+	for _, tc := range []struct {
+		hint string
+		want []int
+	}{
+		{HintAuto, []int{3, 0, 1, 2}},
+		{"nrt", nil}, // Codex has no nrt target: its pool stays as the draw made it
+		{"fra", []int{0, 3, 1, 2}},
+		{"sin", []int{3, 0, 1, 2}},
+	} {
+		for seed := range uint64(20) {
+			got := Order(cands, now, tc.hint, seeded(seed))
+			if tc.want == nil {
+				if !slices.Equal(got[2:], []int{1, 2}) || got[0] == 1 || got[0] == 2 {
+					t.Fatalf("hint %q: %v: Claude or DeepSeek before Codex", tc.hint, got)
+				}
+				continue
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("hint %q seed %d: %v, want %v", tc.hint, seed, got, tc.want)
+			}
+		}
+	}
+}
+
+// One model in several regions at adjacent ranks is one tier: auto picks
+// its fastest region even at a later rank, keeps the operator's order
+// within a region, and never moves the next model ahead.
+func TestOrderAutoRegionsOfOneModel(t *testing.T) {
+	now := t0
+	ms := time.Millisecond
+	cands := []Candidate{
+		{T: mk("codex-fra", Healthy, 400*ms, now), Rank: 1, Region: "fra", Model: "codex", SLO: oslo},
+		{T: mk("codex-nrt", Healthy, 80*ms, now), Rank: 2, Region: "nrt", Model: "codex", SLO: oslo},
+		{T: mk("codex-nrt-backup", Healthy, 0, now), Rank: 3, Region: "NRT", Model: "codex", SLO: oslo},
+		{T: mk("claude-nrt", Healthy, 10*ms, now), Rank: 4, Region: "nrt", Model: "claude", SLO: oslo},
+		{T: mk("codex-kix", Healthy, 20*ms, now), Rank: 5, Region: "kix", Model: "codex", SLO: oslo},
+	}
+	for _, tc := range []struct {
+		hint string
+		want []int
+	}{
+		{"", []int{0, 1, 2, 3, 4}},
+		{HintAuto, []int{1, 2, 0, 3, 4}},
+		{"nrt", []int{1, 2, 0, 3, 4}},
+		{"fra", []int{0, 1, 2, 3, 4}},
+		{"kix", []int{0, 1, 2, 3, 4}}, // codex-kix is in a tier of its own, after Claude
+	} {
+		if got := Order(cands, now, tc.hint, seeded(9)); !slices.Equal(got, tc.want) {
+			t.Errorf("hint %q: %v, want %v", tc.hint, got, tc.want)
+		}
+	}
+	if got, want := Tiers(cands, now), []int{0, 0, 0, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("Tiers = %v, want %v", got, want)
+	}
+	// A target without a region, or of another model, ends the tier.
+	cands[1].Region = ""
+	if got, want := Tiers(cands, now), []int{0, 1, 2, 3, 4}; !slices.Equal(got, want) {
+		t.Errorf("Tiers without a region = %v, want %v", got, want)
+	}
+	if got := Order(cands, now, HintAuto, seeded(9)); !slices.Equal(got, []int{0, 1, 2, 3, 4}) {
+		t.Errorf("auto without a region: %v", got)
 	}
 }
 
@@ -261,16 +340,36 @@ func TestOrderNilRand(t *testing.T) {
 	}
 }
 
+// sameTier is the reference for tiers: usable p and q are in one tier
+// when their ranks are equal, or every usable candidate of a rank between
+// theirs (both included) has a region and sends p's model.
+func sameTier(cands []Candidate, usable []bool, p, q int) bool {
+	lo, hi := min(cands[p].Rank, cands[q].Rank), max(cands[p].Rank, cands[q].Rank)
+	if lo == hi {
+		return true
+	}
+	for i, c := range cands {
+		if usable[i] && c.Rank >= lo && c.Rank <= hi && (c.Region == "" || c.Model != cands[p].Model) {
+			return false
+		}
+	}
+	return true
+}
+
 // Property: over random chains in random states, Order returns a
-// permutation, classes in order (usable, degraded, ejected), ranks
-// non-decreasing within a class (without a hint), ejected by cooldown end,
-// region matches first and auto by latency.
+// permutation, classes in order (usable, degraded, ejected), ejected by
+// cooldown end, degraded by rank, and the usable class by rank except
+// within a tier, whatever the hint: a lower-ranked (later) usable target
+// never comes before a higher-ranked usable one of another tier. Within a
+// tier, auto sorts by region latency, rank, latency, and a region code
+// puts its region first.
 func TestOrderProperty(t *testing.T) {
 	rnd := seeded(8)
 	now := t0
 	states := []Status{Healthy, Healthy, Healthy, HalfOpen, Degraded, Ejected}
-	hints := []string{"", "", HintAuto, "us", "EU", "xx"}
-	regions := []string{"", "us", "eu"}
+	hints := []string{"", "", HintAuto, HintAuto, "us", "EU", "xx"}
+	regions := []string{"", "us", "eu", "us", "eu"}
+	models := []string{"", "a", "a", "b"}
 	class := func(s Status) int {
 		switch s {
 		case Healthy, HalfOpen:
@@ -280,12 +379,13 @@ func TestOrderProperty(t *testing.T) {
 		}
 		return 2
 	}
-	for iter := range 3000 {
+	for iter := range 5000 {
 		n := rnd.IntN(13)
 		cands := make([]Candidate, n)
 		sts := make([]Status, n)
 		lats := make([]time.Duration, n)
 		untils := make([]time.Time, n)
+		usable := make([]bool, n)
 		for i := range cands {
 			st := states[rnd.IntN(len(states))]
 			var lat time.Duration
@@ -304,7 +404,9 @@ func TestOrderProperty(t *testing.T) {
 				st = Healthy
 			}
 			sts[i] = st
-			cands[i] = Candidate{T: tg, SLO: oslo, Rank: rnd.IntN(4), Weight: rnd.IntN(4) - 1, Region: regions[rnd.IntN(len(regions))]}
+			usable[i] = class(st) == 0
+			cands[i] = Candidate{T: tg, SLO: oslo, Rank: rnd.IntN(5), Weight: rnd.IntN(4) - 1,
+				Region: regions[rnd.IntN(len(regions))], Model: models[rnd.IntN(len(models))]}
 		}
 		hint := hints[rnd.IntN(len(hints))]
 		got := Order(cands, now, hint, rnd)
@@ -321,6 +423,28 @@ func TestOrderProperty(t *testing.T) {
 			}
 			seen[i] = true
 		}
+		tiers := Tiers(cands, now)
+		for p := range n {
+			for q := range n {
+				if usable[p] && usable[q] && (tiers[p] == tiers[q]) != sameTier(cands, usable, p, q) {
+					fail(fmt.Sprintf("Tiers puts %d and %d in tiers %d and %d", p, q, tiers[p], tiers[q]))
+				}
+			}
+		}
+		// region latency, as auto sorts a tier by it
+		regionLat := func(i int) time.Duration {
+			if cands[i].Region == "" {
+				return lats[i]
+			}
+			var best time.Duration
+			for j := range n {
+				if usable[j] && tiers[j] == tiers[i] && strings.EqualFold(cands[j].Region, cands[i].Region) && lats[j] > 0 && (best == 0 || lats[j] < best) {
+					best = lats[j]
+				}
+			}
+			return best
+		}
+		after := func(a, b time.Duration) bool { return a == 0 && b != 0 || a != 0 && b != 0 && a > b } // a sorts after b
 		for k := 1; k < n; k++ {
 			p, q := got[k-1], got[k]
 			cp, cq := class(sts[p]), class(sts[q])
@@ -333,19 +457,41 @@ func TestOrderProperty(t *testing.T) {
 				if untils[p].After(untils[q]) || untils[p].Equal(untils[q]) && cands[p].Rank > cands[q].Rank {
 					fail("ejected out of order")
 				}
-			case cp == 1 || hint == "" || hint == "xx":
+			case cp == 1:
 				if cands[p].Rank > cands[q].Rank {
-					fail("ranks out of order")
+					fail("degraded ranks out of order")
 				}
-			case hint == HintAuto:
-				lp, lq := lats[p], lats[q]
-				if lp == 0 && lq != 0 || lp != 0 && lq != 0 && lp > lq {
-					fail("auto out of order")
+			}
+		}
+		// The usable class, every pair: no later rank before an earlier
+		// one of another tier, whatever the hint.
+		for a := range n {
+			for b := a + 1; b < n; b++ {
+				p, q := got[a], got[b]
+				if !usable[p] || !usable[q] {
+					continue
 				}
-			default:
-				mp, mq := strings.EqualFold(cands[p].Region, hint), strings.EqualFold(cands[q].Region, hint)
-				if !mp && mq || mp == mq && cands[p].Rank > cands[q].Rank {
-					fail("region out of order")
+				if cands[p].Rank > cands[q].Rank && tiers[p] != tiers[q] {
+					fail(fmt.Sprintf("%d (rank %d) before %d (rank %d) of another tier", p, cands[p].Rank, q, cands[q].Rank))
+				}
+				if tiers[p] != tiers[q] {
+					continue
+				}
+				switch hint {
+				case "", "xx":
+					if cands[p].Rank > cands[q].Rank {
+						fail("ranks out of order without a hint")
+					}
+				case HintAuto:
+					rp, rq := regionLat(p), regionLat(q)
+					if after(rp, rq) || rp == rq && (cands[p].Rank > cands[q].Rank || cands[p].Rank == cands[q].Rank && after(lats[p], lats[q])) {
+						fail("auto out of order")
+					}
+				default:
+					mp, mq := strings.EqualFold(cands[p].Region, hint), strings.EqualFold(cands[q].Region, hint)
+					if !mp && mq || mp == mq && cands[p].Rank > cands[q].Rank {
+						fail("region out of order")
+					}
 				}
 			}
 		}
