@@ -236,7 +236,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if err := h.checkModelSmoothing(); err != nil {
 		return err
 	}
-	return nil
+	return h.checkRegionPins()
 }
 
 // pendingTarget remembers a `to` line until every upstream is known.
@@ -462,8 +462,20 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 			pending = append(pending, pendingTarget{upstream: sh.Upstream,
 				err: d.Err(errUnknownUpstream(m.Alias, "shadow", sh.Upstream).Error())})
 			m.Shadow = sh
+		case "region_pin":
+			if m.RegionPin != "" {
+				return nil, nil, d.Errf("model %q: region_pin is already specified; a model is pinned to one region", m.Alias)
+			}
+			if !d.NextArg() {
+				return nil, nil, d.Errf("model %q: expected `region_pin <code>`, the region of one of its upstreams", m.Alias)
+			}
+			m.RegionPin = d.Val()
+			if d.NextArg() {
+				return nil, nil, d.Errf("model %q: region_pin takes one region code, got another: %q", m.Alias, d.Val())
+			}
+			m.regionPinAt = fmt.Sprintf("%s:%d", d.File(), d.Line()) // checked once every upstream is read
 		default:
-			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, reason, handoff, smoothing, slo, canary, shadow, reasoning_budget, reasoning_field or adaptive_effort", d.Val())
+			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, reason, handoff, smoothing, slo, canary, shadow, reasoning_budget, reasoning_field, adaptive_effort or region_pin", d.Val())
 		}
 	}
 	if len(m.Targets) == 0 && len(m.Reason) > 0 {

@@ -99,7 +99,7 @@ func (h *Relay) newChainRun(w http.ResponseWriter, r *http.Request, req *request
 
 // run walks the chain and answers the client.
 func (c *chainRun) run() {
-	if primary := c.h.startShadow(c.rt.shadow, c.r, c.body, c.req.ep); primary != nil || (!c.body.clientStream() && c.req.ep.conversation()) {
+	if primary := c.h.startShadow(c.shadowInRegion(), c.r, c.body, c.req.ep); primary != nil || (!c.body.clientStream() && c.req.ep.conversation()) {
 		// Keep the client's answer: for its usage (non-stream) and to
 		// compare a shadow's with (parsed on the shadow's goroutine).
 		cw := &captureWriter{ResponseWriter: c.w}
@@ -413,6 +413,9 @@ func (c *chainRun) failure() *apiError {
 		e = errNotStreaming(summary)
 	default:
 		e = errAllFailed(summary)
+	}
+	if pin := c.pinned(); pin != "" {
+		e = regionFailure(e, pin, summary) // regions.go
 	}
 	return e
 }

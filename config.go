@@ -111,8 +111,12 @@ type Upstream struct {
 	// transport with its defaults (3s dial timeout).
 	TransportRaw json.RawMessage `json:"transport,omitempty" caddy:"namespace=http.reverse_proxy.transport inline_key=protocol"`
 
-	// `region <code>`: where the upstream runs, e.g. `eu`. A request's
-	// `X-Region-Hint: <code>` prefers healthy targets in that region.
+	// `region <code>`: where the upstream runs, e.g. `eu` or `nrt`
+	// (compared case-insensitively). A request's `X-Region-Hint: <code>`
+	// prefers healthy targets in that region within each tier of its
+	// chain, `<code>!` keeps to them, a model's `region_pin` too, and
+	// `GET /v1/ping` with the hint times a round trip to the region
+	// (docs/routing.md#regions). Default: none.
 	Region string `json:"region,omitempty"`
 
 	// `health_check { ... }`: active probes of this upstream.
@@ -228,6 +232,17 @@ type ModelRoute struct {
 	// `reasoning_field reasoning_content|reasoning|both|inline`: overrides
 	// the relay-level reasoning_field for this model.
 	ReasoningField string `json:"reasoning_field,omitempty"`
+
+	// `region_pin <code>`: data residency for this model. Only targets
+	// whose upstream has this region are tried (both legs of a hand-off
+	// alias), never failing over out of it; when none answers, 503
+	// region_unavailable. The canary and shadow must be in the region
+	// too. A client's `X-Region-Hint: <other>!` gets 400 region_conflict.
+	// The code must be the region of an upstream of the model's chain.
+	// Default: none (a client may still pin with `X-Region-Hint: <code>!`).
+	RegionPin string `json:"region_pin,omitempty"`
+
+	regionPinAt string // where the Caddyfile line was, for load errors
 }
 
 // Handoff is how a hand-off alias passes the reasoning leg's reasoning to

@@ -197,12 +197,8 @@ func (h *Relay) startProbes(ctx caddy.Context) {
 				targets = append(targets, t)
 			}
 		})
-		uri := hc.URI
-		if uri == "" {
-			uri = "/models"
-		}
+		uri, timeout := up.probeURI, up.probeTimeout
 		interval := durationOr(hc.Interval, 30*time.Second)
-		timeout := durationOr(hc.Timeout, 5*time.Second)
 		pctx, cancel := context.WithCancel(ctx)
 		p := &prober{cancel: cancel, done: make(chan struct{})}
 		h.probes = append(h.probes, p)
@@ -222,27 +218,56 @@ func (h *Relay) startProbes(ctx caddy.Context) {
 	}
 }
 
+// The health probe's defaults (HealthCheck).
+const (
+	defaultProbeURI     = "/models"
+	defaultProbeTimeout = 5 * time.Second
+)
+
 // probe sends one health check and records it.
 func (h *Relay) probe(ctx context.Context, up *upstreamRuntime, uri string, timeout time.Duration, targets []*target) {
+	res := up.probeOnce(ctx, uri, timeout)
+	if res.stopped {
+		return // stopping, not a failed probe
+	}
+	for _, t := range targets {
+		h.logChange(t.health.Probe(res.start, res.rtt, res.ok(), t.slo, defaultPolicy))
+	}
+}
+
+// probeResult is one health probe's round trip.
+type probeResult struct {
+	start   time.Time
+	rtt     time.Duration
+	status  int   // the upstream's answer; 0: none
+	err     error // why there was no answer
+	stopped bool  // ctx was cancelled (not its timeout): no result at all
+}
+
+func (p probeResult) ok() bool { return p.err == nil && p.status > 0 && p.status < 300 }
+
+// probeOnce sends an upstream's health probe: GET <base_url><uri> with
+// its key and headers, bounded by timeout. The active health checks and
+// GET /v1/ping with a region hint both send it.
+func (up *upstreamRuntime) probeOnce(ctx context.Context, uri string, timeout time.Duration) probeResult {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := up.newRequest(ctx, http.MethodGet, up.base+uri, nil, payload{})
 	if err != nil {
-		return
+		return probeResult{stopped: true, err: err} // nothing was sent
 	}
-	start := time.Now()
+	res := probeResult{start: time.Now()}
 	resp, err := up.transport.RoundTrip(req)
-	ok := err == nil && resp.StatusCode < 300
 	if err == nil {
+		res.status = resp.StatusCode
 		_ = resp.Body.Close() // reads what is left first (see reusing)
 	}
+	res.err = err
 	if ctx.Err() != nil && err != nil && context.Cause(ctx) == context.Canceled {
-		return // stopping, not a failed probe
+		res.stopped = true
 	}
-	rtt := time.Since(start)
-	for _, t := range targets {
-		h.logChange(t.health.Probe(start, rtt, ok, t.slo, defaultPolicy))
-	}
+	res.rtt = time.Since(res.start)
+	return res
 }
 
 // eachTarget calls f for every compiled target: chains, canaries and

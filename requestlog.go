@@ -86,6 +86,9 @@ type requestLog struct {
 	spilled, degraded, queued bool
 	// handoff is a hand-off alias's legs (handoff.go); nil: not one.
 	handoff *handoffRecord
+	// region is the answering upstream's region; regionPin the region the
+	// request was kept in (regions.go). "": none.
+	region, regionPin string
 }
 
 // note records the outcome of an attempt or skip.
@@ -111,6 +114,7 @@ func (rl *requestLog) modelFor(t *target) string {
 // commit records the attempt whose answer goes to the client.
 func (rl *requestLog) commit(t *target, status int) {
 	rl.upstream = t.up.name
+	rl.region = t.up.region
 	rl.model = rl.modelFor(t)
 	rl.status = status
 	rl.ttfb = time.Since(rl.start)
@@ -185,6 +189,12 @@ func (h *Relay) finishRequest(r *http.Request, req *requestState) {
 		zap.Duration("duration", time.Since(rl.start)),
 		zap.Int64("bytes", rl.bytes),
 	)
+	if rl.region != "" {
+		fields = append(fields, zap.String("region", rl.region))
+	}
+	if rl.regionPin != "" {
+		fields = append(fields, zap.String("region_pin", rl.regionPin))
+	}
 	if rl.errCode != "" {
 		fields = append(fields, zap.String("error", rl.errCode))
 	}

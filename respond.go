@@ -219,6 +219,9 @@ var upstreamOnlyHeaders = []string{"Set-Cookie", "Openai-Organization", "Openai-
 // attempts (req.commit has set the model).
 func setRelayHeaders(hdr http.Header, t *target, req *requestState) {
 	hdr.Set("X-Relay-Upstream", t.up.name)
+	if t.up.region != "" {
+		hdr.Set("X-Relay-Region", t.up.region)
+	}
 	hdr.Set("X-Relay-Model", req.model)
 	hdr.Set("X-Relay-Attempts", strconv.Itoa(req.attempts))
 }

@@ -32,6 +32,8 @@ type route struct {
 	// handoff is a hand-off alias's reasoning leg and its settings
 	// (handoff.go); nil: an ordinary alias.
 	handoff *handoffRoute
+	// pin is the model's region_pin ("": none; regions.go).
+	pin string
 }
 
 // target is a compiled Target.
@@ -126,6 +128,10 @@ func (h *Relay) compileRoutes() error {
 		}
 		if rt.handoff, err = h.compileHandoff(m); err != nil {
 			return err
+		}
+		rt.pin = m.RegionPin
+		if rt.handoff != nil {
+			rt.handoff.reason.pin = m.RegionPin // both legs keep to it
 		}
 		if c := m.Canary; c != nil && h.upstreams[c.Upstream] == nil {
 			return errUnknownUpstream(m.Alias, "canary", c.Upstream)

@@ -17,7 +17,7 @@ import (
 // serve answers one client request: authenticate, route, then relay.
 func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, "/v1/ping") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		h.servePing(w)
+		h.servePing(w, r) // regions.go
 		return
 	}
 	ep, bad := endpointOf(r.URL)
@@ -120,6 +120,12 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req.alias = rt.alias
 	req.stream = body.stream
+	pin, e := checkRegion(rt, r)
+	if e != nil {
+		h.reject(w, req, e)
+		return
+	}
+	req.regionPin = pin
 	pol := rt.smooth
 	mode, ok, err := requestMode(r, body)
 	if err != nil {
@@ -247,21 +253,3 @@ func (h *Relay) reject(w http.ResponseWriter, req *requestState, e *apiError) {
 // statusClientClosed is logged when the client went away (nginx's 499,
 // which Caddy's reverse_proxy also uses).
 const statusClientClosed = 499
-
-// servePing answers GET /v1/ping: the edge's region and time, without a
-// key, a log line or a metric, cheap enough for a client to measure its
-// round trip to each edge.
-func (h *Relay) servePing(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	now := time.Now().UTC()
-	b := make([]byte, 0, 96)
-	b = append(b, `{"object":"relay.ping","region":`...)
-	b = strconv.AppendQuote(b, h.Region)
-	b = append(b, `,"time":"`...)
-	b = now.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","unix_ms":`...)
-	b = strconv.AppendInt(b, now.UnixMilli(), 10)
-	b = append(b, "}\n"...)
-	_, _ = w.Write(b)
-}

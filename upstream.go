@@ -44,10 +44,14 @@ type upstreamRuntime struct {
 	// inline is where the upstream's models write their reasoning (a
 	// target may override it); think is its parser's syntax, nil for
 	// reasoning in fields.
-	inline    InlineReasoning
-	think     *thinktag.Syntax
-	cleanup   func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
-	closeIdle func() // closes the transport's idle connections; idempotent
+	inline InlineReasoning
+	think  *thinktag.Syntax
+	// probeURI and probeTimeout are its health probe's (health_check's
+	// uri and timeout, or their defaults): what GET /v1/ping sends it too.
+	probeURI     string
+	probeTimeout time.Duration
+	cleanup      func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
+	closeIdle    func() // closes the transport's idle connections; idempotent
 }
 
 // provisionUpstream resolves the upstream's secrets and loads its transport
@@ -74,6 +78,12 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		cleanup: func() {},
 
 		maxConcurrent: u.MaxConcurrent,
+		probeURI:      defaultProbeURI,
+		probeTimeout:  defaultProbeTimeout,
+	}
+	if hc := u.HealthCheck; hc != nil {
+		rt.probeURI = cmp.Or(hc.URI, defaultProbeURI)
+		rt.probeTimeout = durationOr(hc.Timeout, defaultProbeTimeout)
 	}
 	if err := checkAPI(u.API); err != nil {
 		return nil, err

@@ -87,6 +87,9 @@ func (h *Relay) checkConfig() error {
 			}
 		}
 	}
+	if err := h.checkRegionPins(); err != nil {
+		return err
+	}
 	for _, m := range h.Models {
 		if m == nil {
 			continue

@@ -64,7 +64,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		switch name {
-		case "seed", "reasoning_tokens", "content_tokens", "reasoning_form", "echo", "ttfb":
+		case "seed", "reasoning_tokens", "content_tokens", "reasoning_form", "echo", "ttfb", "latency":
 			if seen[name] {
 				return d.Errf("%s already specified", name)
 			}
@@ -150,6 +150,17 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			s.TTFB = caddy.Duration(dur)
 
+		case "latency":
+			v, err := simOneArg(d)
+			if err != nil {
+				return err
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur < 0 {
+				return d.Errf("latency: %q is not a duration >= 0; write it like 80ms", v)
+			}
+			s.Latency = caddy.Duration(dur)
+
 		case "fail":
 			f, err := simParseFail(d)
 			if err != nil {
@@ -201,7 +212,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.Faults = append(s.Faults, f)
 
 		default:
-			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, reasoning_form, echo, pattern, reasoning_pattern, content_pattern, ttfb, fail, overloaded, stall, drop_after or error_after", name)
+			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, reasoning_form, echo, pattern, reasoning_pattern, content_pattern, ttfb, latency, fail, overloaded, stall, drop_after or error_after", name)
 		}
 	}
 	return nil

@@ -107,6 +107,11 @@ type Simulator struct {
 	// Default: 0.
 	TTFB caddy.Duration `json:"ttfb,omitempty"`
 
+	// `latency <duration>`: a network delay before every answer, GET
+	// .../models and fault statuses included, as a far region adds to
+	// each round trip (ttfb comes after it). Default: 0.
+	Latency caddy.Duration `json:"latency,omitempty"`
+
 	// `fail`, `overloaded`, `stall`, `drop_after` and `error_after`:
 	// faults, evaluated in the order written for every chat completion,
 	// responses, messages and count_tokens request (one counter for all); the
@@ -204,6 +209,7 @@ func (s *Simulator) Provision(caddy.Context) error {
 		ReasoningPattern: s.ReasoningPattern.simPattern(),
 		ContentPattern:   s.ContentPattern.simPattern(),
 		TTFB:             time.Duration(s.TTFB),
+		Latency:          time.Duration(s.Latency),
 	}
 	for _, f := range s.Faults {
 		cfg.Faults = append(cfg.Faults, sim.Fault{

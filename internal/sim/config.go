@@ -98,6 +98,11 @@ type Config struct {
 	// whole body of a non-streaming response. Default: 0.
 	TTFB time.Duration
 
+	// Latency is a network delay before every answer, GET .../models and
+	// fault statuses included, as a far region adds to each round trip
+	// (TTFB comes after it). Default: 0.
+	Latency time.Duration
+
 	// Faults are evaluated in order for every chat completion, messages,
 	// count_tokens and responses request (one counter for all);
 	// the first whose Rate draw hits is applied. Default: none.
@@ -237,6 +242,9 @@ func (c Config) validate() error {
 	}
 	if *c.ContentTokens < 0 {
 		errs = append(errs, fmt.Errorf("content tokens: must be >= 0, got %d", *c.ContentTokens))
+	}
+	if c.Latency < 0 {
+		errs = append(errs, fmt.Errorf("latency: must be >= 0, got %v", c.Latency))
 	}
 	if c.TTFB < 0 {
 		errs = append(errs, fmt.Errorf("ttfb: must be >= 0, got %v", c.TTFB))

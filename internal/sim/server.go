@@ -70,6 +70,9 @@ func (s *Server) Close() {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if (waiter{r.Context()}).wait(s.cfg.Latency) != nil {
+		return // the client left
+	}
 	p := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
 	case strings.HasSuffix(p, "/chat/completions"):
