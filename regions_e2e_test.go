@@ -248,6 +248,19 @@ func TestRegionsPing(t *testing.T) {
 		!strings.Contains(e.Error.Message, "sin-1: answered 503") || strings.Contains(body, "sk-upstream-secret") || strings.Contains(body, "127.0.0.1") {
 		t.Errorf("ping sin: %d %s", code, body)
 	}
+	// Once live traffic has ejected it, the ping does not ask it at all.
+	for range 3 {
+		resp := post(t, `{"model":"sin","messages":[{"role":"user","content":"hi"}]}`, auth...)
+		readAll(t, resp)
+	}
+	asked = len(sin.requests())
+	code, body = getPing(t, append([]string{"X-Region-Hint", "sin"}, auth...)...)
+	if e := decodeErr(t, body); code != 503 || e.Error.Code != "region_unavailable" || !strings.Contains(e.Error.Message, "cooling down") {
+		t.Errorf("ping sin, ejected: %d %s", code, body)
+	}
+	if n := len(sin.requests()); n != asked {
+		t.Errorf("the ping asked the ejected sin-1")
+	}
 	// No upstream in the region: 404 listing the known ones.
 	code, body = getPing(t, append([]string{"X-Region-Hint", "fra"}, auth...)...)
 	e = decodeErr(t, body)
@@ -410,6 +423,13 @@ func TestRegionsPin(t *testing.T) {
 			to echo-fra sim-echo
 			to echo-nrt sim-echo
 		}
+		model thinker-nrt {
+			reason reason-fra sim-reasoner
+			reason reason-nrt sim-reasoner
+			to echo-fra sim-echo
+			to echo-nrt sim-echo
+			region_pin nrt
+		}
 	}`, regionKey, fra.v1(), nrt.v1(), nrt2.v1(), canary.v1(), shadow.v1()), regionSimSite)
 	auth := []string{"Authorization", "Bearer " + regionKey}
 	hint := func(h string) []string { return append([]string{"X-Region-Hint", h}, auth...) }
@@ -506,6 +526,12 @@ func TestRegionsPin(t *testing.T) {
 	if resp.Header.Get("X-Relay-Upstream") != "echo-fra" || !strings.HasPrefix(resp.Header.Get("X-Relay-Handoff"), "reasoned-by reason-fra") {
 		t.Errorf("thinker unpinned: upstream %q, %q; want fra on both legs (chain order)", resp.Header.Get("X-Relay-Upstream"), resp.Header.Get("X-Relay-Handoff"))
 	}
+	// The operator's pin holds on both legs too.
+	resp = post(t, `{"model":"thinker-nrt","messages":[{"role":"user","content":"hi"}]}`, auth...)
+	readAll(t, resp)
+	if resp.Header.Get("X-Relay-Upstream") != "echo-nrt" || !strings.HasPrefix(resp.Header.Get("X-Relay-Handoff"), "reasoned-by reason-nrt") {
+		t.Errorf("thinker-nrt: upstream %q, %q; want nrt on both legs", resp.Header.Get("X-Relay-Upstream"), resp.Header.Get("X-Relay-Handoff"))
+	}
 }
 
 // TestRegionsPythonPicker: a client written like the published sample
@@ -559,7 +585,7 @@ func TestRegionsPythonPicker(t *testing.T) {
 			Answer map[string]any
 		}
 		Chat struct {
-			Status                     int
+			Status                    int
 			Upstream, Region, Content string
 		}
 	}
@@ -571,14 +597,10 @@ func TestRegionsPythonPicker(t *testing.T) {
 	}
 	for region, want := range map[string]float64{"nrt": 200, "kix": 200, "icn": 200, "sin": 503, "fra": 404} {
 		p := res.Pings[region]
-		got := float64(len(p.MS) * 100) // 3 timed answers: 300
-		if s, ok := p.Answer["status"].(float64); ok {
-			got = s
-		} else if p.Answer["upstream"] == region && len(p.MS) == 3 {
-			got = 200
-		}
-		if got != want {
-			t.Errorf("ping %s: %v, want %v", region, p, want)
+		ok := want == 200 && len(p.MS) == 3 && p.Answer["upstream"] == region && p.Answer["upstream_region"] == region ||
+			want != 200 && len(p.MS) == 0 && p.Answer["status"] == want
+		if !ok {
+			t.Errorf("ping %s: %+v, want %v", region, p, want)
 		}
 	}
 	if nrt, icn := res.Pings["nrt"].MS, res.Pings["icn"].MS; len(nrt) == 0 || len(icn) == 0 || minOf(icn) < 250 {
