@@ -126,6 +126,40 @@ func (c *chainRun) shadowInRegion() *shadowRuntime {
 	return nil
 }
 
+// storedInRegion keeps the upstreams a stored-response call may ask to
+// the client's pinned region (`X-Region-Hint: <code>!`), if any: the call
+// names no model, so no region_pin applies.
+func storedInRegion(ups []*upstreamRuntime, r *http.Request) ([]*upstreamRuntime, *apiError) {
+	raw := r.Header.Get(regionHeader)
+	hint, err := health.ParseHint(raw)
+	if err != nil {
+		return nil, errInvalidRegionHint(raw, err)
+	}
+	if !hint.Strict {
+		return ups, nil
+	}
+	var out, all []*upstreamRuntime
+	for _, up := range ups {
+		if strings.EqualFold(up.region, hint.Region) {
+			out = append(out, up)
+		}
+		all = append(all, up)
+	}
+	if len(out) == 0 {
+		var regions []string
+		for _, up := range all {
+			if up.region != "" && !slices.Contains(regions, up.region) {
+				regions = append(regions, up.region)
+			}
+		}
+		slices.Sort(regions)
+		return nil, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "region_not_served",
+			Message: "No api openai upstream, where stored responses are kept, is in region " + strconv.Quote(hint.Region) +
+				", and the request is kept in that region (X-Region-Hint: " + hint.Region + "!). Their regions: " + strings.Join(regions, ", ") + "."}
+	}
+	return out, nil
+}
+
 // regionFailure is a pinned request's answer when its chain gave up: the
 // failures of the region's targets are 503 region_unavailable (the
 // region is out, and the request may not leave it), while an error about

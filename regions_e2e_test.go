@@ -480,6 +480,29 @@ func TestRegionsPin(t *testing.T) {
 		}
 	}
 
+	// A stored response is asked of the pinned region's upstreams only
+	// (fra comes first in the config).
+	askedFra := len(fra.requests())
+	req, _ := http.NewRequest(http.MethodGet, relayBase+"/v1/responses/resp_1", nil)
+	for i, h := 0, hint("nrt!"); i < len(h); i += 2 {
+		req.Header.Set(h[i], h[i+1])
+	}
+	sresp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, sresp)
+	if sresp.StatusCode != 200 || len(fra.requests()) != askedFra {
+		t.Errorf("stored response pinned to nrt: %d; fra asked %d times more", sresp.StatusCode, len(fra.requests())-askedFra)
+	}
+	req.Header.Set("X-Region-Hint", "ams!")
+	if sresp, err = httpClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, sresp); sresp.StatusCode != 400 || decodeErr(t, body).Error.Code != "region_not_served" {
+		t.Errorf("stored response pinned to ams: %d %s", sresp.StatusCode, body)
+	}
+
 	// The operator's pin: nrt2 comes first in the chain, but the model
 	// stays in fra, which is down.
 	resident := `{"model":"resident","messages":[{"role":"user","content":"hi"}]}`

@@ -32,6 +32,11 @@ func (h *Relay) serveStored(w http.ResponseWriter, r *http.Request, req *request
 		h.reject(w, req, errNoStoredResponses(r.Method, r.URL.Path))
 		return
 	}
+	ups, e := storedInRegion(ups, r) // regions.go
+	if e != nil {
+		h.reject(w, req, e)
+		return
+	}
 	body, _, err := readBody(r, h.MaxBody, false)
 	if err != nil {
 		if e, ok := asAPIError(err); ok {
