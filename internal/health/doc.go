@@ -43,6 +43,12 @@
 //     counts as the mean of the pool's known latencies (0 if none is
 //     known), so a new member competes on equal terms instead of being
 //     starved or flooded.
+//   - A region hint ([HintAuto] or a region code) reorders only within a
+//     tier (a pool, or one model's regions at adjacent ranks; see
+//     [Order] and [Tiers]), never across ranks: a client's hint must not
+//     put a cheaper model ahead of the one the operator ranked first.
+//     Keeping to one region ([Hint.Strict]) is the caller's: it leaves
+//     the other regions' targets out of the candidates.
 //
 // The package has no Caddy imports.
 package health
