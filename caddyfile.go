@@ -711,7 +711,8 @@ func parseDurationArg(d *caddyfile.Dispenser, what, v string) (caddy.Duration, e
 // Interface guard
 var _ caddyfile.Unmarshaler = (*Relay)(nil)
 
-// parseSLO parses `slo { ttft <dur>; success <ratio>; window <n>; min_samples <n> }`.
+// parseSLO parses `slo { ttft <dur>; success <ratio>; window <n>; min_samples <n>;
+// reasoning_floor <ratio>; cluster_rate <ratio> }`.
 func parseSLO(d *caddyfile.Dispenser) (*SLO, error) {
 	s := &SLO{at: fmt.Sprintf("%s:%d", d.File(), d.Line())}
 	if d.NextArg() {
@@ -736,6 +737,16 @@ func parseSLO(d *caddyfile.Dispenser) (*SLO, error) {
 				return nil, d.Errf("slo success: %v", err)
 			}
 			s.Success = r
+		case "reasoning_floor", "cluster_rate":
+			r, err := parseRatio(v)
+			if err != nil {
+				return nil, d.Errf("slo %s: %v", key, err)
+			}
+			if key == "reasoning_floor" {
+				s.ReasoningFloor = r
+			} else {
+				s.ClusterRate = r
+			}
 		case "window", "min_samples":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -750,7 +761,7 @@ func parseSLO(d *caddyfile.Dispenser) (*SLO, error) {
 				s.MinSamples = n
 			}
 		default:
-			return nil, d.Errf("unrecognized slo subdirective %q; expected ttft, success, window or min_samples", key)
+			return nil, d.Errf("unrecognized slo subdirective %q; expected ttft, success, window, min_samples, reasoning_floor or cluster_rate", key)
 		}
 	}
 	return s, nil

@@ -555,6 +555,8 @@ func TestCaddyfileHealthRouting(t *testing.T) {
 		}
 		slo {
 			ttft 2s
+			reasoning_floor 0.5
+			cluster_rate 80%
 		}
 		canary next next-model 5 {
 			key header X-User
@@ -582,6 +584,9 @@ func TestCaddyfileHealthRouting(t *testing.T) {
 		t.Errorf("relay slo %+v", r.SLO)
 	}
 	m := r.Models[0]
+	if s := m.SLO; s == nil || s.ReasoningFloor != 0.5 || s.ClusterRate != 0.8 {
+		t.Errorf("model slo %+v", m.SLO)
+	}
 	if m.Targets[1].Rank != 1 || m.Targets[1].Weight != 3 {
 		t.Errorf("target us %+v", m.Targets[1])
 	}
@@ -601,6 +606,9 @@ func TestCaddyfileHealthRouting(t *testing.T) {
 	// The model's slo overrides ttft only; the rest comes from the relay.
 	if slo := rt.targets[0].slo; slo.TTFT != 2*time.Second || slo.Success != 0.95 || slo.Window != 40 || slo.MinSamples != 8 {
 		t.Errorf("resolved slo %+v", slo)
+	}
+	if c := rt.shadow.target.rslo; rt.targets[1].rslo != c || c.Floor != 0.5 || c.ClusterRate != 0.8 {
+		t.Errorf("resolved reasoning slo %+v, shadow %+v", rt.targets[1].rslo, c)
 	}
 	if rt.targets[0].rank != 1 || rt.targets[1].rank != 1 || rt.targets[1].weight != 3 {
 		t.Errorf("ranks: eu %d, us %d/%d (equal ranks form a pool)", rt.targets[0].rank, rt.targets[1].rank, rt.targets[1].weight)
@@ -625,6 +633,8 @@ func TestCaddyfileHealthErrors(t *testing.T) {
 		{"slo bad ratio", ok("\tslo {\n\t\tsuccess 1.5\n\t}"), []string{`slo success: "1.5" is not a ratio; write it like 0.95 or 95%`, "Testfile:7"}},
 		{"slo bad window", ok("\tslo {\n\t\twindow 0\n\t}"), []string{`slo window: "0" is not a positive whole number`, "Testfile:7"}},
 		{"slo unknown", ok("\tslo {\n\t\tp99 1s\n\t}"), []string{`unrecognized slo subdirective "p99"`, "Testfile:7"}},
+		{"slo reasoning_floor", ok("\tslo {\n\t\treasoning_floor 0\n\t}"), []string{`slo reasoning_floor: "0" is not a ratio; write it like 0.95 or 95%`, "Testfile:7"}},
+		{"slo cluster_rate", model("\t\tslo {\n\t\t\tcluster_rate 1.2\n\t\t}"), []string{`slo cluster_rate: "1.2" is not a ratio; write it like 0.95 or 95%`, "Testfile:6"}},
 		{"slo twice", ok("\tslo {\n\t}\n\tslo {\n\t}"), []string{"slo is already specified", "Testfile:8"}},
 		{"health_check relative", ok("\tupstream v http://v/v1 {\n\t\thealth_check {\n\t\t\turi models\n\t\t}\n\t}"),
 			[]string{`health_check uri "models": write a path relative to the base URL, such as /models`, "Testfile:8"}},

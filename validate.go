@@ -454,6 +454,9 @@ func (s *SLO) check() error {
 			return err
 		}
 	}
+	if err := s.checkReasoning(); err != nil {
+		return err
+	}
 	if s.Window < 0 || s.MinSamples < 0 {
 		return fmt.Errorf("window %d, min_samples %d: give positive whole numbers, or leave them out for 50 and 10", s.Window, s.MinSamples)
 	}
