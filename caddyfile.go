@@ -963,8 +963,18 @@ func parseShadow(d *caddyfile.Dispenser) (*Shadow, error) {
 				return nil, d.Errf("shadow max_concurrent: %q is not a positive whole number", v)
 			}
 			s.MaxConcurrent = n
+		case "warn_similarity":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return nil, d.Errf("shadow: expected `warn_similarity <ratio>`")
+			}
+			r, err := parseRatio(v)
+			if err != nil {
+				return nil, d.Errf("shadow warn_similarity: %v", err)
+			}
+			s.WarnSimilarity = r
 		default:
-			return nil, d.Errf("unrecognized shadow subdirective %q; expected max_concurrent", d.Val())
+			return nil, d.Errf("unrecognized shadow subdirective %q; expected max_concurrent or warn_similarity", d.Val())
 		}
 	}
 	return s, nil

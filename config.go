@@ -456,6 +456,14 @@ type Shadow struct {
 	// `max_concurrent <n>`: copies in flight at most; a copy beyond it is
 	// dropped and counted, never queued. Default: 4.
 	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// `warn_similarity <ratio>`: a WARN log line when the mean similarity
+	// of the shadow's recent answers to the primary's (over the SLO's
+	// window of copies, once it holds min_samples compared) falls below
+	// this, and an INFO line when it is back at or above it: once per
+	// crossing. 0 < ratio <= 1. Default: off, since how alike two models'
+	// answers read depends on the models (the verdict's own WARN, when it
+	// turns to fail, is always on). See docs/routing.md#shadow-verdicts.
+	WarnSimilarity float64 `json:"warn_similarity,omitempty"`
 }
 
 // ReasoningBudget caps the reasoning tokens of a request, counted on the

@@ -89,7 +89,7 @@ var (
 )
 
 var collectors = []prometheus.Collector{metricRequests, metricAttempts, metricFailovers, metricTTFT,
-	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricCluster, metricCapacity, metricStateErrors, metricHandoffs, metricHandoffGap, metricReasoningDegraded, stateCollector{}}
+	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricCluster, metricCapacity, metricStateErrors, metricHandoffs, metricHandoffGap, metricReasoningDegraded, stateCollector{}, shadowCollector{}}
 
 // countHandoff counts one hand-off alias request's outcome.
 func countHandoff(alias, outcome string) { metricHandoffs.WithLabelValues(alias, outcome).Inc() }

@@ -136,16 +136,18 @@ func (h *Relay) judgeReasoning(req *requestState) {
 }
 
 // setReasoningSLO gives a route's targets (chain, canary, shadow) the
-// model's reasoning SLO.
-func setReasoningSLO(rt *route, c reasoninghealth.Config) {
+// model's reasoning SLO, and its shadow the judge of its verdict.
+func setReasoningSLO(rt *route, m *ModelRoute, c reasoninghealth.Config) {
 	for _, t := range rt.targets {
 		t.rslo = c
 	}
 	if rt.canary != nil {
 		rt.canary.target.rslo = c
 	}
-	if rt.shadow != nil {
-		rt.shadow.target.rslo = c
+	if sr := rt.shadow; sr != nil {
+		sr.target.rslo = c
+		sr.alias = rt.alias
+		sr.judge = shadowJudge(sr.target.slo, c, m.Shadow)
 	}
 }
 

@@ -35,6 +35,14 @@ const reasoningSimSite = `http://127.0.0.1:9092 {
 			pattern steady 0
 		}
 	}
+	handle /thin/* {
+		llm_simulator {
+			seed 6
+			reasoning_tokens 4
+			content_tokens 10
+			pattern steady 0
+		}
+	}
 	handle /steady/* {
 		llm_simulator {
 			seed 5

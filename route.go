@@ -138,7 +138,7 @@ func (h *Relay) compileRoutes() error {
 		if err := h.compileCanaryShadow(rt, m); err != nil {
 			return fmt.Errorf("model %q: %w", m.Alias, err)
 		}
-		setReasoningSLO(rt, resolveReasoningSLO(h.SLO, m.SLO))
+		setReasoningSLO(rt, m, resolveReasoningSLO(h.SLO, m.SLO))
 		if rt.reason, err = resolveReasoning(h, m); err != nil {
 			return fmt.Errorf("model %q: %w", m.Alias, err)
 		}

@@ -116,6 +116,9 @@ type shadowStatusView struct {
 	Model    string       `json:"model"`
 	Percent  float64      `json:"percent"`
 	Stats    shadow.Stats `json:"stats"`
+	// Verdict is the shadow against the model's SLO over its recent
+	// copies, with both sides' reasoning (shadowverdict.go).
+	Verdict shadow.Verdict `json:"verdict"`
 }
 
 // buildStatus collects the state of every live relay at now. Entries
@@ -209,7 +212,7 @@ func buildStatus(now time.Time) Status {
 			if s := rt.shadow; s != nil && !seenS[s.runner] {
 				seenS[s.runner] = true
 				st.Shadows = append(st.Shadows, shadowStatusView{Alias: rt.alias, Upstream: s.target.up.name,
-					Model: modelLabel(s.target.model), Percent: s.percent, Stats: s.runner.Stats()})
+					Model: modelLabel(s.target.model), Percent: s.percent, Stats: s.runner.Stats(), Verdict: s.runner.Verdict(s.judge)})
 			}
 		}
 	}

@@ -650,6 +650,11 @@ func (s *Shadow) check() error {
 	if s.MaxConcurrent < 0 {
 		return fmt.Errorf("max_concurrent %d is negative; give a positive whole number, or leave it out for 4", s.MaxConcurrent)
 	}
+	if s.WarnSimilarity != 0 {
+		if err := checkRatio("warn_similarity", s.WarnSimilarity); err != nil {
+			return fmt.Errorf("%w (or leave it out: no similarity warning)", err)
+		}
+	}
 	return nil
 }
 
