@@ -89,8 +89,8 @@ func TestShadowVerdictReasoningFloor(t *testing.T) {
 
 	m := scrapeMetrics(t)
 	for series, want := range map[string]float64{
-		`llm_relay_shadow_verdict{alias="chat",upstream="thin",verdict="fail"}`:           1,
-		`llm_relay_shadow_verdict{alias="chat",upstream="thin",verdict="pass"}`:           0,
+		`llm_relay_shadow_verdict{alias="chat",upstream="thin",verdict="fail"}`:          1,
+		`llm_relay_shadow_verdict{alias="chat",upstream="thin",verdict="pass"}`:          0,
 		`llm_relay_shadow_reasoning_tokens{alias="chat",side="primary",upstream="thin"}`: 40,
 		`llm_relay_shadow_reasoning_tokens{alias="chat",side="shadow",upstream="thin"}`:  4,
 	} {
