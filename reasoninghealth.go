@@ -100,11 +100,24 @@ func requestEffort(body *requestBody) string {
 // target's health, is logged, and a degradation is counted.
 func (h *Relay) judgeReasoning(req *requestState) {
 	t := req.target
-	if t == nil || t.entry == nil || !t.rslo.On() || req.handoff != nil || req.usage == nil ||
-		req.status < 200 || req.status >= 300 || req.streamError != "" || req.idleTimeout || req.budgetHits > 0 {
+	if t == nil || t.entry == nil || t.entry.reasoning == nil {
 		return
 	}
 	now := time.Now()
+	if !t.rslo.On() {
+		// A reload took reasoning_floor and cluster_rate away: a target
+		// they degraded is not kept degraded by nothing.
+		if t.entry.reasoning.Clear(now) {
+			h.logChange(t.health.Flag("", now, t.slo))
+		}
+		return
+	}
+	// Only a whole answer at the effort the request stated counts: not
+	// one the capacity stage sent at a lower effort (req.degraded).
+	if req.handoff != nil || req.usage == nil || req.degraded ||
+		req.status < 200 || req.status >= 300 || req.streamError != "" || req.idleTimeout || req.budgetHits > 0 {
+		return
+	}
 	s := reasoninghealth.Sample{At: now, Effort: req.effortKey, Reasoning: req.usage.Reasoning}
 	if st := req.smooth; st != nil && st.Cluster.Known {
 		s.Cluster, s.ClusterKnown = st.Cluster.In, true

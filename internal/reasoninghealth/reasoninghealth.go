@@ -265,6 +265,22 @@ func (t *Tracker) trialReason(se *series, s Sample) string {
 	return "trial passed"
 }
 
+// Clear ends a degradation without a trial (the SLO no longer judges
+// reasoning) and reports whether there was one. The baseline is kept.
+func (t *Tracker) Clear(at time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.degraded {
+		return false
+	}
+	t.degraded, t.signal, t.reason, t.since = false, "", "", at
+	for _, x := range t.efforts {
+		x.recent, x.stopped = x.recent[:0], x.stopped[:0]
+	}
+	t.clusters = t.clusters[:0]
+	return true
+}
+
 // Degraded reports whether the target is degraded, and why.
 func (t *Tracker) Degraded() (bool, Signal, string) {
 	t.mu.Lock()

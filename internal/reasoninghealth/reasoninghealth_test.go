@@ -171,3 +171,19 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestClear(t *testing.T) {
+	tr := NewTracker()
+	c := Config{Floor: 0.5}
+	feed(tr, c, 30, Sample{Reasoning: 1000})
+	feed(tr, c, RecentWindow, Sample{Reasoning: 10})
+	if !tr.Clear(t0) {
+		t.Fatal("Clear found nothing to clear")
+	}
+	if d, _, _ := tr.Degraded(); d || tr.Clear(t0) {
+		t.Fatal("still degraded after Clear")
+	}
+	if e := tr.Snapshot().Efforts[0]; e.BaselineTokens != 1000 || e.RecentSamples != 0 {
+		t.Fatalf("after Clear: %+v", e)
+	}
+}
