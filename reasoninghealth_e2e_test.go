@@ -212,3 +212,38 @@ func TestReasoningClusterRateDegrades(t *testing.T) {
 		t.Errorf("after the degradation served by %v, want [s b] (the recheck, then b)", ups)
 	}
 }
+
+// TestReasoningDegradationEndsWhenReloadDropsTheFloor: a reload whose SLO
+// no longer has reasoning_floor does not keep a target degraded by it:
+// its next answer ends the degradation.
+func TestReasoningDegradationEndsWhenReloadDropsTheFloor(t *testing.T) {
+	cfg := func(slo string) string {
+		return `llm_relay {
+		upstream a http://127.0.0.1:9092/a/v1
+		upstream b http://127.0.0.1:9092/b/v1
+		model chat {
+			to a
+			to b
+			` + slo + `
+		}
+	}`
+	}
+	startRelay(t, cfg("slo {\n\t\t\t\treasoning_floor 0.5\n\t\t\t}"), reasoningSimSite)
+	for range 30 {
+		streamServedBy(t, reasoningChatBody)
+	}
+	for range 3 {
+		streamServedBy(t, reasoningChatBody, "X-Sim-Reasoning-Tokens", "4")
+	}
+	if st := mustTarget(t, getRelayStatus(t), "a"); st.Status != "degraded" {
+		t.Fatalf("a is %s, want degraded", st.Status)
+	}
+	logFile := startRelay(t, cfg(""), reasoningSimSite)
+	for i := 0; i < 5 && streamServedBy(t, reasoningChatBody, "X-Sim-Reasoning-Tokens", "4") != "a"; i++ {
+		time.Sleep(500 * time.Millisecond) // until a's recheck is due
+	}
+	if st := mustTarget(t, getRelayStatus(t), "a"); st.Status != "healthy" {
+		t.Fatalf("after a reload without reasoning_floor and an answer of a, a is %s (%s)", st.Status, st.Reason)
+	}
+	mustLog(t, logFile, "info", "target healthy", "target", "a (*)")
+}
