@@ -570,6 +570,7 @@ func TestCaddyfileHealthRouting(t *testing.T) {
 		}
 		shadow next 10% {
 			max_concurrent 3
+			warn_similarity 0.4
 		}
 	}
 }`)
@@ -596,7 +597,7 @@ func TestCaddyfileHealthRouting(t *testing.T) {
 		len(c.Promote) != 2 || c.Promote[1] != 100 || c.PromoteEvery != caddy.Duration(10*time.Minute) {
 		t.Errorf("canary %+v", c)
 	}
-	if s := m.Shadow; s == nil || s.Upstream != "next" || s.Model != "" || s.Percent != 10 || s.MaxConcurrent != 3 {
+	if s := m.Shadow; s == nil || s.Upstream != "next" || s.Model != "" || s.Percent != 10 || s.MaxConcurrent != 3 || s.WarnSimilarity != 0.4 {
 		t.Errorf("shadow %+v", m.Shadow)
 	}
 	if err := cfProvision(t, r); err != nil {
@@ -646,6 +647,7 @@ func TestCaddyfileHealthErrors(t *testing.T) {
 		{"canary promote", model("\t\tcanary u 5 {\n\t\t\tpromote 50 100\n\t\t}"), []string{"canary promote: expected `promote <percent...> every <duration>`", "Testfile:6"}},
 		{"canary unknown upstream", model("\t\tcanary nope 5"), []string{`model "m": canary: unknown upstream "nope"`, "Testfile:5"}},
 		{"shadow unknown upstream", model("\t\tshadow nope 5"), []string{`model "m": shadow: unknown upstream "nope"`, "Testfile:5"}},
+		{"shadow warn_similarity", model("\t\tshadow u 5 {\n\t\t\twarn_similarity high\n\t\t}"), []string{`shadow warn_similarity: "high" is not a ratio; write it like 0.95 or 95%`, "Testfile:6"}},
 		{"shadow max", model("\t\tshadow u 5 {\n\t\t\tmax_concurrent none\n\t\t}"), []string{`shadow max_concurrent: "none" is not a positive whole number`, "Testfile:6"}},
 		{"guard ratio", model("\t\tcanary u 5 {\n\t\t\tguard {\n\t\t\t\terror_rate 2\n\t\t\t}\n\t\t}"), []string{`guard error_rate: "2" is not a ratio`, "Testfile:7"}},
 	} {
