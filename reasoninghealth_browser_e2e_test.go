@@ -5,6 +5,8 @@ package llmrelay_test
 // reasoning (helpers: statuspage_browser_e2e_test.go).
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +81,17 @@ func TestStatusPageReasoningInChromium(t *testing.T) {
 	}
 	if lines := console.all(); len(lines) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(lines, "\n"))
+	}
+	// The chains and the shadows, for a person to look at.
+	for name, sel := range map[string]string{"status-page-reasoning-chains.png": "#chains", "status-page-reasoning-shadows.png": "#canaries"} {
+		shot, err := chromedp.Run(browser, chromedp.Screenshot(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.ArtifactDir(), name)
+		if err := os.WriteFile(path, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
 	}
 }
