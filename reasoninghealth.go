@@ -103,15 +103,10 @@ func (h *Relay) judgeReasoning(req *requestState) {
 	if t == nil || t.entry == nil || t.entry.reasoning == nil {
 		return
 	}
-	now := time.Now()
 	if !t.rslo.On() {
-		// A reload took reasoning_floor and cluster_rate away: a target
-		// they degraded is not kept degraded by nothing.
-		if t.entry.reasoning.Clear(now) {
-			h.logChange(t.health.Flag("", now, t.slo))
-		}
 		return
 	}
+	now := time.Now()
 	// Only a whole answer at the effort the request stated counts: not
 	// one the capacity stage sent at a lower effort (req.degraded).
 	if req.handoff != nil || req.usage == nil || req.degraded ||
@@ -177,4 +172,30 @@ func reasoningStatus(t *target) *reasoninghealth.Snapshot {
 	}
 	s := t.entry.reasoning.Snapshot()
 	return &s
+}
+
+// clearUnjudgedReasoning ends the reasoning degradation of every target
+// of this config whose SLO, in every route of the config that uses it, no
+// longer judges reasoning (a reload took reasoning_floor and cluster_rate
+// away): nothing would ever end it otherwise. A target some route still
+// judges keeps its state, whoever's answer comes next.
+func (h *Relay) clearUnjudgedReasoning() {
+	judged := map[*healthEntry]bool{}
+	var all []*target
+	h.eachTarget(func(t *target) {
+		if t.entry == nil || t.entry.reasoning == nil {
+			return
+		}
+		judged[t.entry] = judged[t.entry] || t.rslo.On()
+		all = append(all, t)
+	})
+	now := time.Now()
+	for _, t := range all {
+		if !judged[t.entry] && t.entry.reasoning.Clear(now) {
+			if c := t.health.Flag("", now, t.slo); c != nil {
+				c.Reason = "the slo no longer judges reasoning"
+				h.logChange(c)
+			}
+		}
+	}
 }

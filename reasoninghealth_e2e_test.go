@@ -214,10 +214,11 @@ func TestReasoningClusterRateDegrades(t *testing.T) {
 }
 
 // TestReasoningDegradationEndsWhenReloadDropsTheFloor: a reload whose SLO
-// no longer has reasoning_floor does not keep a target degraded by it:
-// its next answer ends the degradation.
+// no longer has reasoning_floor does not keep a target degraded by it;
+// a reload that keeps it (with another model that judges nothing using
+// the same target) keeps it degraded.
 func TestReasoningDegradationEndsWhenReloadDropsTheFloor(t *testing.T) {
-	cfg := func(slo string) string {
+	cfg := func(slo, other string) string {
 		return `llm_relay {
 		upstream a http://127.0.0.1:9092/a/v1
 		upstream b http://127.0.0.1:9092/b/v1
@@ -226,9 +227,11 @@ func TestReasoningDegradationEndsWhenReloadDropsTheFloor(t *testing.T) {
 			to b
 			` + slo + `
 		}
+		` + other + `
 	}`
 	}
-	startRelay(t, cfg("slo {\n\t\t\t\treasoning_floor 0.5\n\t\t\t}"), reasoningSimSite)
+	floor := "slo {\n\t\t\t\treasoning_floor 0.5\n\t\t\t}"
+	startRelay(t, cfg(floor, ""), reasoningSimSite)
 	for range 30 {
 		streamServedBy(t, reasoningChatBody)
 	}
@@ -238,12 +241,20 @@ func TestReasoningDegradationEndsWhenReloadDropsTheFloor(t *testing.T) {
 	if st := mustTarget(t, getRelayStatus(t), "a"); st.Status != "degraded" {
 		t.Fatalf("a is %s, want degraded", st.Status)
 	}
-	logFile := startRelay(t, cfg(""), reasoningSimSite)
-	for i := 0; i < 5 && streamServedBy(t, reasoningChatBody, "X-Sim-Reasoning-Tokens", "4") != "a"; i++ {
-		time.Sleep(500 * time.Millisecond) // until a's recheck is due
+	// Another model on the same target, judging nothing, answered by a:
+	// a stays degraded for chat.
+	startRelay(t, cfg(floor, "model plain {\n\t\t\tto a\n\t\t}"), reasoningSimSite)
+	if up := streamServedBy(t, strings.Replace(reasoningChatBody, `"chat"`, `"plain"`, 1)); up != "a" {
+		t.Fatalf("plain served by %q", up)
 	}
+	for _, tg := range getRelayStatus(t).Targets {
+		if tg.Upstream == "a" && tg.Status != "degraded" {
+			t.Fatalf("a is %s for %v after an answer to a model that judges no reasoning, want degraded", tg.Status, tg.Aliases)
+		}
+	}
+	logFile := startRelay(t, cfg("", ""), reasoningSimSite)
 	if st := mustTarget(t, getRelayStatus(t), "a"); st.Status != "healthy" {
-		t.Fatalf("after a reload without reasoning_floor and an answer of a, a is %s (%s)", st.Status, st.Reason)
+		t.Fatalf("after a reload without reasoning_floor, a is %s (%s)", st.Status, st.Reason)
 	}
-	mustLog(t, logFile, "info", "target healthy", "target", "a (*)")
+	mustLog(t, logFile, "info", "target healthy", "target", "a (*)", "reason", "the slo no longer judges reasoning")
 }
