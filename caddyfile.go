@@ -723,7 +723,8 @@ func parseDurationArg(d *caddyfile.Dispenser, what, v string) (caddy.Duration, e
 // Interface guard
 var _ caddyfile.Unmarshaler = (*Relay)(nil)
 
-// parseSLO parses `slo { ttft <dur>; success <ratio>; window <n>; min_samples <n> }`.
+// parseSLO parses `slo { ttft <dur>; success <ratio>; window <n>; min_samples <n>;
+// reasoning_floor <ratio>; cluster_rate <ratio> }`.
 func parseSLO(d *caddyfile.Dispenser) (*SLO, error) {
 	s := &SLO{at: fmt.Sprintf("%s:%d", d.File(), d.Line())}
 	if d.NextArg() {
@@ -748,6 +749,16 @@ func parseSLO(d *caddyfile.Dispenser) (*SLO, error) {
 				return nil, d.Errf("slo success: %v", err)
 			}
 			s.Success = r
+		case "reasoning_floor", "cluster_rate":
+			r, err := parseRatio(v)
+			if err != nil {
+				return nil, d.Errf("slo %s: %v", key, err)
+			}
+			if key == "reasoning_floor" {
+				s.ReasoningFloor = r
+			} else {
+				s.ClusterRate = r
+			}
 		case "window", "min_samples":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -762,7 +773,7 @@ func parseSLO(d *caddyfile.Dispenser) (*SLO, error) {
 				s.MinSamples = n
 			}
 		default:
-			return nil, d.Errf("unrecognized slo subdirective %q; expected ttft, success, window or min_samples", key)
+			return nil, d.Errf("unrecognized slo subdirective %q; expected ttft, success, window, min_samples, reasoning_floor or cluster_rate", key)
 		}
 	}
 	return s, nil
@@ -964,8 +975,18 @@ func parseShadow(d *caddyfile.Dispenser) (*Shadow, error) {
 				return nil, d.Errf("shadow max_concurrent: %q is not a positive whole number", v)
 			}
 			s.MaxConcurrent = n
+		case "warn_similarity":
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return nil, d.Errf("shadow: expected `warn_similarity <ratio>`")
+			}
+			r, err := parseRatio(v)
+			if err != nil {
+				return nil, d.Errf("shadow warn_similarity: %v", err)
+			}
+			s.WarnSimilarity = r
 		default:
-			return nil, d.Errf("unrecognized shadow subdirective %q; expected max_concurrent", d.Val())
+			return nil, d.Errf("unrecognized shadow subdirective %q; expected max_concurrent or warn_similarity", d.Val())
 		}
 	}
 	return s, nil

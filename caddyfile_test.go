@@ -555,6 +555,8 @@ func TestCaddyfileHealthRouting(t *testing.T) {
 		}
 		slo {
 			ttft 2s
+			reasoning_floor 0.5
+			cluster_rate 80%
 		}
 		canary next next-model 5 {
 			key header X-User
@@ -568,6 +570,7 @@ func TestCaddyfileHealthRouting(t *testing.T) {
 		}
 		shadow next 10% {
 			max_concurrent 3
+			warn_similarity 0.4
 		}
 	}
 }`)
@@ -582,6 +585,9 @@ func TestCaddyfileHealthRouting(t *testing.T) {
 		t.Errorf("relay slo %+v", r.SLO)
 	}
 	m := r.Models[0]
+	if s := m.SLO; s == nil || s.ReasoningFloor != 0.5 || s.ClusterRate != 0.8 {
+		t.Errorf("model slo %+v", m.SLO)
+	}
 	if m.Targets[1].Rank != 1 || m.Targets[1].Weight != 3 {
 		t.Errorf("target us %+v", m.Targets[1])
 	}
@@ -591,7 +597,7 @@ func TestCaddyfileHealthRouting(t *testing.T) {
 		len(c.Promote) != 2 || c.Promote[1] != 100 || c.PromoteEvery != caddy.Duration(10*time.Minute) {
 		t.Errorf("canary %+v", c)
 	}
-	if s := m.Shadow; s == nil || s.Upstream != "next" || s.Model != "" || s.Percent != 10 || s.MaxConcurrent != 3 {
+	if s := m.Shadow; s == nil || s.Upstream != "next" || s.Model != "" || s.Percent != 10 || s.MaxConcurrent != 3 || s.WarnSimilarity != 0.4 {
 		t.Errorf("shadow %+v", m.Shadow)
 	}
 	if err := cfProvision(t, r); err != nil {
@@ -601,6 +607,9 @@ func TestCaddyfileHealthRouting(t *testing.T) {
 	// The model's slo overrides ttft only; the rest comes from the relay.
 	if slo := rt.targets[0].slo; slo.TTFT != 2*time.Second || slo.Success != 0.95 || slo.Window != 40 || slo.MinSamples != 8 {
 		t.Errorf("resolved slo %+v", slo)
+	}
+	if c := rt.shadow.target.rslo; rt.targets[1].rslo != c || c.Floor != 0.5 || c.ClusterRate != 0.8 {
+		t.Errorf("resolved reasoning slo %+v, shadow %+v", rt.targets[1].rslo, c)
 	}
 	if rt.targets[0].rank != 1 || rt.targets[1].rank != 1 || rt.targets[1].weight != 3 {
 		t.Errorf("ranks: eu %d, us %d/%d (equal ranks form a pool)", rt.targets[0].rank, rt.targets[1].rank, rt.targets[1].weight)
@@ -625,6 +634,8 @@ func TestCaddyfileHealthErrors(t *testing.T) {
 		{"slo bad ratio", ok("\tslo {\n\t\tsuccess 1.5\n\t}"), []string{`slo success: "1.5" is not a ratio; write it like 0.95 or 95%`, "Testfile:7"}},
 		{"slo bad window", ok("\tslo {\n\t\twindow 0\n\t}"), []string{`slo window: "0" is not a positive whole number`, "Testfile:7"}},
 		{"slo unknown", ok("\tslo {\n\t\tp99 1s\n\t}"), []string{`unrecognized slo subdirective "p99"`, "Testfile:7"}},
+		{"slo reasoning_floor", ok("\tslo {\n\t\treasoning_floor 0\n\t}"), []string{`slo reasoning_floor: "0" is not a ratio; write it like 0.95 or 95%`, "Testfile:7"}},
+		{"slo cluster_rate", model("\t\tslo {\n\t\t\tcluster_rate 1.2\n\t\t}"), []string{`slo cluster_rate: "1.2" is not a ratio; write it like 0.95 or 95%`, "Testfile:6"}},
 		{"slo twice", ok("\tslo {\n\t}\n\tslo {\n\t}"), []string{"slo is already specified", "Testfile:8"}},
 		{"health_check relative", ok("\tupstream v http://v/v1 {\n\t\thealth_check {\n\t\t\turi models\n\t\t}\n\t}"),
 			[]string{`health_check uri "models": write a path relative to the base URL, such as /models`, "Testfile:8"}},
@@ -636,6 +647,7 @@ func TestCaddyfileHealthErrors(t *testing.T) {
 		{"canary promote", model("\t\tcanary u 5 {\n\t\t\tpromote 50 100\n\t\t}"), []string{"canary promote: expected `promote <percent...> every <duration>`", "Testfile:6"}},
 		{"canary unknown upstream", model("\t\tcanary nope 5"), []string{`model "m": canary: unknown upstream "nope"`, "Testfile:5"}},
 		{"shadow unknown upstream", model("\t\tshadow nope 5"), []string{`model "m": shadow: unknown upstream "nope"`, "Testfile:5"}},
+		{"shadow warn_similarity", model("\t\tshadow u 5 {\n\t\t\twarn_similarity high\n\t\t}"), []string{`shadow warn_similarity: "high" is not a ratio; write it like 0.95 or 95%`, "Testfile:6"}},
 		{"shadow max", model("\t\tshadow u 5 {\n\t\t\tmax_concurrent none\n\t\t}"), []string{`shadow max_concurrent: "none" is not a positive whole number`, "Testfile:6"}},
 		{"guard ratio", model("\t\tcanary u 5 {\n\t\t\tguard {\n\t\t\t\terror_rate 2\n\t\t\t}\n\t\t}"), []string{`guard error_rate: "2" is not a ratio`, "Testfile:7"}},
 	} {

@@ -1,7 +1,6 @@
 package llmrelay
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"time"
@@ -106,7 +105,7 @@ func (c *chainRun) run() {
 		c.w = cw
 		c.req.capture = cw
 		if primary != nil {
-			defer func() { primary <- bytes.Clone(cw.buf.Bytes()) }()
+			defer func() { primary <- c.req.shadowPrimary(cw) }()
 		}
 	}
 	if c.body.clientStream() && c.pol.earlyCommit > 0 {

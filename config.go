@@ -397,6 +397,21 @@ type SLO struct {
 	// `min_samples <n>`: no judgement on fewer attempts. Default: 10.
 	MinSamples int `json:"min_samples,omitempty"`
 
+	// `reasoning_floor <ratio>`: a target whose recent reasoning tokens
+	// per request (the mean of its last 5 answers at one reasoning
+	// effort) fall below this share of its own baseline at that effort
+	// (a slow mean over about the last 50, frozen while degraded) is
+	// degraded, e.g. `0.5`. Judged once the baseline has 20 answers.
+	// 0 < ratio <= 1. Default: not judged. See docs/reasoning-health.md.
+	ReasoningFloor float64 `json:"reasoning_floor,omitempty"`
+
+	// `cluster_rate <ratio>`: a target whose recent reasoning cluster
+	// rate (the mean over its last 5 streams with reasoning of the share
+	// of the reasoning that came in the late half of its phase: 0.5
+	// even, 0.7-0.8 clustered) is above this is degraded, e.g. `0.8`.
+	// 0 < ratio <= 1. Default: not judged.
+	ClusterRate float64 `json:"cluster_rate,omitempty"`
+
 	at string // where the Caddyfile block was, for load errors
 }
 
@@ -456,6 +471,14 @@ type Shadow struct {
 	// `max_concurrent <n>`: copies in flight at most; a copy beyond it is
 	// dropped and counted, never queued. Default: 4.
 	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// `warn_similarity <ratio>`: a WARN log line when the mean similarity
+	// of the shadow's recent answers to the primary's (over the SLO's
+	// window of copies, once it holds min_samples compared) falls below
+	// this, and an INFO line when it is back at or above it: once per
+	// crossing. 0 < ratio <= 1. Default: off, since how alike two models'
+	// answers read depends on the models (the verdict's own WARN, when it
+	// turns to fail, is always on). See docs/routing.md#shadow-verdicts.
+	WarnSimilarity float64 `json:"warn_similarity,omitempty"`
 }
 
 // ReasoningBudget caps the reasoning tokens of a request, counted on the

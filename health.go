@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
+	"github.com/llmrelay/caddy-llm-relay/internal/reasoninghealth"
 	"go.uber.org/zap"
 )
 
@@ -66,8 +67,9 @@ func resolveSLO(relay, model *SLO) health.SLO {
 
 // healthEntry is a target's shared health state.
 type healthEntry struct {
-	t       *health.Target
-	recheck atomic.Int64 // unix ns of the last live request let through while degraded
+	t         *health.Target
+	reasoning *reasoninghealth.Tracker // reasoninghealth.go
+	recheck   atomic.Int64             // unix ns of the last live request let through while degraded
 }
 
 // attachHealth gives a compiled target its shared health state.
@@ -82,7 +84,7 @@ func (h *Relay) attachHealth(t *target, slo health.SLO) error {
 			// cooldown ends.
 			h.logChange(ht.Adopt(e, "before the restart", time.Now(), slo, defaultPolicy))
 		}
-		return pooled[*healthEntry]{&healthEntry{t: ht}}, nil
+		return pooled[*healthEntry]{&healthEntry{t: ht, reasoning: reasoninghealth.NewTracker()}}, nil
 	})
 	if err != nil {
 		return err

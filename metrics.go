@@ -78,6 +78,10 @@ var (
 		Help:    "The relay's own time from a hand-off point (the reasoning's end) to the answer leg's request written to its upstream.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .05, .25, 1},
 	})
+	metricReasoningDegraded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "llm_relay", Name: "reasoning_degradations_total",
+		Help: "Times a target (upstream and model sent) was degraded by its reasoning, by signal: reasoning_floor (recent reasoning tokens under the slo's share of its baseline) or cluster_rate (recent reasoning cluster rate above the slo's).",
+	}, []string{"upstream", "model", "signal"})
 	metricStateErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "llm_relay", Name: "shared_state_errors_total",
 		Help: "Round trips to the shared state (state redis) that failed; the relay served from its local view meanwhile.",
@@ -85,7 +89,7 @@ var (
 )
 
 var collectors = []prometheus.Collector{metricRequests, metricAttempts, metricFailovers, metricTTFT,
-	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricCluster, metricCapacity, metricStateErrors, metricHandoffs, metricHandoffGap, stateCollector{}}
+	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricCluster, metricCapacity, metricStateErrors, metricHandoffs, metricHandoffGap, metricReasoningDegraded, stateCollector{}, shadowCollector{}}
 
 // countHandoff counts one hand-off alias request's outcome.
 func countHandoff(alias, outcome string) { metricHandoffs.WithLabelValues(alias, outcome).Inc() }

@@ -192,6 +192,7 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if err := h.compileRoutes(); err != nil {
 		return err
 	}
+	h.clearUnjudgedReasoning()
 	if err := h.compileFailover(); err != nil {
 		return err
 	}

@@ -45,6 +45,8 @@ type requestState struct {
 
 	limits        *keyLimits // the key's tpm, when it has one
 	tokenEstimate int        // the prompt tokens taken from it when the request came (0: none)
+
+	effortKey string // the request's reasoning effort, for its target's reasoning baseline
 }
 
 func newRequestState(ep endpoint) *requestState {
@@ -89,6 +91,9 @@ type requestLog struct {
 	// region is the answering upstream's region; regionPin the region the
 	// request was kept in (regions.go). "": none.
 	region, regionPin string
+	// target is the one whose answer went to the client, for its
+	// reasoning health (reasoninghealth.go); nil: none.
+	target *target
 }
 
 // note records the outcome of an attempt or skip.
@@ -116,6 +121,7 @@ func (rl *requestLog) commit(t *target, status int) {
 	rl.upstream = t.up.name
 	rl.region = t.up.region
 	rl.model = rl.modelFor(t)
+	rl.target = t
 	rl.status = status
 	rl.ttfb = time.Since(rl.start)
 }
@@ -165,6 +171,7 @@ func (h *Relay) finishRequest(r *http.Request, req *requestState) {
 			extra.Add(zap.Int("llm_attempts", rl.attempts))
 		}
 	}
+	h.judgeReasoning(req)
 	observeRequest(rl)
 	recordFailover(rl)
 	if req.tokenEstimate > 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/reasoninghealth"
 	"github.com/llmrelay/caddy-llm-relay/internal/thinktag"
 )
 
@@ -48,6 +49,7 @@ type target struct {
 	health      *health.Target // shared across reloads; see health.go
 	entry       *healthEntry
 	slo         health.SLO
+	rslo        reasoninghealth.Config // the SLO's reasoning_floor and cluster_rate (reasoninghealth.go)
 	// caps are the upstream's and the target's max_concurrent (nil: no
 	// cap), counted across reloads; see capacity.go.
 	caps []*capCounter
@@ -142,6 +144,7 @@ func (h *Relay) compileRoutes() error {
 		if err := h.compileCanaryShadow(rt, m); err != nil {
 			return fmt.Errorf("model %q: %w", m.Alias, err)
 		}
+		setReasoningSLO(rt, m, resolveReasoningSLO(h.SLO, m.SLO))
 		if rt.reason, err = resolveReasoning(h, m); err != nil {
 			return fmt.Errorf("model %q: %w", m.Alias, err)
 		}

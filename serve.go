@@ -147,6 +147,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	pol.cfg.ReasoningBudget, pol.cfg.BudgetAction = reason.budget, reason.action
 	assembleFromStream(body, ep, reason.budget)
 	req.effort = applyEffort(body, raw, reason.effort, ep)
+	req.effortKey = requestEffort(body)
 	switch {
 	case !ep.understood():
 		// A stream the relay does not understand yet passes byte for

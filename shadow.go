@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
@@ -21,6 +22,8 @@ type shadowRuntime struct {
 	runner  *shadow.Runner // shared across reloads
 	percent float64
 	target  *target
+	alias   string
+	judge   shadow.Judge // the model's SLO and warn_similarity (shadowverdict.go)
 }
 
 // shadowTimeout bounds one shadow copy, so a hanging shadow target cannot
@@ -39,12 +42,12 @@ const maxCapture = 256 << 10
 // The copy belongs to the config, not to the request: it is cancelled when
 // the config is unloaded (a reload), and then not recorded, since the
 // shadow target did not fail.
-func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBody, ep endpoint) chan<- []byte {
+func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBody, ep endpoint) chan<- shadowPrimary {
 	life := h.lifetime()
 	if sr == nil || life.Err() != nil || !shadow.Sample(sr.percent, nil) {
 		return nil
 	}
-	primary := make(chan []byte, 1)
+	primary := make(chan shadowPrimary, 1)
 	hdr := r.Header.Clone()
 	query := r.URL.RawQuery
 	// The client's answer's shape: a request the relay streamed only to
@@ -65,18 +68,16 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 		// max_concurrent slot (the slot bounds calls to the shadow
 		// target), but still counted by the runner.
 		return func() {
-			var text string
+			var p shadow.Primary
 			wait := time.NewTimer(shadowTimeout)
 			defer wait.Stop()
 			select {
-			case b := <-primary:
-				if res.OK {
-					text = readAnswer(bytes.NewReader(b), stream, ep.dialect, func() {}).text
-				}
+			case pa := <-primary:
+				p = pa.read(stream, ep.dialect, res.OK)
 			case <-life.Done(): // the copy is complete: record it uncompared
 			case <-wait.C:
 			}
-			sr.runner.Record(res, text)
+			h.logShadowCrossings(sr, sr.runner.RecordWith(res, p, sr.judge))
 		}
 	})
 	if !started {
@@ -120,11 +121,13 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 	res.Status = resp.StatusCode
 	var a shadowAnswer
 	if isEventStream(resp.Header) {
-		a = readUpstreamAnswer(io.LimitReader(resp.Body, 16<<20), true, x, func() {
+		var tl pace.Timeline
+		a = readTimedAnswer(io.LimitReader(resp.Body, 16<<20), true, x, func() {
 			if res.TTFT == 0 {
 				res.TTFT = time.Since(start)
 			}
-		})
+		}, func(data []byte) { markReasoning(&tl, data, time.Since(start)) })
+		res.ClusterRate, res.ClusterKnown = tl.ClusterRate(false)
 	} else {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxCapture))
 		res.TTFT = time.Since(start)
@@ -158,6 +161,12 @@ func readAnswer(r io.Reader, stream bool, d dialect, onChunk func()) shadowAnswe
 // without it. Reasoning its usage does not count is estimated as the
 // relay's own accounting estimates it (withReasoning).
 func readUpstreamAnswer(r io.Reader, stream bool, x exchange, onChunk func()) shadowAnswer {
+	return readTimedAnswer(r, stream, x, onChunk, nil)
+}
+
+// readTimedAnswer is readUpstreamAnswer that also gives each chunk of a
+// stream, as Chat Completions, to onData (nil: none).
+func readTimedAnswer(r io.Reader, stream bool, x exchange, onChunk func(), onData func([]byte)) shadowAnswer {
 	d := x.upstream
 	var asm chat.Assembler
 	var a shadowAnswer
@@ -170,6 +179,9 @@ func readUpstreamAnswer(r io.Reader, stream bool, x exchange, onChunk func()) sh
 			}
 			if ev.HasData && !ev.IsDone() {
 				onChunk()
+				if onData != nil {
+					onData(ev.Data)
+				}
 				a.saw = asm.Add(ev.Data, 0, false) || a.saw
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/canary"
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
+	"github.com/llmrelay/caddy-llm-relay/internal/reasoninghealth"
 	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
@@ -103,6 +104,10 @@ type targetStatus struct {
 	Model    string   `json:"model"`
 	Region   string   `json:"region,omitempty"`
 	Models   []string `json:"aliases"` // the model aliases whose chains use it
+	// Reasoning is the target's reasoning health (baseline and recent
+	// reasoning tokens per effort, recent cluster rate), when its SLO
+	// judges reasoning (reasoninghealth.go).
+	Reasoning *reasoninghealth.Snapshot `json:"reasoning,omitempty"`
 }
 
 type shadowStatusView struct {
@@ -111,6 +116,9 @@ type shadowStatusView struct {
 	Model    string       `json:"model"`
 	Percent  float64      `json:"percent"`
 	Stats    shadow.Stats `json:"stats"`
+	// Verdict is the shadow against the model's SLO over its recent
+	// copies, with both sides' reasoning (shadowverdict.go).
+	Verdict shadow.Verdict `json:"verdict"`
 }
 
 // buildStatus collects the state of every live relay at now. Entries
@@ -139,7 +147,8 @@ func buildStatus(now time.Time) Status {
 		}
 		seenT[k] = len(st.Targets)
 		st.Targets = append(st.Targets, targetStatus{Snapshot: t.health.Snapshot(now, t.slo),
-			Upstream: t.up.name, Model: modelLabel(t.model), Region: t.up.region, Models: []string{alias}})
+			Upstream: t.up.name, Model: modelLabel(t.model), Region: t.up.region, Models: []string{alias},
+			Reasoning: reasoningStatus(t)})
 	}
 	liveRelays.Lock()
 	defer liveRelays.Unlock()
@@ -203,7 +212,7 @@ func buildStatus(now time.Time) Status {
 			if s := rt.shadow; s != nil && !seenS[s.runner] {
 				seenS[s.runner] = true
 				st.Shadows = append(st.Shadows, shadowStatusView{Alias: rt.alias, Upstream: s.target.up.name,
-					Model: modelLabel(s.target.model), Percent: s.percent, Stats: s.runner.Stats()})
+					Model: modelLabel(s.target.model), Percent: s.percent, Stats: s.runner.Stats(), Verdict: s.runner.Verdict(s.judge)})
 			}
 		}
 	}

@@ -222,6 +222,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"clock":    func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	"usd":      usage.FormatUSD,
 	"f2":       func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
+	"f0":       func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) },
 	"pctn":     func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + "%" },
 }).Parse(statusTemplate))
 
@@ -294,9 +295,12 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 <td>{{if not .NextStepAt.IsZero}}{{clock .NextStepAt}} UTC{{end}}</td><td class="wrap">{{.RollbackReason}}</td></tr>
 {{end}}</table></div>{{else}}<p class="mute">None configured.</p>{{end}}
 <h3>Shadows</h3>
-{{if .Shadows}}<div class="scroll"><table><tr><th>alias</th><th>shadow</th><th>share</th><th>sent</th><th>dropped</th><th>ok</th><th>failed</th><th>mean similarity</th></tr>
+{{if .Shadows}}<div class="scroll"><table><tr><th>alias</th><th>shadow</th><th>share</th><th>sent</th><th>dropped</th><th>ok</th><th>failed</th><th>mean similarity</th><th>verdict</th><th>reasoning tokens <span class="mute">primary → shadow</span></th><th>cluster rate <span class="mute">primary → shadow</span></th><th>verdict reason</th></tr>
 {{range .Shadows}}<tr class="shadow"><td>{{.Alias}}</td><td>{{.Upstream}} <span class="mute">({{.Model}})</span></td><td>{{pctn .Percent}}</td>
-<td>{{.Stats.Sent}}</td><td>{{.Stats.Dropped}}</td><td>{{.Stats.OK}}</td><td>{{.Stats.Failed}}</td><td>{{f2 .Stats.MeanSimilarity}}</td></tr>
+<td>{{.Stats.Sent}}</td><td>{{.Stats.Dropped}}</td><td>{{.Stats.OK}}</td><td>{{.Stats.Failed}}</td><td>{{f2 .Stats.MeanSimilarity}}</td>
+{{with .Verdict}}<td class="verdict" data-verdict="{{.Verdict}}"><span class="badge {{if eq .Verdict "pass"}}ok{{else if eq .Verdict "fail"}}bad{{else}}warn{{end}}">{{.Verdict}}</span></td>
+<td>{{if .Pairs}}{{f0 .PrimaryReasoningTokens}} → {{f0 .ShadowReasoningTokens}} <span class="mute">over {{.Pairs}}</span>{{end}}</td>
+<td>{{if or .PrimaryClusterRate .ShadowClusterRate}}{{f2 .PrimaryClusterRate}} → {{f2 .ShadowClusterRate}}{{end}}</td><td class="wrap">{{.Reason}}</td>{{end}}</tr>
 {{end}}</table></div>{{else}}<p class="mute">None configured.</p>{{end}}</section>
 
 <section id="keys"><h2>Keys</h2>

@@ -457,6 +457,9 @@ func (s *SLO) check() error {
 			return err
 		}
 	}
+	if err := s.checkReasoning(); err != nil {
+		return err
+	}
 	if s.Window < 0 || s.MinSamples < 0 {
 		return fmt.Errorf("window %d, min_samples %d: give positive whole numbers, or leave them out for 50 and 10", s.Window, s.MinSamples)
 	}
@@ -649,6 +652,11 @@ func (s *Shadow) check() error {
 	}
 	if s.MaxConcurrent < 0 {
 		return fmt.Errorf("max_concurrent %d is negative; give a positive whole number, or leave it out for 4", s.MaxConcurrent)
+	}
+	if s.WarnSimilarity != 0 {
+		if err := checkRatio("warn_similarity", s.WarnSimilarity); err != nil {
+			return fmt.Errorf("%w (or leave it out: no similarity warning)", err)
+		}
 	}
 	return nil
 }

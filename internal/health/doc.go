@@ -13,7 +13,9 @@
 //   - [Healthy]: usable, meets its SLO (or the SLO is not judged yet).
 //   - [Degraded]: usable but its window breaks the tier's [SLO]; tried
 //     after every usable target. Computed from the window on every read,
-//     so it ends as soon as the window meets the SLO again.
+//     so it ends as soon as the window meets the SLO again. [Target.Flag]
+//     also makes a target Degraded for a reason judged outside the window
+//     (the relay's reasoning health), until the caller clears it.
 //   - [Ejected]: [Policy.FailuresToEject] consecutive failures (attempts
 //     or probes), or a success ratio below half of SLO.Success over the
 //     window: cooling down for [Policy.BaseCooldown].

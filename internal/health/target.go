@@ -75,6 +75,7 @@ type Target struct {
 	trialAt      time.Time
 
 	probeRTT time.Duration // the last good probe's round trip; 0 = none yet
+	flag     string        // why Flag marked the target Degraded; "" = not flagged
 	reported Status        // the status as of the last change reported (or observed)
 	since    time.Time     // when reported was observed; zero = since creation
 }
@@ -244,7 +245,7 @@ func (t *Target) statusLocked(now time.Time, slo SLO) Status {
 		}
 		return HalfOpen
 	}
-	if t.breaks(now, slo) {
+	if t.flag != "" || t.breaks(now, slo) {
 		return Degraded
 	}
 	return Healthy
@@ -439,10 +440,14 @@ func (t *Target) breakReason(now time.Time, slo SLO) string {
 	w := t.window(now, slo, true)
 	_, p90 := t.percentiles(w.ttfts)
 	var parts []string
-	if badRatio(w, slo) {
+	if t.flag != "" {
+		parts = append(parts, t.flag)
+	}
+	judged := w.n >= slo.MinSamples // a flagged target may have fewer
+	if judged && badRatio(w, slo) {
 		parts = append(parts, fmt.Sprintf("success %.2f < slo %.2f", w.ratio(), slo.Success))
 	}
-	if badTTFT(w, slo) {
+	if judged && badTTFT(w, slo) {
 		parts = append(parts, fmt.Sprintf("ttft p90 %s > slo %s", fmtDur(time.Duration(p90)), fmtDur(slo.TTFT)))
 	}
 	if len(parts) == 0 {

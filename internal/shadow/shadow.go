@@ -53,6 +53,10 @@ type Result struct {
 	ReasoningTokens  int
 	Text             string // the shadow's answer text, capped by the caller
 	Err              string
+	// ClusterRate is the shadow stream's reasoning cluster rate, when
+	// ClusterKnown (see [Primary]).
+	ClusterRate  float64
+	ClusterKnown bool
 }
 
 // Stats are a Runner's figures. Counters are since NewRunner; the
@@ -115,6 +119,12 @@ type Runner struct {
 	sumSim     float64
 	compTok    int64
 	reasTok    int64
+
+	// The verdict window (verdict.go): the last latencyRing copies.
+	recent      []copyRec
+	recentNext  int
+	lastVerdict string // the last verdict judged other than pending
+	simLow      bool   // the similarity was last reported low
 }
 
 // NewRunner returns a Runner that runs at most maxConcurrent copies at once
@@ -201,8 +211,12 @@ func (r *Runner) Wait() {
 // primary without text (e.g. only tool calls, or a failed primary) is passed
 // as "" and skips the comparison. Both texts should be capped alike by the
 // caller (e.g. to the same byte budget): the ratio is of what is passed.
-func (r *Runner) Record(res Result, primaryText string) {
-	var ratio, sim float64
+func (r *Runner) Record(res Result, primaryText string) { r.record(res, primaryText) }
+
+// record is Record; it returns the similarity it computed (0 when it
+// compared nothing).
+func (r *Runner) record(res Result, primaryText string) (sim float64) {
+	var ratio float64
 	compare := res.OK && primaryText != ""
 	if compare {
 		ratio = float64(utf8.RuneCountInString(res.Text)) / float64(utf8.RuneCountInString(primaryText))
@@ -219,7 +233,7 @@ func (r *Runner) Record(res Result, primaryText string) {
 		if e != "" {
 			r.lastErr = capString(e, maxErrLen)
 		}
-		return
+		return 0
 	}
 	r.ok++
 	if res.TTFT > 0 {
@@ -233,6 +247,7 @@ func (r *Runner) Record(res Result, primaryText string) {
 		r.sumRatio += ratio
 		r.sumSim += sim
 	}
+	return sim
 }
 
 // Stats returns the current figures.

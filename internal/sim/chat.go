@@ -79,6 +79,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.reasoning, req.content = s.reasoning, s.content
+	if h := r.Header.Get(ReasoningTokensHeader); h != "" {
+		n, err := strconv.Atoi(h)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, ReasoningTokensHeader+": want a whole number >= 0", "invalid_request_error", "invalid_header")
+			return
+		}
+		req.reasoning = req.reasoning[:min(n, len(req.reasoning))]
+	}
 	if echo == EchoHandoff {
 		req.reasoning, req.content = nil, echoPieces(req.echo())
 	}

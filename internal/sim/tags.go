@@ -37,6 +37,12 @@ const (
 // serve tests of several forms.
 const ReasoningFormHeader = "X-Sim-Reasoning-Form"
 
+// ReasoningTokensHeader caps the reasoning pieces of one chat completion
+// (and its usage's reasoning_tokens) at its value, a whole number: a
+// provider that reasons less under load, for tests of the relay's
+// reasoning health.
+const ReasoningTokensHeader = "X-Sim-Reasoning-Tokens"
+
 // The tags as the models write them, each with the byte span of its tag
 // word (a model's single token) inside.
 var (
