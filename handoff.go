@@ -505,6 +505,13 @@ func (c *chainRun) handoffAnswer(src *handoffSource, xOut exchange) {
 	setRelayHeaders(hdr, t, c.req)
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(out)))
+	if status/100 == 2 {
+		src.recordTokens() // the legs' tokens, for the cost header (finishHandoff records them again)
+		if src.reason != nil {
+			c.req.usageEstimated = true // as finishHandoff says: the reasoning leg's usage is estimated
+		}
+		c.h.setAnswerCost(hdr, c.req, out)
+	}
 	c.w.WriteHeader(status)
 	_, _ = c.w.Write(out)
 	c.headersOut = true
