@@ -346,3 +346,22 @@ func (f *fleetState) applyReasoning(r *round) {
 		ledger.SetOthersReasoning(s.key, s.period, s.start, others, r.now)
 	}
 }
+
+// reasoningBudgetView is a key's reasoning budget on GET /v1/balance.
+type reasoningBudgetView struct {
+	Tokens    int64     `json:"tokens"`
+	Period    string    `json:"period"` // day or month (UTC)
+	Used      int64     `json:"used"`   // the fleet's, with state redis
+	Remaining int64     `json:"remaining"`
+	ResetsAt  time.Time `json:"resets_at"`
+}
+
+// reasoningBalance is key's reasoning budget now (nil: none).
+func reasoningBalance(key string, now time.Time) *reasoningBudgetView {
+	s, ok := ledger.Reasoning(key, now)
+	if !ok {
+		return nil
+	}
+	return &reasoningBudgetView{Tokens: s.Budget.Limit, Period: s.Budget.Period.String(), Used: s.Used,
+		Remaining: max(s.Budget.Limit-s.Used, 0), ResetsAt: s.End}
+}

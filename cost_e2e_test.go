@@ -286,6 +286,23 @@ func TestKeyReasoningBudget(t *testing.T) {
 	if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || math.Abs(float64(ra)-untilMidnight.Seconds()) > 5 {
 		t.Errorf("Retry-After %q, want about %.0f s (the next UTC midnight)", resp.Header.Get("Retry-After"), untilMidnight.Seconds())
 	}
+	// GET /v1/balance shows it, and is answered though the budget is spent.
+	req, _ := http.NewRequest(http.MethodGet, relayBase+"/v1/balance", nil)
+	req.Header.Set("Authorization", "Bearer sk-reason")
+	bresp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bal struct {
+		ReasoningBudget *struct {
+			Tokens, Used, Remaining int64
+			Period                  string
+		} `json:"reasoning_budget"`
+	}
+	if b := readAll(t, bresp); json.Unmarshal([]byte(b), &bal) != nil || bresp.StatusCode != 200 || bal.ReasoningBudget == nil ||
+		bal.ReasoningBudget.Tokens != 5 || bal.ReasoningBudget.Used != 6 || bal.ReasoningBudget.Remaining != 0 || bal.ReasoningBudget.Period != "day" {
+		t.Errorf("GET /v1/balance: %d %s", bresp.StatusCode, b)
+	}
 	// Another key is not held back.
 	if resp := post(t, costChat("cost-n", false), "Authorization", "Bearer sk-cost"); resp.StatusCode != 200 {
 		t.Errorf("a key without a reasoning budget got %d", resp.StatusCode)
