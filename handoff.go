@@ -284,6 +284,7 @@ type handoffRecord struct {
 	noReasoning                 bool // on_reason_failure answer: answered without reasoning
 	reasonFailed                bool // on_reason_failure error: the reasoning chain failed, the request with it
 	reasonCost, answerCost      float64
+	answerCached                int // of answerPrompt, read from the provider's cache
 	priced                      bool
 }
 
@@ -349,7 +350,7 @@ func (h *handoffRecord) cost(priceOf func(model string) (usage.Price, bool)) (fl
 		h.priced = true
 	}
 	if p, ok := priceOf(h.answerModel); ok && h.answerModel != "" {
-		h.answerCost = p.Cost(usage.Usage{Prompt: h.answerPrompt, Completion: h.answerCompletion})
+		h.answerCost = p.Cost(usage.Usage{Prompt: h.answerPrompt, Completion: h.answerCompletion, Cached: h.answerCached})
 		h.priced = true
 	}
 	return h.reasonCost + h.answerCost, h.priced
@@ -568,6 +569,7 @@ func (c *chainRun) finishHandoff(src *handoffSource) {
 func (s *handoffSource) recordTokens() {
 	s.rec.reasoningTokens, s.rec.reasonPrompt = s.sp.ReasoningTokens(), s.sp.ReasonPrompt
 	s.rec.answerPrompt, s.rec.answerCompletion = s.sp.AnswerPrompt, s.sp.AnswerCompletion
+	s.rec.answerCached = s.sp.AnswerCached
 }
 
 // handoffSource is the one Chat Completions stream of a hand-off: the
