@@ -223,6 +223,21 @@ func TestCostCommentEndsStreams(t *testing.T) {
 			}
 		})
 	}
+	// Whole answers in the other dialects (translated from the Chat
+	// simulator) carry the header, equal to the log's cost.
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/messages", `{"model":"cost-b","max_tokens":256,"messages":[{"role":"user","content":"what does it cost?"}]}`},
+		{"/v1/responses", `{"model":"cost-b","input":"what does it cost?"}`},
+	} {
+		resp := postPath(t, tc.path, tc.body, "Authorization", "Bearer sk-cost")
+		readAll(t, resp)
+		n++
+		line := lastRelayed(t, logFile, n)
+		p, c := int(line["prompt_tokens"].(float64)), int(line["completion_tokens"].(float64))
+		if got, want := resp.Header.Get("X-Relay-Cost-USD"), wantCost(p, c, 1.25, 10); got != want || line["cost_usd"] != want {
+			t.Errorf("%s whole answer: X-Relay-Cost-USD %q, log cost_usd %v; want %s", tc.path, got, line["cost_usd"], want)
+		}
+	}
 	// An unpriced stream ends as the upstream's did.
 	body := readAll(t, post(t, costChat("cost-n", true), "Authorization", "Bearer sk-cost"))
 	if strings.Contains(body, "relay-cost-usd") || !strings.HasSuffix(body, "data: [DONE]\n\n") {
