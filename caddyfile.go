@@ -80,6 +80,9 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if _, err := keyBudgets(h.Keys); err != nil {
 				return d.Err(err.Error())
 			}
+			if _, err := keyReasoningBudgets(h.Keys); err != nil {
+				return d.Err(err.Error())
+			}
 			if _, err := keyRateLimits(h.Keys); err != nil {
 				return d.Err(err.Error())
 			}
@@ -166,6 +169,17 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Prices[model] = p
 
+		case "builtin_prices":
+			if h.BuiltinPrices != nil {
+				return d.Err("builtin_prices is already specified")
+			}
+			var v string
+			if !d.Args(&v) || d.NextArg() || v != "on" && v != "off" {
+				return d.Err("builtin_prices: expected `builtin_prices on|off`")
+			}
+			on := v == "on"
+			h.BuiltinPrices = &on
+
 		case "slo":
 			if h.SLO != nil {
 				return d.Err("slo is already specified; use one slo block")
@@ -222,7 +236,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Smoothing = s
 
 		default:
-			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, region, state or capacity", d.Val())
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, builtin_prices, region, state or capacity", d.Val())
 		}
 	}
 
@@ -1149,6 +1163,21 @@ func parseKeyBlock(d *caddyfile.Dispenser, k *ClientKey) error {
 			default:
 				k.MaxConcurrent = n
 			}
+		case "reasoning_budget":
+			if k.ReasoningBudget != 0 {
+				return d.Err("key: reasoning_budget is already given for this key")
+			}
+			if len(args) != 3 || args[1] != "per" {
+				return d.Err("key reasoning_budget: expected `reasoning_budget <tokens> per day|month`")
+			}
+			n, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || n <= 0 {
+				return d.Errf("key reasoning_budget: %q is not a positive whole number of tokens", args[0])
+			}
+			k.ReasoningBudget, k.ReasoningBudgetPeriod = n, args[2]
+			if err := k.checkReasoningBudget("this key"); err != nil {
+				return d.Err(err.Error())
+			}
 		case "allow_ip":
 			if len(args) == 0 {
 				return d.Err("key allow_ip: expected one or more addresses or CIDR ranges, such as 10.0.0.0/8")
@@ -1164,7 +1193,7 @@ func parseKeyBlock(d *caddyfile.Dispenser, k *ClientKey) error {
 				k.Expires = args[0]
 			}
 		default:
-			return d.Errf("unrecognized key subdirective %q; expected budget, rpm, tpm, max_concurrent, allow_ip, not_before or expires", name)
+			return d.Errf("unrecognized key subdirective %q; expected budget, reasoning_budget, rpm, tpm, max_concurrent, allow_ip, not_before or expires", name)
 		}
 		if err := k.check("this key"); err != nil {
 			return d.Err(err.Error())

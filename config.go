@@ -68,6 +68,17 @@ type ClientKey struct {
 	// tokens of one name can overlap during a rotation.
 	NotBefore string `json:"not_before,omitempty"`
 	Expires   string `json:"expires,omitempty"`
+
+	// `reasoning_budget <tokens> per day|month`: the reasoning tokens the
+	// key's name may use in the current UTC day or month (counted from
+	// usage, as spend is; with `state redis`, the fleet's). Once used up,
+	// 429 reasoning_budget_exceeded with Retry-After to the period's end.
+	// Per name, like budget. In JSON, reasoning_budget is tokens
+	// (positive; 0 or absent: none) and reasoning_budget_period `day` (the
+	// default) or `month`. Not the model level's reasoning_budget, which
+	// caps one request's reasoning.
+	ReasoningBudget       int64  `json:"reasoning_budget,omitempty"`
+	ReasoningBudgetPeriod string `json:"reasoning_budget_period,omitempty"`
 }
 
 // Upstream is one provider endpoint.

@@ -290,6 +290,10 @@ type round struct {
 	load     *redis.StringCmd
 	ops      []fleetOp
 	problems map[string][]sharedstate.Problem // by key, for every key read
+
+	// reasoning: the reasoning tokens of keys with a reasoning budget,
+	// queued with spend (cost.go).
+	reasoning []spendRead
 }
 
 // limitRead is one key name's limits as this round wrote them, and every
@@ -325,6 +329,7 @@ func (f *fleetState) sync(now time.Time, spend bool) bool {
 	f.queueRollouts(ctx, pipe, r, scripted)
 	if spend {
 		f.queueSpend(ctx, pipe, r, scripted)
+		f.queueReasoning(ctx, pipe, r, scripted)
 		f.queueLimits(ctx, pipe, r, scripted)
 	}
 	f.queueClaims(ctx, pipe, r, scripted)
@@ -350,6 +355,7 @@ func (f *fleetState) sync(now time.Time, spend bool) bool {
 	f.applyClaims(r)
 	f.applyRollouts(ctx, r)
 	f.applySpend(r)
+	f.applyReasoning(r)
 	f.applyLimits(r)
 	f.settle(r)
 	return true

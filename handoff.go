@@ -284,6 +284,7 @@ type handoffRecord struct {
 	noReasoning                 bool // on_reason_failure answer: answered without reasoning
 	reasonFailed                bool // on_reason_failure error: the reasoning chain failed, the request with it
 	reasonCost, answerCost      float64
+	answerCached                int // of answerPrompt, read from the provider's cache
 	priced                      bool
 }
 
@@ -349,7 +350,7 @@ func (h *handoffRecord) cost(priceOf func(model string) (usage.Price, bool)) (fl
 		h.priced = true
 	}
 	if p, ok := priceOf(h.answerModel); ok && h.answerModel != "" {
-		h.answerCost = p.Cost(usage.Usage{Prompt: h.answerPrompt, Completion: h.answerCompletion})
+		h.answerCost = p.Cost(usage.Usage{Prompt: h.answerPrompt, Completion: h.answerCompletion, Cached: h.answerCached})
 		h.priced = true
 	}
 	return h.reasonCost + h.answerCost, h.priced
@@ -505,6 +506,13 @@ func (c *chainRun) handoffAnswer(src *handoffSource, xOut exchange) {
 	setRelayHeaders(hdr, t, c.req)
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(out)))
+	if status/100 == 2 {
+		src.recordTokens() // the legs' tokens, for the cost header (finishHandoff records them again)
+		if src.reason != nil {
+			c.req.usageEstimated = true // as finishHandoff says: the reasoning leg's usage is estimated
+		}
+		c.h.setAnswerCost(hdr, c.req, out)
+	}
 	c.w.WriteHeader(status)
 	_, _ = c.w.Write(out)
 	c.headersOut = true
@@ -561,6 +569,7 @@ func (c *chainRun) finishHandoff(src *handoffSource) {
 func (s *handoffSource) recordTokens() {
 	s.rec.reasoningTokens, s.rec.reasonPrompt = s.sp.ReasoningTokens(), s.sp.ReasonPrompt
 	s.rec.answerPrompt, s.rec.answerCompletion = s.sp.AnswerPrompt, s.sp.AnswerCompletion
+	s.rec.answerCached = s.sp.AnswerCached
 }
 
 // handoffSource is the one Chat Completions stream of a hand-off: the

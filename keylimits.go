@@ -160,6 +160,9 @@ type balanceView struct {
 		TodayUSD     float64 `json:"today_usd"`
 		ThisMonthUSD float64 `json:"this_month_usd"`
 	} `json:"spend"`
+	// ReasoningBudget is the key's reasoning token budget this period
+	// (absent without one; cost.go).
+	ReasoningBudget *reasoningBudgetView `json:"reasoning_budget,omitempty"`
 	// Limits are the key's rpm, tpm and max_concurrent (absent: none).
 	Limits struct {
 		RPM           *limitView `json:"rpm,omitempty"`
@@ -204,6 +207,7 @@ func (h *Relay) serveBalance(w http.ResponseWriter, req *requestState, key strin
 				RemainingUSD: ks.Remaining, ResetsAt: ks.End}
 		}
 	}
+	v.ReasoningBudget = reasoningBalance(key, now)
 	if kl != nil {
 		v.Limits.RPM, v.Limits.TPM = bucketView(kl.requests, now), bucketView(kl.tokens, now)
 		if kl.maxInFlight > 0 {

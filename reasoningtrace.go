@@ -227,6 +227,7 @@ func (c *chainRun) writeAssembled(ans *assembledAnswer) {
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(ans.body)))
 	setRelayHeaders(hdr, ans.t, c.req)
+	c.h.setAnswerCost(hdr, c.req, ans.body)
 	c.w.WriteHeader(http.StatusOK)
 	_, _ = c.w.Write(ans.body)
 	c.headersOut = true

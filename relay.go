@@ -92,6 +92,12 @@ type Relay struct {
 	// key budgets. Keyed by model name (or prefix ending in `*`).
 	Prices map[string]Price `json:"prices,omitempty"`
 
+	// `builtin_prices on|off`: whether a model no price block matches is
+	// priced from the relay's built-in list (the GPT, Claude, Gemini and
+	// DeepSeek models users name most, each with its source and date: see
+	// docs/usage.md). Any price block that matches wins. Default: on.
+	BuiltinPrices *bool `json:"builtin_prices,omitempty"`
+
 	// `region <code>`: where this edge runs, e.g. `eu-west`, as
 	// GET /v1/ping reports it so clients can compare edges. Default: none.
 	Region string `json:"region,omitempty"`
@@ -133,6 +139,12 @@ type Relay struct {
 	fleet       *fleetState // the shared state (state redis), or nil
 	fleetKey    string      // its key in fleetPool
 	capacity    capacityPolicy
+
+	// Cost (cost.go): each key name's reasoning token budget (names with
+	// one), and the (upstream, model) of every configured target, the
+	// only model labels of the cost metric.
+	reasoningBudgets map[string]usage.ReasoningBudget
+	targetModels     map[[2]string]bool
 }
 
 // CaddyModule returns the Caddy module information.

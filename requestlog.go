@@ -43,6 +43,10 @@ type requestState struct {
 	reasoningRunes    int
 	upstreamReasoning int
 
+	// raw is the client's request body, for its prompt's estimate (an
+	// answer's cost header: cost.go).
+	raw []byte
+
 	limits        *keyLimits // the key's tpm, when it has one
 	tokenEstimate int        // the prompt tokens taken from it when the request came (0: none)
 
@@ -232,7 +236,7 @@ func (h *Relay) finishRequest(r *http.Request, req *requestState) {
 			zap.Int("prompt_tokens", u.Prompt), zap.Int("completion_tokens", u.Completion),
 			zap.Int("reasoning_tokens", u.Reasoning), zap.Int("cached_tokens", u.Cached), zap.Int("cache_write_tokens", u.CacheWrite), zap.Bool("usage_estimated", u.Estimated))
 		if rl.priced {
-			fields = append(fields, zap.String("cost", usage.FormatUSD(rl.cost)))
+			fields = append(fields, zap.String("cost", usage.FormatUSD(rl.cost)), zap.String("cost_usd", formatCost(rl.cost)))
 		}
 	}
 	c.Write(fields...) // zap's cores encode (or copy) the fields before they return

@@ -29,23 +29,26 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, req *requestStat
 		return h.respondTranslated(w, r, req, t, res)
 	}
 	if res.events == nil {
+		var whole []byte
+		if res.resp.StatusCode/100 == 2 && req.capture != nil {
+			// A whole answer whose usage the relay reads: read before
+			// its headers, which carry its cost (up to maxAnswer; a
+			// longer one goes on as it comes, without).
+			var err error
+			if whole, err = io.ReadAll(io.LimitReader(res.body, maxAnswer+1)); err != nil {
+				h.bodyBroken(r, req, t, res)
+				return false
+			}
+			if len(whole) <= maxAnswer {
+				h.setAnswerCost(hdr, req, whole)
+			}
+		}
 		w.WriteHeader(res.resp.StatusCode)
+		if len(whole) > 0 {
+			_, _ = w.Write(whole)
+		}
 		if _, err := res.copyBody(w); err != nil {
-			if r.Context().Err() != nil {
-				req.status = statusClientClosed
-				return
-			}
-			// Mid-body failure of a non-stream answer: abort the connection
-			// (as reverse_proxy does) so the client sees a broken response,
-			// not a short one that looks complete.
-			if errors.Is(res.cause(), errStreamIdle) {
-				req.note(t, "body idle for stream_idle_timeout "+h.streamIdle.String()+" after commit: connection aborted")
-				req.streamError, req.idleTimeout = "upstream_timeout", true
-			} else {
-				req.note(t, "body interrupted after commit")
-			}
-			h.recordBroken(t, req.start)
-			panic(http.ErrAbortHandler)
+			h.bodyBroken(r, req, t, res)
 		}
 		return false
 	}
@@ -53,6 +56,25 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, req *requestStat
 	setStreamHeaders(hdr)
 	w.WriteHeader(res.resp.StatusCode)
 	return h.streamOut(w, r, req, t, res, pol)
+}
+
+// bodyBroken ends a non-stream answer whose body failed: the client gone,
+// or a failure mid-body, where the connection is aborted (as
+// reverse_proxy does) so the client sees a broken response, not a short
+// one that looks complete.
+func (h *Relay) bodyBroken(r *http.Request, req *requestState, t *target, res *attemptResult) {
+	if r.Context().Err() != nil {
+		req.status = statusClientClosed
+		return
+	}
+	if errors.Is(res.cause(), errStreamIdle) {
+		req.note(t, "body idle for stream_idle_timeout "+h.streamIdle.String()+" after commit: connection aborted")
+		req.streamError, req.idleTimeout = "upstream_timeout", true
+	} else {
+		req.note(t, "body interrupted after commit")
+	}
+	h.recordBroken(t, req.start)
+	panic(http.ErrAbortHandler)
 }
 
 // streamOut relays a committed SSE stream through the re-pacer (which in
@@ -186,6 +208,9 @@ func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, req *r
 	hdr := w.Header()
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(out)))
+	if status/100 == 2 {
+		h.setAnswerCost(hdr, req, out)
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
 	return false

@@ -68,6 +68,10 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, req, errBudgetExceeded(key, period, now))
 		return
 	}
+	if e := h.overReasoningBudget(key, now); e != nil {
+		h.reject(w, req, e)
+		return
+	}
 	if e := limits.takeRequest(w, key, now); e != nil {
 		h.reject(w, req, e)
 		return
@@ -104,6 +108,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body.buf = buf
+	req.raw = raw
 	req.requested = body.model
 	if limits != nil && limits.tokens != nil {
 		est := usage.EstimatePrompt(raw)
@@ -161,6 +166,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h.newChainRun(w, r, req, rt, body, pol).run()
 	h.accountRequest(req, raw)
+	h.writeStreamCost(w, req)
 }
 
 // estimateTokens answers /v1/messages/count_tokens from the relay's own

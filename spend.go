@@ -34,7 +34,7 @@ func (h *Relay) compileSpend() error {
 			h.keyPeriods[name] = b.Period.String()
 		}
 	}
-	return nil
+	return h.compileCost()
 }
 
 // applyBudgets hands this handler's key budgets to the ledger. It runs at
@@ -46,6 +46,9 @@ func (h *Relay) applyBudgets() {
 	h.budgetsOnce.Do(func() {
 		for name, b := range h.keyBudgets {
 			ledger.SetBudget(name, b)
+		}
+		for name, b := range h.reasoningBudgets {
+			ledger.SetReasoningBudget(name, b)
 		}
 	})
 }
@@ -64,22 +67,10 @@ func (h *Relay) overBudget(key string) (period string, over bool) {
 // account records a finished request's usage and cost against its key,
 // logs the budget alerts it crossed, and updates the metrics.
 func (h *Relay) account(req *requestState, raw json.RawMessage, estimate func() usage.Usage) {
-	u, ok := usage.ParseUsage(raw)
-	switch {
-	case ok:
-	case estimate != nil:
-		u = estimate()
-		u.Estimated = true
-	case req.earlier == (usage.Usage{}):
+	u, ok := h.measure(req, raw, estimate)
+	if !ok {
 		return
 	}
-	if req.usageEstimated {
-		// What the client got was the relay's estimate (usagemeter.go).
-		u.Estimated = true
-		u.Completion = max(u.Completion, req.outEstimate)
-	}
-	u = withReasoning(u, req.upstreamReasoning, req.reasoningRunes)
-	u = u.Add(req.earlier) // streams given up for a reasoning budget failover
 	req.usage = &u
 	if req.tokenEstimate > 0 {
 		req.limits.settleTokens(req.tokenEstimate, u.Prompt+u.Completion, time.Now())
@@ -94,15 +85,8 @@ func (h *Relay) account(req *requestState, raw json.RawMessage, estimate func() 
 			zap.String("upstream", req.upstream), zap.Int("reasoning_tokens", u.Reasoning), zap.Int("budget", req.budget),
 			zap.Bool("stream", req.stream))
 	}
-	price, priced := h.priceOf(req.model, req.alias)
-	if ho := req.handoff; ho != nil {
-		// Each leg at its own model's price (handoff.go).
-		req.cost, req.priced = ho.cost(func(model string) (usage.Price, bool) { return h.priceOf(model, req.alias) })
-		priced = req.priced
-	} else if priced {
-		req.cost = price.Cost(u)
-		req.priced = true
-	}
+	req.cost, req.priced = h.costOf(req, u)
+	priced := req.priced
 	key := req.key
 	if key == "" {
 		key = "anonymous"
@@ -126,16 +110,52 @@ func (h *Relay) account(req *requestState, raw json.RawMessage, estimate func() 
 	metricTokens.WithLabelValues(key, alias, "cache_write").Add(float64(u.CacheWrite))
 	if priced {
 		metricCost.WithLabelValues(key).Add(req.cost)
+		h.observeCost(req)
 	}
 }
 
-// priceOf is the price of a model sent upstream, from the price table:
-// the model's own, else the alias's.
-func (h *Relay) priceOf(model, alias string) (usage.Price, bool) {
-	if p, ok := h.prices.Lookup(model); ok {
-		return p, true
+// measure is the usage a finished request is accounted with: the
+// upstream's (raw), else estimate's, marked estimated; with the reasoning
+// the relay read where the usage counts none (withReasoning) and the
+// usage of streams given up for a reasoning budget failover. ok is false
+// when there is nothing to account.
+func (h *Relay) measure(req *requestState, raw json.RawMessage, estimate func() usage.Usage) (u usage.Usage, ok bool) {
+	u, ok = usage.ParseUsage(raw)
+	switch {
+	case ok:
+	case estimate != nil:
+		u = estimate()
+		u.Estimated = true
+	case req.earlier == (usage.Usage{}):
+		return u, false
 	}
-	return h.prices.Lookup(alias)
+	if req.usageEstimated {
+		// What the client got was the relay's estimate (usagemeter.go).
+		u.Estimated = true
+		u.Completion = max(u.Completion, req.outEstimate)
+	}
+	u = withReasoning(u, req.upstreamReasoning, req.reasoningRunes)
+	return u.Add(req.earlier), true // streams given up for a reasoning budget failover
+}
+
+// costOf prices a request's usage u: a hand-off's legs each at its own
+// model's price (handoff.go), else the model's (priceOf). priced is false
+// when no price applies.
+func (h *Relay) costOf(req *requestState, u usage.Usage) (cost float64, priced bool) {
+	if ho := req.handoff; ho != nil {
+		return ho.cost(func(model string) (usage.Price, bool) { return h.priceOf(model, req.alias) })
+	}
+	if p, ok := h.priceOf(req.model, req.alias); ok {
+		return p.Cost(u), true
+	}
+	return 0, false
+}
+
+// priceOf is the price of a model sent upstream (priceFor): the price
+// table's for the model, else for the alias, else the built-in list's.
+func (h *Relay) priceOf(model, alias string) (usage.Price, bool) {
+	p, info := h.priceFor(model, alias)
+	return p, info.From != priceNone
 }
 
 // withReasoning gives u, a usage that counts no reasoning tokens, the
@@ -174,34 +194,44 @@ func (h *Relay) accountRequest(req *requestState, raw []byte) {
 		usageRaw = req.smooth.Usage
 		outRunes = req.smooth.RunesOut + req.smooth.ToolRunes
 	case req.capture != nil:
-		usageRaw = req.capture.usage()
-		if u := string(usageRaw); u == "" || u == "null" {
-			// A provider's own member (Groq's x_groq.usage, Moonshot's in
-			// the choice), if the answer has one.
-			usageRaw, _ = usage.ProviderUsage(req.capture.buf.Bytes())
-		}
-		outRunes = req.capture.buf.Len() / 2
-		if b := req.capture.buf.Bytes(); req.reasoningRunes == 0 && req.ep.dialect == dialectChat && bytes.Contains(b, []byte(`"reasoning`)) {
-			// An answer passed through as it came: its reasoning field,
-			// for a usage that counts no reasoning (withReasoning). Read
-			// only then: decoding every answer cost the non-stream path
-			// about 4 % of its requests a second (relaybench).
-			if u, ok := usage.ParseUsage(usageRaw); !ok || u.Reasoning == 0 {
-				req.reasoningRunes = answerReasoningRunes(b)
-			}
+		usageRaw, outRunes = req.answerUsage(req.capture.buf.Bytes(), req.capture.usage())
+	}
+	h.account(req, usageRaw, req.estimator(raw, outRunes))
+}
+
+// answerUsage reads a whole (non-stream) answer b: its usage (usageRaw,
+// the usage member as read), else a provider's own member (Groq's
+// x_groq.usage, Moonshot's in the choice), and, for a usage that counts
+// no reasoning, the runes of its reasoning field (withReasoning). outRunes
+// is the answer's size for an estimate of its output.
+func (req *requestState) answerUsage(b []byte, usageRaw json.RawMessage) (_ json.RawMessage, outRunes int) {
+	if u := string(usageRaw); u == "" || u == "null" {
+		usageRaw, _ = usage.ProviderUsage(b)
+	}
+	if req.reasoningRunes == 0 && req.ep.dialect == dialectChat && bytes.Contains(b, []byte(`"reasoning`)) {
+		// An answer passed through as it came: its reasoning field,
+		// for a usage that counts no reasoning (withReasoning). Read
+		// only then: decoding every answer cost the non-stream path
+		// about 4 % of its requests a second (relaybench).
+		if u, ok := usage.ParseUsage(usageRaw); !ok || u.Reasoning == 0 {
+			req.reasoningRunes = answerReasoningRunes(b)
 		}
 	}
-	var estimate func() usage.Usage
-	if req.ep.conversation() {
-		// A conversation turn is estimated, delivered whole or broken off
-		// after some of it went out (the provider generated, and bills,
-		// what it sent): the formula means nothing for other endpoints,
-		// and an error answer generated nothing (above).
-		estimate = func() usage.Usage {
-			return usage.Usage{Prompt: usage.EstimatePrompt(raw), Completion: (outRunes + 3) / 4}
-		}
+	return usageRaw, len(b) / 2
+}
+
+// estimator estimates a conversation turn's usage, delivered whole or
+// broken off after some of it went out (the provider generated, and
+// bills, what it sent): the prompt from the client's body raw, the output
+// from outRunes. Other endpoints get none: the formula means nothing for
+// them (and an error answer generated nothing: accountRequest).
+func (req *requestState) estimator(raw []byte, outRunes int) func() usage.Usage {
+	if !req.ep.conversation() {
+		return nil
 	}
-	h.account(req, usageRaw, estimate)
+	return func() usage.Usage {
+		return usage.Usage{Prompt: usage.EstimatePrompt(raw), Completion: (outRunes + 3) / 4}
+	}
 }
 
 // logBudgetAlert logs a budget alert; fleet says it was claimed for the

@@ -223,7 +223,9 @@ func buildStatus(now time.Time) Status {
 				continue
 			}
 			seenAlias[rt.alias] = true
-			st.Chains = append(st.Chains, chainOf(rt, now))
+			c := chainOf(rt, now)
+			relays[i].chainPrices(&c, rt)
+			st.Chains = append(st.Chains, c)
 		}
 	}
 	st.Streams, st.Failovers = recentStreamViews(), recentFailoverViews()
@@ -356,6 +358,11 @@ type chainLink struct {
 	InFlight      int64   `json:"in_flight,omitempty"`
 	MaxConcurrent int64   `json:"max_concurrent,omitempty"`
 	Occupancy     float64 `json:"occupancy,omitempty"`
+	// Price is the price that applies to the target's model and where it
+	// comes from: from config (a price block), builtin (the built-in
+	// list, with its source page and date), none (no cost is counted), or
+	// per_request (the client's model, forwarded unchanged).
+	Price *priceInfo `json:"price,omitempty"`
 }
 
 func chainOf(rt *route, now time.Time) chainView {

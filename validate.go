@@ -36,8 +36,14 @@ func (h *Relay) checkConfig() error {
 		if err := k.check(keyName(h.Keys, i)); err != nil {
 			return err
 		}
+		if err := k.checkReasoningBudget(keyName(h.Keys, i)); err != nil {
+			return err
+		}
 	}
 	if _, err := keyBudgets(h.Keys); err != nil {
+		return err
+	}
+	if _, err := keyReasoningBudgets(h.Keys); err != nil {
 		return err
 	}
 	if _, err := keyRateLimits(h.Keys); err != nil {

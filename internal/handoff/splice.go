@@ -29,8 +29,11 @@ type Splicer struct {
 	// answer leg's usage.
 	ReasonPrompt int
 	// AnswerPrompt and AnswerCompletion are the answer leg's own usage,
-	// as it sent it (set when its usage chunk goes by).
+	// as it sent it (set when its usage chunk goes by); AnswerCached the
+	// part of its prompt read from the provider's cache
+	// (prompt_tokens_details.cached_tokens), priced as cached input.
 	AnswerPrompt, AnswerCompletion int
+	AnswerCached                   int
 	// End is what ended the reasoning, once Reason reported the hand-off:
 	// EndAnswer, EndToolCall, EndFinish or EndMaxReasoning.
 	End string
@@ -287,6 +290,11 @@ func (s *Splicer) sumUsage(raw json.RawMessage) json.RawMessage {
 	}
 	reasoning := s.ReasoningTokens()
 	s.AnswerPrompt, s.AnswerCompletion = num("prompt_tokens"), num("completion_tokens")
+	var promptDetails struct {
+		Cached int `json:"cached_tokens"`
+	}
+	_ = json.Unmarshal(u["prompt_tokens_details"], &promptDetails)
+	s.AnswerCached = min(max(promptDetails.Cached, 0), s.AnswerPrompt)
 	prompt := num("prompt_tokens") + s.ReasonPrompt
 	completion := num("completion_tokens") + reasoning
 	u["prompt_tokens"] = mustJSON(prompt)

@@ -133,7 +133,7 @@ func TestSplicerAnswer(t *testing.T) {
 		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}]}`,
 		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}]}`,
 		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
-		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[],"usage":{"prompt_tokens":50,"completion_tokens":10,"total_tokens":60}}`,
+		`{"id":"b","object":"chat.completion.chunk","created":9,"model":"claude","choices":[],"usage":{"prompt_tokens":50,"completion_tokens":10,"total_tokens":60,"prompt_tokens_details":{"cached_tokens":40}}}`,
 	}
 	var outs []decoded
 	for _, c := range in {
@@ -164,8 +164,8 @@ func TestSplicerAnswer(t *testing.T) {
 	if u == nil || u.Prompt != 150 || u.Completion != 12 || u.Total != 162 || u.Details.Reasoning != 3 {
 		t.Errorf("usage %+v", u)
 	}
-	if s.AnswerPrompt != 50 || s.AnswerCompletion != 10 {
-		t.Errorf("answer leg's own usage %d/%d", s.AnswerPrompt, s.AnswerCompletion)
+	if s.AnswerPrompt != 50 || s.AnswerCompletion != 10 || s.AnswerCached != 40 {
+		t.Errorf("answer leg's own usage %d/%d, %d cached", s.AnswerPrompt, s.AnswerCompletion, s.AnswerCached)
 	}
 	// An error object passes as it is.
 	e := `{"error":{"message":"overloaded","type":"server_error"}}`

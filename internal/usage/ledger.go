@@ -164,6 +164,8 @@ type account struct {
 	win     [numPeriods]window
 	total   counters
 	others  [numPeriods]remote // the rest of the fleet's spend (SetOthers)
+	// reasoning is the key's reasoning token budget (reasoning.go).
+	reasoning reasoningAccount
 }
 
 // remote is what the other instances of a fleet spent in one period, as

@@ -130,18 +130,24 @@ func NewPriceTable(m map[string]Price) *PriceTable {
 
 // Lookup returns the price of model, and whether the table has one.
 func (t *PriceTable) Lookup(model string) (Price, bool) {
+	p, _, ok := t.Match(model)
+	return p, ok
+}
+
+// Match is Lookup, with the name or pattern (ending in '*') that matched.
+func (t *PriceTable) Match(model string) (Price, string, bool) {
 	if t == nil {
-		return Price{}, false
+		return Price{}, "", false
 	}
 	if p, ok := t.exact[model]; ok {
-		return p, true
+		return p, model, true
 	}
 	for _, pt := range t.patterns {
 		if strings.HasPrefix(model, pt.prefix) {
-			return pt.price, true
+			return pt.price, pt.prefix + "*", true
 		}
 	}
-	return Price{}, false
+	return Price{}, "", false
 }
 
 // Len is the number of names and patterns in the table.
