@@ -103,7 +103,11 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, req, e)
 		return
 	}
-	body.buf = buf
+	if body.merged {
+		raw = body.raw // extra_body merged in: what everything below reads
+	} else {
+		body.buf = buf
+	}
 	req.requested = body.model
 	if limits != nil && limits.tokens != nil {
 		est := usage.EstimatePrompt(raw)
@@ -129,6 +133,9 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if ok {
 		pol.cfg.Mode = mode
+	}
+	if body.splitRatio != nil {
+		pol.cfg.SplitRatio = body.splitRatio // the pacer reads it in split-reasoning only
 	}
 	req.mode = pol.cfg.Mode.String()
 	reason, err := requestBudget(r, rt.reason)
