@@ -262,9 +262,9 @@ func errUntranslatable(err error) *apiError {
 // errUntranslatableRequest answers a request that no target of its chain
 // could take: each that needed a translation refused a field (see the
 // mapping tables in docs/anthropic.md and docs/responses.md).
-func errUntranslatableRequest(msg string) *apiError {
+func errUntranslatableRequest(msg string, targets []string) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "untranslatable_request",
-		Message: msg}
+		Message: msg + " (translating for " + strings.Join(targets, "; ") + ")"}
 }
 
 // errInvalidRequest answers a request that is not valid in the client's
