@@ -86,6 +86,9 @@ type requestLog struct {
 	spilled, degraded, queued bool
 	// handoff is a hand-off alias's legs (handoff.go); nil: not one.
 	handoff *handoffRecord
+	// splitRatio is the split ratio a split-reasoning stream was paced
+	// with (the request's, else the operator's); nil: none.
+	splitRatio *float64
 }
 
 // note records the outcome of an attempt or skip.
@@ -196,6 +199,9 @@ func (h *Relay) finishRequest(r *http.Request, req *requestState) {
 	}
 	if rl.smooth != nil {
 		fields = append(fields, zap.String("smoothing", rl.mode), zap.Object("smoothness", smoothFields{rl.smooth}))
+		if rl.splitRatio != nil {
+			fields = append(fields, zap.Float64("split_ratio", *rl.splitRatio))
+		}
 	}
 	if rl.effort != "" {
 		fields = append(fields, zap.String("reasoning_effort", rl.effort))

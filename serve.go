@@ -159,6 +159,9 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		pol.cfg.Format = ep.format()
 	}
+	if pol.cfg.Mode == pace.ModeSplit {
+		req.splitRatio = pol.cfg.SplitRatio
+	}
 	h.newChainRun(w, r, req, rt, body, pol).run()
 	h.accountRequest(req, raw)
 }
