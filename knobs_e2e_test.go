@@ -174,6 +174,9 @@ func TestPythonFailoverSplitRatio(t *testing.T) {
 	}
 	python, err := exec.LookPath("python3")
 	if err != nil {
+		if os.Getenv("RELAY_REQUIRE_PYTHON") == "1" {
+			t.Fatal("python3 is not on PATH (RELAY_REQUIRE_PYTHON=1)")
+		}
 		t.Skip("python3 is not on PATH")
 	}
 	strict := newStrictUpstream(t)
