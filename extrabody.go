@@ -3,6 +3,7 @@ package llmrelay
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
 )
@@ -32,12 +33,10 @@ const maxExtraBodyNesting = 4
 //
 // b and members are Split's object and members; so are the results.
 func mergeExtraBody(b []byte, members []jsonobj.Member) (out []byte, outMembers []jsonobj.Member, merged bool, err error) {
-	for depth := 0; ; depth++ {
+	// The common body has no extra_body: a look at the keys, no map.
+	for depth := 0; slices.ContainsFunc(members, isExtraBody); depth++ {
 		fields := jsonobj.Map(members)
-		extra, ok := fields[fieldExtraBody]
-		if !ok {
-			return b, members, merged, nil
-		}
+		extra := fields[fieldExtraBody]
 		if depth == maxExtraBodyNesting {
 			return nil, nil, false, errInvalidExtraBody("has extra_body objects nested more than 4 deep inside it")
 		}
@@ -59,7 +58,10 @@ func mergeExtraBody(b []byte, members []jsonobj.Member) (out []byte, outMembers 
 		}
 		merged = true
 	}
+	return b, members, merged, nil
 }
+
+func isExtraBody(m jsonobj.Member) bool { return m.Key == fieldExtraBody }
 
 // renderEdited is the object b with edits applied: spliced when no key
 // repeats, else through the map (the last of equal keys winning, as
