@@ -3,6 +3,7 @@ package llmrelay
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,6 +61,8 @@ type attemptResult struct {
 	notStreaming bool          // a stream request was answered 2xx without SSE
 	untranslated string        // the request could not be translated for this target (the client's 400 message)
 	invalid      *apiError     // the request is not valid in the client's dialect: the client's 400, now
+	// untranslatedFor names that target: upstream, model and api.
+	untranslatedFor string
 	// upstream is the upstream's own account of its failure (an error
 	// event before any data, insufficient_quota, an Anthropic error in a
 	// 200): what the client gets if this is the chain's last attempt.
@@ -134,8 +137,8 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 			return fail(classStatus, fmt.Errorf("the request is not valid: %s", ie.msg))
 		}
 		if ue, ok := errors.AsType[*untranslatableError](err); ok {
-			res.untranslated = ue.msg
-			return fail(classStatus, fmt.Errorf("cannot translate the request to %s: %s", x.upstream, ue.msg))
+			res.untranslated, res.untranslatedFor = ue.msg, ue.target(t.up.name, cmp.Or(t.model, body.model))
+			return fail(classStatus, fmt.Errorf("cannot translate the request to %s: %s", x.upstream, ue.Error()))
 		}
 		return fail(classStatus, fmt.Errorf("rewriting body: %w", err))
 	}

@@ -1280,8 +1280,19 @@ func parseSmoothing(d *caddyfile.Dispenser, model *string) (*Smoothing, error) {
 				return nil, d.Errf("reasoning: %q is not show or hide", v)
 			}
 			s.Reasoning = v
+		case "split_ratio":
+			r, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				err = checkSplitRatio(r)
+			} else {
+				err = fmt.Errorf("split_ratio %q is not a number: give a number from 0 to 1, such as 0.35", v)
+			}
+			if err != nil {
+				return nil, d.Err(err.Error())
+			}
+			s.SplitRatio = &r
 		default:
-			return nil, d.Errf("unrecognized smoothing subdirective %q; expected max_delay, reasoning_max_delay, reasoning_drain, min_interval, heartbeat, reasoning or early_commit", key)
+			return nil, d.Errf("unrecognized smoothing subdirective %q; expected max_delay, reasoning_max_delay, reasoning_drain, min_interval, split_ratio, heartbeat, reasoning or early_commit", key)
 		}
 	}
 	// A model block alone cannot be checked against the relay level here

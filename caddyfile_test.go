@@ -715,6 +715,41 @@ func TestCaddyfileSmoothing(t *testing.T) {
 	}
 }
 
+// TestCaddyfileSplitRatio: split_ratio at the relay level, a model's own
+// overriding it, and a model without one keeping the relay's.
+func TestCaddyfileSplitRatio(t *testing.T) {
+	r, err := cfParse(t, `llm_relay {
+	upstream u http://u/v1
+	model keeps {
+		to u
+	}
+	model own {
+		to u
+		smoothing {
+			split_ratio 0
+		}
+	}
+	smoothing split-reasoning {
+		split_ratio 0.35
+	}
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfProvision(t, r); err != nil {
+		t.Fatal(err)
+	}
+	for alias, want := range map[string]float64{"keeps": 0.35, "own": 0} {
+		if got := r.routes[alias].smooth.cfg.SplitRatio; got == nil || *got != want {
+			t.Errorf("%s: split ratio %v, want %v", alias, got, want)
+		}
+	}
+	pol, err := resolveSmoothing(&Smoothing{Mode: "split-reasoning"}, nil)
+	if err != nil || pol.cfg.SplitRatio != nil {
+		t.Errorf("no split_ratio: %v, %v; want none", pol.cfg.SplitRatio, err)
+	}
+}
+
 func TestSmoothingDefaults(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -761,6 +796,8 @@ func TestCaddyfileSmoothingErrors(t *testing.T) {
 			[]string{"smoothing: min_interval 500ms is longer than max_delay 400ms", "Testfile:6"}},
 		{"model block merged with relay level", "llm_relay {\n\tupstream u http://u/v1\n\tmodel m {\n\t\tto u\n\t\tsmoothing {\n\t\t\tmax_delay 50ms\n\t\t}\n\t}\n\tsmoothing {\n\t\tmin_interval 100ms\n\t\tmax_delay 1s\n\t}\n}",
 			[]string{`model "m": smoothing: min_interval 100ms is longer than max_delay 50ms`, "Testfile:5"}},
+		{"split_ratio above 1", ok("\tsmoothing split-reasoning {\n\t\tsplit_ratio 1.5\n\t}"), []string{"split_ratio 1.5 is not a share: give a number from 0 to 1", "Testfile:7"}},
+		{"split_ratio not a number", ok("\tsmoothing split-reasoning {\n\t\tsplit_ratio third\n\t}"), []string{`split_ratio "third" is not a number`, "Testfile:7"}},
 		{"model smoothing twice", "llm_relay {\n\tupstream u http://u/v1\n\tmodel m {\n\t\tto u\n\t\tsmoothing pace\n\t\tsmoothing off\n\t}\n}",
 			[]string{`model "m": smoothing is already specified`, "Testfile:6"}},
 	} {

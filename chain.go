@@ -3,6 +3,7 @@ package llmrelay
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
@@ -46,6 +47,8 @@ type chainRun struct {
 	// refusal's message (the client's 400 when no target took it).
 	untranslated    int
 	untranslatedMsg string
+	// untranslatedFor names the targets that refused with that message.
+	untranslatedFor []string
 	// invalid is the client's 400 for a request that is not valid in its
 	// own dialect: the chain gives up at once.
 	invalid  *apiError
@@ -266,7 +269,13 @@ func (c *chainRun) step(st step) chainOutcome {
 		c.notStreaming++
 	case res.untranslated != "":
 		c.untranslated++
+		if res.untranslated != c.untranslatedMsg {
+			c.untranslatedFor = c.untranslatedFor[:0]
+		}
 		c.untranslatedMsg = res.untranslated
+		if !slices.Contains(c.untranslatedFor, res.untranslatedFor) {
+			c.untranslatedFor = append(c.untranslatedFor, res.untranslatedFor)
+		}
 	}
 	c.req.note(t, res.err.Error())
 	if res.tryExpired {
@@ -399,7 +408,7 @@ func (c *chainRun) failure() *apiError {
 	case c.full > 0 && c.failed == 0:
 		e = errOverloaded(summary, c.h.capacity.queue)
 	case c.failed > 0 && c.untranslated == c.failed:
-		e = errUntranslatableRequest(c.untranslatedMsg)
+		e = errUntranslatableRequest(c.untranslatedMsg, c.untranslatedFor)
 	case c.last != nil:
 		// The last attempt failed with the upstream's own error: its code
 		// and message are what the client can act on (errors.go).

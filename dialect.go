@@ -165,9 +165,18 @@ func exchangeFor(ep endpoint, up *upstreamRuntime, think *thinktag.Syntax, reaso
 // client's dialect, but a field the upstream's dialect cannot express
 // without changing the answer. The target is skipped (the next one may
 // speak the client's dialect).
-type untranslatableError struct{ msg string }
+type untranslatableError struct{ msg, api string }
 
-func (e *untranslatableError) Error() string { return e.msg }
+func (e *untranslatableError) Error() string {
+	return e.msg + " (translating for an api " + e.api + " upstream)"
+}
+
+// target names the target the request could not be translated for, as
+// the client's 400 says it: which upstream and model to leave out of the
+// chain, or to call with the other dialect.
+func (e *untranslatableError) target(upstream, model string) string {
+	return "upstream " + upstream + ", model " + model + ", api " + e.api
+}
 
 // invalidRequestError is a request that is not valid in the client's own
 // dialect, found while translating it (a turn with no content, a
@@ -217,7 +226,7 @@ func (x exchange) translateRequest(b []byte) ([]byte, error) {
 		return nil, x.refused(re.Param, re.Message, re.Invalid && own)
 	}
 	if errors.Is(err, chat.ErrNotSupported) {
-		return nil, &untranslatableError{err.Error() + " (translating for an api " + x.api + " upstream)"}
+		return nil, &untranslatableError{err.Error(), x.api}
 	}
 	return b, err
 }
@@ -232,7 +241,7 @@ func (x exchange) refused(param, msg string, invalid bool) error {
 	if invalid {
 		return &invalidRequestError{param: param, msg: msg}
 	}
-	return &untranslatableError{msg + " (translating for an api " + x.api + " upstream)"}
+	return &untranslatableError{msg, x.api}
 }
 
 // translateStream wraps an upstream stream so that it yields the client's

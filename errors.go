@@ -55,8 +55,6 @@ var (
 		Message: "The request body's 'reasoning_dispersion' field must be true or false."}
 	errInvalidTrace = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_relay_options",
 		Message: "The request body's 'return_reasoning_trace' field must be true or false."}
-	errSplitRatioUnsupported = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_relay_option",
-		Message: "relay.split_ratio is not supported by this relay: split-reasoning paces reasoning and answer on lanes of their own, each bounded by its own delay (reasoning_max_delay, max_delay), not by a share. Leave it out; \"relay\": {\"mode\": \"split-reasoning\"} or \"reasoning_dispersion\": true asks for that mode."}
 	errKeyExpired = &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "key_expired",
 		Message: "This API key is not valid now: it has expired or is not valid yet. Ask the relay's operator for a current key."}
 	errIPNotAllowed = &apiError{Status: http.StatusForbidden, Type: "permission_error", Code: "ip_not_allowed",
@@ -64,6 +62,13 @@ var (
 	errTooLarge = &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 		Message: "The request body exceeds this relay's max_body limit."}
 )
+
+// errInvalidSplitRatio answers a relay.split_ratio that is not a number
+// from 0 to 1.
+func errInvalidSplitRatio(value string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_relay_options", Param: "relay.split_ratio",
+		Message: "relay.split_ratio must be a number from 0 to 1, the reasoning's share of the emissions in split-reasoning mode (such as 0.35), not " + value + "."}
+}
 
 func errModelNotFound(model string) *apiError {
 	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
@@ -257,9 +262,9 @@ func errUntranslatable(err error) *apiError {
 // errUntranslatableRequest answers a request that no target of its chain
 // could take: each that needed a translation refused a field (see the
 // mapping tables in docs/anthropic.md and docs/responses.md).
-func errUntranslatableRequest(msg string) *apiError {
+func errUntranslatableRequest(msg string, targets []string) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "untranslatable_request",
-		Message: msg}
+		Message: msg + " (translating for " + strings.Join(targets, "; ") + ")"}
 }
 
 // errInvalidRequest answers a request that is not valid in the client's

@@ -585,10 +585,11 @@ func TestReasoningDispersion(t *testing.T) {
 	}
 }
 
-// TestRelayKnobsOtherRelaysUse: reasoning_dispersion is stripped before
-// the upstream, in every form; relay.split_ratio, which this re-pacer has
-// no use for, and a reasoning_dispersion that is not a boolean are the
-// client's errors (400), and reach nobody.
+// TestRelayKnobsOtherRelaysUse: reasoning_dispersion, relay (with its
+// split_ratio) and extra_body are stripped before the upstream, in every
+// form; a split_ratio outside 0..1, an extra_body that is not an object
+// and a reasoning_dispersion that is not a boolean are the client's
+// errors (400), and reach nobody.
 func TestRelayKnobsOtherRelaysUse(t *testing.T) {
 	up := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		streamEvents(w, 0, chunk("ok"), "[DONE]")
@@ -610,21 +611,38 @@ func TestRelayKnobsOtherRelaysUse(t *testing.T) {
 		`{"model":"chat","stream":true,"reasoning_dispersion":false,` + msgs + `}`,
 		// A repeated key takes the map path rather than the splice.
 		`{"model":"chat","stream":true,"reasoning_dispersion":true,"stream":true,` + msgs + `}`,
+		`{"model":"chat","stream":true,"relay":{"mode":"split-reasoning","split_ratio":0.3},` + msgs + `}`,
+		`{"model":"chat","stream":true,"relay":{"mode":"pace","split_ratio":0},` + msgs + `}`,
+		`{"model":"chat","stream":true,"extra_body":{"reasoning_dispersion":true,"relay":{"split_ratio":1}},` + msgs + `}`,
+		`{"model":"chat","stream":true,"stream":true,"extra_body":{"reasoning_dispersion":true},` + msgs + `}`,
+		`{"model":"chat","stream":true,"top_p":1,"extra_body":{"top_p":0.25},` + msgs + `}`,
 	} {
 		resp := post(t, body, "Authorization", "Bearer sk-test-client")
 		if b := readAll(t, resp); resp.StatusCode != 200 {
 			t.Fatalf("%s: status %d: %s", body, resp.StatusCode, b)
 		}
 	}
+	merged := 0
 	for i, s := range up.requests() {
-		if _, ok := s.body["reasoning_dispersion"]; ok {
-			t.Errorf("request %d: reasoning_dispersion reached the upstream: %v", i+1, s.body)
+		if s.body["top_p"] == 0.25 {
+			merged++ // extra_body's member, over the top-level one
 		}
+		for _, field := range []string{"reasoning_dispersion", "relay", "extra_body"} {
+			if _, ok := s.body[field]; ok {
+				t.Errorf("request %d: %s reached the upstream: %v", i+1, field, s.body)
+			}
+		}
+	}
+	if merged == 0 {
+		t.Errorf("extra_body's top_p did not reach the upstream")
 	}
 	before := len(up.requests())
 	for body, code := range map[string]string{
-		`{"model":"chat","stream":true,"relay":{"split_ratio":0.3},` + msgs + `}`:  "unsupported_relay_option",
-		`{"model":"chat","stream":true,"reasoning_dispersion":"yes",` + msgs + `}`: "invalid_relay_options",
+		`{"model":"chat","stream":true,"relay":{"split_ratio":1.3},` + msgs + `}`:               "invalid_relay_options",
+		`{"model":"chat","stream":true,"relay":{"split_ratio":"0.3"},` + msgs + `}`:             "invalid_relay_options",
+		`{"model":"chat","stream":true,"extra_body":{"relay":{"split_ratio":-1}},` + msgs + `}`: "invalid_relay_options",
+		`{"model":"chat","stream":true,"extra_body":"reasoning_dispersion",` + msgs + `}`:       "invalid_extra_body",
+		`{"model":"chat","stream":true,"reasoning_dispersion":"yes",` + msgs + `}`:              "invalid_relay_options",
 	} {
 		resp := post(t, body, "Authorization", "Bearer sk-test-client")
 		b := readAll(t, resp)

@@ -98,6 +98,9 @@ type requestLog struct {
 	// target is the one whose answer went to the client, for its
 	// reasoning health (reasoninghealth.go); nil: none.
 	target *target
+	// splitRatio is the split ratio a split-reasoning stream was paced
+	// with (the request's, else the operator's); nil: none.
+	splitRatio *float64
 }
 
 // note records the outcome of an attempt or skip.
@@ -217,6 +220,9 @@ func (h *Relay) finishRequest(r *http.Request, req *requestState) {
 	}
 	if rl.smooth != nil {
 		fields = append(fields, zap.String("smoothing", rl.mode), zap.Object("smoothness", smoothFields{rl.smooth}))
+		if rl.splitRatio != nil {
+			fields = append(fields, zap.Float64("split_ratio", *rl.splitRatio))
+		}
 	}
 	if rl.effort != "" {
 		fields = append(fields, zap.String("reasoning_effort", rl.effort))

@@ -311,6 +311,16 @@ func TestOpenAIGoResponses(t *testing.T) {
 	if apiErr, ok := err.(*openai.Error); !ok || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "previous_response_id") || apiErr.Code != "untranslatable_request" {
 		t.Fatalf("previous_response_id to a Chat target: %v %s", err, apiErrJSON(err))
 	}
+	// The 400 names the target it could not translate for, as the client
+	// needs it to fix the chain or the call: upstream, model and api.
+	if apiErr := err.(*openai.Error); !strings.Contains(apiErr.Message, "translating for upstream simchat, model sim-reasoner, api chat") {
+		t.Errorf("previous_response_id to a Chat target: the 400 does not name the target: %s", apiErr.Message)
+	}
+	_, err = client.Responses.New(ctx, responses.ResponseNewParams{Model: "via-claude", Store: openai.Bool(true), Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+	if apiErr, ok := err.(*openai.Error); !ok || apiErr.StatusCode != http.StatusBadRequest || apiErr.Code != "untranslatable_request" ||
+		!strings.Contains(apiErr.Message, "store") || !strings.Contains(apiErr.Message, "translating for upstream simanth, model sim-reasoner, api anthropic") {
+		t.Errorf("store: true to an Anthropic target: %v %s", err, apiErrJSON(err))
+	}
 }
 
 func apiErrJSON(err error) string {

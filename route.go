@@ -231,7 +231,8 @@ func checkFieldPath(field string) error {
 // render it by splicing: the untouched fields go out as the client wrote
 // them (see internal/jsonobj).
 type requestBody struct {
-	raw       []byte                     // as the client sent it
+	raw       []byte                     // as the client sent it, but for an extra_body merged in
+	merged    bool                       // raw had an extra_body: it is a new slice, not the client's bytes
 	members   []jsonobj.Member           // its top-level members, in order, pointing into raw
 	unique    bool                       // no key repeats: the body can be spliced
 	fields    map[string]json.RawMessage // members by key, with the relay's own changes (set, del, setPath)
@@ -249,17 +250,25 @@ type requestBody struct {
 	// stream is then true, as the upstream sees it; clientStream is the
 	// client's view.
 	assemble bool
+	// splitRatio is relay.split_ratio, the client's share for the
+	// reasoning lane in split-reasoning; nil: none asked.
+	splitRatio *float64
 }
 
-// parseRequestBody parses a client body. It returns errInvalidJSON,
-// errMissingModel or errInvalidRelayField for the relay's own 400 answers.
+// parseRequestBody parses a client body, its extra_body merged in first
+// (see mergeExtraBody). It returns errInvalidJSON, errMissingModel,
+// errInvalidRelayField and the like for the relay's own 400 answers.
 func parseRequestBody(b []byte) (*requestBody, error) {
 	members, err := jsonobj.Split(b)
 	if err != nil {
 		return nil, errInvalidJSON
 	}
+	b, members, merged, err := mergeExtraBody(b, members)
+	if err != nil {
+		return nil, err
+	}
 	fields := jsonobj.Map(members)
-	rb := &requestBody{raw: b, members: members, unique: jsonobj.Unique(members), fields: fields}
+	rb := &requestBody{raw: b, members: members, unique: jsonobj.Unique(members), fields: fields, merged: merged}
 	if raw, ok := fields["model"]; ok {
 		rb.model = jsonString(raw)
 	}
@@ -274,7 +283,7 @@ func parseRequestBody(b []byte) (*requestBody, error) {
 		if err != nil {
 			return nil, err
 		}
-		rb.relayMode = opts.Mode
+		rb.relayMode, rb.splitRatio = opts.Mode, opts.SplitRatio
 	}
 	if raw, ok := fields["reasoning_dispersion"]; ok {
 		// Other relays' knob for re-pacing reasoning: true asks for

@@ -107,7 +107,11 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, req, e)
 		return
 	}
-	body.buf = buf
+	if body.merged {
+		raw = body.raw // extra_body merged in: what everything below reads
+	} else {
+		body.buf = buf
+	}
 	req.raw = raw
 	req.requested = body.model
 	if limits != nil && limits.tokens != nil {
@@ -141,6 +145,9 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		pol.cfg.Mode = mode
 	}
+	if body.splitRatio != nil {
+		pol.cfg.SplitRatio = body.splitRatio // the pacer reads it in split-reasoning only
+	}
 	req.mode = pol.cfg.Mode.String()
 	reason, err := requestBudget(r, rt.reason)
 	if err != nil {
@@ -163,6 +170,9 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		pol.cfg.DropUsage = askForUsage(body)
 	default:
 		pol.cfg.Format = ep.format()
+	}
+	if pol.cfg.Mode == pace.ModeSplit {
+		req.splitRatio = pol.cfg.SplitRatio
 	}
 	h.newChainRun(w, r, req, rt, body, pol).run()
 	h.accountRequest(req, raw)

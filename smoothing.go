@@ -22,8 +22,8 @@ import (
 // In a `model` block, a setting left out keeps the relay-level value.
 // Clients choose the mode per request with the header
 // `X-Relay-Mode: off|pace|split-reasoning` or the body field
-// `"relay": {"mode": "..."}` (the header wins); neither reaches the
-// upstream.
+// `"relay": {"mode": "..."}` (the header wins), and the split ratio with
+// `"relay": {"split_ratio": 0.35}`; neither reaches the upstream.
 type Smoothing struct {
 	// The mode: `off` forwards events as they come; `pace` paces all text
 	// on one lane bounded by max_delay; `split-reasoning` paces reasoning
@@ -63,6 +63,16 @@ type Smoothing struct {
 	// (`reasoning_content` and `reasoning` delta fields) from streams, in
 	// every mode; it is still counted. Default: `show`.
 	Reasoning string `json:"reasoning,omitempty"`
+
+	// `split_ratio <0..1>`: in `split-reasoning` mode, the reasoning
+	// lane's share of the emissions while both lanes have text queued
+	// (0.35: about a third of those ticks send reasoning, the rest
+	// answer). Each lane's delay bound still holds over it: text due
+	// goes at its tick whichever lane the share picked. 0: the answer
+	// goes first whenever it has text; 1: the reasoning does. Other modes
+	// ignore it. A request's `"relay": {"split_ratio": ...}` overrides
+	// it. Default: none, each tick sends a piece of each lane.
+	SplitRatio *float64 `json:"split_ratio,omitempty"`
 
 	// `early_commit <duration>`: when a stream's first upstream data event
 	// has not come after this long, answer `200` with SSE headers and start
@@ -121,6 +131,9 @@ func resolveSmoothing(relay, model *Smoothing) (smoothPolicy, error) {
 		if model.EarlyCommit != 0 {
 			s.EarlyCommit = model.EarlyCommit
 		}
+		if model.SplitRatio != nil {
+			s.SplitRatio = model.SplitRatio
+		}
 	}
 
 	var pol smoothPolicy
@@ -147,6 +160,12 @@ func resolveSmoothing(relay, model *Smoothing) (smoothPolicy, error) {
 		return pol, fmt.Errorf("reasoning %q: want show or hide", s.Reasoning)
 	}
 	pol.earlyCommit = time.Duration(s.EarlyCommit)
+	if s.SplitRatio != nil {
+		if err := checkSplitRatio(*s.SplitRatio); err != nil {
+			return pol, err
+		}
+		pol.cfg.SplitRatio = s.SplitRatio
+	}
 	c := pol.cfg
 	switch {
 	case c.MaxDelay < 0 || c.ReasoningMaxDelay < 0 || c.ReasoningDrain < 0 || c.MinInterval < 0 || c.Heartbeat < 0 || pol.earlyCommit < 0:
@@ -190,23 +209,40 @@ func requestMode(r *http.Request, body *requestBody) (pace.Mode, bool, error) {
 // options, removed before the upstream sees the body.
 type relayOptions struct {
 	Mode string `json:"mode"`
-	// SplitRatio is another relay's knob (the reasoning lane's share of
-	// the emissions); this re-pacer bounds each lane by its delay
-	// instead, so it is refused rather than silently ignored.
-	SplitRatio *json.RawMessage `json:"split_ratio"`
+	// SplitRatio is the reasoning lane's share of the emissions while
+	// both lanes have text queued, in split-reasoning (see
+	// pace.Config.SplitRatio); other modes ignore it, so a client may
+	// send it with every request. nil: none asked.
+	SplitRatio *float64 `json:"-"`
 }
 
 // parseRelayOptions reads the `relay` field of a request body.
 func parseRelayOptions(raw json.RawMessage) (relayOptions, error) {
-	var o relayOptions
+	var o struct {
+		Mode       string          `json:"mode"`
+		SplitRatio json.RawMessage `json:"split_ratio"`
+	}
 	if string(raw) == "null" {
-		return o, nil
+		return relayOptions{}, nil
 	}
 	if err := json.Unmarshal(raw, &o); err != nil {
-		return o, errInvalidRelayField
+		return relayOptions{}, errInvalidRelayField
 	}
-	if o.SplitRatio != nil {
-		return o, errSplitRatioUnsupported
+	opts := relayOptions{Mode: o.Mode}
+	if o.SplitRatio != nil && string(o.SplitRatio) != "null" {
+		var r float64
+		if err := json.Unmarshal(o.SplitRatio, &r); err != nil || checkSplitRatio(r) != nil {
+			return relayOptions{}, errInvalidSplitRatio(string(o.SplitRatio))
+		}
+		opts.SplitRatio = &r
 	}
-	return o, nil
+	return opts, nil
+}
+
+// checkSplitRatio checks a split ratio: a share, 0 to 1.
+func checkSplitRatio(r float64) error {
+	if !(r >= 0 && r <= 1) {
+		return fmt.Errorf("split_ratio %v is not a share: give a number from 0 to 1, such as 0.35 (the reasoning lane's share of the emissions while both lanes have text)", r)
+	}
+	return nil
 }

@@ -139,6 +139,13 @@ type Config struct {
 	// interval while there is a backlog.
 	MinInterval time.Duration
 
+	// SplitRatio, in ModeSplit, is the reasoning lane's share of the
+	// emissions while both lanes have text queued (0.35: about a third
+	// of those ticks send reasoning, the rest answer); each lane's delay
+	// bound still holds over it (see share). nil: every tick sends a
+	// piece of each lane that has one. Other modes ignore it.
+	SplitRatio *float64
+
 	// Heartbeat: after this much silence towards the client, send an SSE
 	// comment. Zero: never.
 	Heartbeat time.Duration

@@ -18,6 +18,9 @@
 //   - [Pacer] (pacer.go) is the scheduler: a FIFO of items and per-lane rate
 //     control, driven by explicit times, with no goroutines and no clock of
 //     its own, so it is tested on made-up timelines.
+//   - share (share.go) divides split-reasoning's ticks between the lanes
+//     by Config.SplitRatio while both have text queued, each lane's bound
+//     kept over it.
 //   - [Run] (stream.go) drives a Pacer for one HTTP stream: a reader
 //     goroutine, one timer, heartbeats and back-pressure.
 //

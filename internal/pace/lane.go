@@ -44,6 +44,7 @@ type lane struct {
 
 	credit  float64   // runes the lane may still send; < 0: ahead of its rate
 	accrued time.Time // when credit was last brought up to date
+	yielded int       // contested ticks given to the other lane since this one last won one (see share)
 
 	// The input rate, measured per cluster: a cluster is a run of
 	// arrivals less than one interval apart (one burst, read in a few
@@ -184,14 +185,17 @@ func (l *lane) steadyRate() float64 {
 }
 
 // accrue adds the credit earned since the last call, capped at two
-// intervals' worth so an idle spell does not turn into a burst.
+// intervals' worth so an idle spell does not turn into a burst, and one
+// more for each tick the lane yielded to the other under a split ratio
+// (a yielded tick is not idle: its piece goes out with the next one the
+// lane wins).
 func (l *lane) accrue(now time.Time) {
 	if l.backlog == 0 {
-		l.credit, l.accrued = 0, now
+		l.credit, l.accrued, l.yielded = 0, now, 0
 		return
 	}
 	l.credit += l.rate * now.Sub(l.accrued).Seconds()
-	l.credit = min(l.credit, max(1, 2*l.rate*l.interval.Seconds()))
+	l.credit = min(l.credit, max(1, float64(2+l.yielded)*l.rate*l.interval.Seconds()))
 	l.accrued = now
 }
 

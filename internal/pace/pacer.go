@@ -56,6 +56,7 @@ type Pacer struct {
 	eventsOut    int
 	tl           *Timeline // Config.Timeline: marks of arrivals and emissions, or nil
 	lastLane     MarkLane  // the lane of the last event pushed (pass sends that event)
+	share        *share    // Config.SplitRatio's division of contested ticks (ModeSplit), or nil
 	msg          msgState  // FormatMessages only
 	rsp          rspState  // FormatResponses only
 }
@@ -149,6 +150,10 @@ func NewPacer(cfg Config) *Pacer {
 	p.lanes[laneReasoning] = newLane(reasoning, p.tickEvery)
 	if cfg.Mode == ModeSplit {
 		p.lanes[laneReasoning].hold = reasoningHold
+		if cfg.SplitRatio != nil {
+			s := newShare(*cfg.SplitRatio)
+			p.share = &s
+		}
 	}
 	p.msg.dropIdx, p.msg.thinkIdx = -1, -1
 	p.reasoning = BudgetCount{Limit: cfg.ReasoningBudget, Action: cfg.BudgetAction}
@@ -563,9 +568,14 @@ func (p *Pacer) tick(now time.Time) {
 	}
 	if p.head < len(p.items) && p.items[p.head].text {
 		first := p.items[p.head].lane
-		p.serve(first, now, horizon)
-		if p.cfg.Mode == ModeSplit {
-			p.serve(1-first, now, horizon)
+		switch {
+		case p.share != nil:
+			p.tickShared(now, horizon)
+		default:
+			p.serve(first, now, horizon, false)
+			if p.cfg.Mode == ModeSplit {
+				p.serve(1-first, now, horizon, false)
+			}
 		}
 	}
 	p.closeEvent(now)
@@ -576,8 +586,9 @@ func (p *Pacer) tick(now time.Time) {
 }
 
 // serve sends lane ln's part of a tick from the text ahead of the first
-// barrier.
-func (p *Pacer) serve(ln uint8, now, horizon time.Time) {
+// barrier: its text due before the next tick, then, unless dueOnly, a
+// piece its rate allows. It reports whether it sent such a piece.
+func (p *Pacer) serve(ln uint8, now, horizon time.Time, dueOnly bool) (paced bool) {
 	budget := -1 // not known until the first item that is not due
 	for i := p.head; i < len(p.items) && p.items[i].text; i++ {
 		it := &p.items[i]
@@ -586,21 +597,26 @@ func (p *Pacer) serve(ln uint8, now, horizon time.Time) {
 		}
 		nb, nr := it.body.len(), it.runes
 		if it.deadline.After(horizon) { // and so are the lane's later ones
+			if dueOnly {
+				return false
+			}
 			if budget < 0 {
 				budget = p.budget(ln, it, now)
 			}
 			if budget <= 0 {
-				return
+				return paced
 			}
 			nb, nr = cutPoint(p.arena[it.body.off:it.body.end], it.runes, budget)
 			budget -= nr
+			paced = true
 		}
 		p.sendPiece(it, nb, nr, now)
 		if it.runes > 0 {
-			return
+			return paced
 		}
 		it.sent = true
 	}
+	return paced
 }
 
 // budget is the runes lane ln may send this tick, it being its first

@@ -55,8 +55,16 @@ func FuzzPacerByteExact(f *testing.F) {
 		}
 		arrs = append(arrs, arrival{at: at, ev: done.Clone()})
 
+		// Every mode, and split-reasoning with a split ratio drawn from
+		// the seed (0 and 1 included): the ratio never breaks a bound.
+		ratio := min(float64(seed%12)/10, 1)
+		cfgs := []Config{{Mode: ModeSplit, SplitRatio: &ratio}}
 		for _, m := range modes {
-			cfg := Config{Mode: m}.withDefaults()
+			cfgs = append(cfgs, Config{Mode: m})
+		}
+		for _, cfg := range cfgs {
+			m := cfg.Mode
+			cfg = cfg.withDefaults()
 			ems, _ := simulate(t, cfg, arrs)
 			var got [2]strings.Builder
 			for _, e := range ems {
