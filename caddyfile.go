@@ -836,11 +836,12 @@ func parseTargetLine(d *caddyfile.Dispenser, what string) (up, model string, pct
 
 // parseCanary parses a model block's `canary` line and block.
 func parseCanary(d *caddyfile.Dispenser) (*Canary, error) {
-	up, model, pct, err := parseTargetLine(d, "canary")
+	c, err := parseCanaryLine(d)
 	if err != nil {
 		return nil, err
 	}
-	c := &Canary{Upstream: up, Model: model, Percent: pct}
+	// Reported after the block is read, but it names this line.
+	noShare := d.Errf("canary: no share; give one, as in `canary <upstream> [<model>] <percent>`, or a roll-out in its block, as in `promote 5%% for 3d, 50%% for 7d, 100%%`")
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "key":
@@ -863,25 +864,15 @@ func parseCanary(d *caddyfile.Dispenser) (*Canary, error) {
 				return nil, err
 			}
 		case "promote":
-			args := d.RemainingArgs()
-			if len(args) < 3 || args[len(args)-2] != "every" {
-				return nil, d.Errf("canary promote: expected `promote <percent...> every <duration>`, e.g. `promote 50 100 every 10m`")
-			}
-			for _, a := range args[:len(args)-2] {
-				p, err := parsePercent(a)
-				if err != nil {
-					return nil, d.Errf("canary promote: %v", err)
-				}
-				c.Promote = append(c.Promote, p)
-			}
-			dur, err := parseDurationArg(d, "canary promote every", args[len(args)-1])
-			if err != nil {
+			if err := parseCanaryPromote(d, c); err != nil {
 				return nil, err
 			}
-			c.PromoteEvery = dur
 		default:
 			return nil, d.Errf("unrecognized canary subdirective %q; expected key, guard or promote", d.Val())
 		}
+	}
+	if c.Percent == 0 && len(c.Phases) == 0 {
+		return nil, noShare
 	}
 	return c, nil
 }
@@ -889,7 +880,7 @@ func parseCanary(d *caddyfile.Dispenser) (*Canary, error) {
 // parseGuard parses a canary's `guard { ... }`.
 func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
 	if d.NextArg() {
-		return d.Errf("guard takes no arguments; put ttft_p99, error_rate, min_samples and window in its block")
+		return d.Errf("guard takes no arguments; put ttft_p99, ttft_mean, error_rate, cluster_rate, min_samples and window in its block")
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		key := d.Val()
@@ -910,6 +901,18 @@ func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
 				return d.Errf("guard error_rate: %v", err)
 			}
 			g.ErrorRate = r
+		case "ttft_mean":
+			dur, err := parseDurationArg(d, "guard ttft_mean", v)
+			if err != nil {
+				return err
+			}
+			g.TTFTMean = dur
+		case "cluster_rate":
+			r, err := parseRatio(v)
+			if err != nil {
+				return d.Errf("guard cluster_rate: %v", err)
+			}
+			g.ClusterRate = r
 		case "min_samples", "window":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -924,7 +927,7 @@ func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
 				g.MinSamples = n
 			}
 		default:
-			return d.Errf("unrecognized guard subdirective %q; expected ttft_p99, error_rate, min_samples or window", key)
+			return d.Errf("unrecognized guard subdirective %q; expected ttft_p99, ttft_mean, error_rate, cluster_rate, min_samples or window", key)
 		}
 	}
 	return nil
