@@ -384,10 +384,9 @@ func (f *fleetState) queueRollouts(ctx context.Context, pipe redis.Pipeliner, r 
 	canaryHash, ejectHash := f.prefix+"canary", f.prefix+"eject"
 	r.canaryOp = &hashOp{key: canaryHash}
 	for fld, c := range r.canaries {
+		// Every canary, at its first phase too: the fleet's phase began
+		// when the first instance began it.
 		p := c.Persist()
-		if p.Step == 0 && p.State != canary.StateRolledBack {
-			continue // where every instance starts
-		}
 		b, _ := json.Marshal(sharedCanary{Name: c.Name(), Persisted: p})
 		if f.pushedValue(canaryHash+fld) != string(b) {
 			r.canaryOp.pairs = append(r.canaryOp.pairs, fld, string(b))
@@ -606,6 +605,11 @@ func (f *fleetState) applyCanaries(r *round) {
 			continue // a canary of a config not loaded here
 		}
 		ev := c.Adopt(p)
+		if c.Persist().Ahead(p) {
+			// Another instance's write overwrote this one's further
+			// roll-out (the hash keeps the last write): push it again.
+			f.forgetPushed(op.key + fld)
+		}
 		if ev == nil {
 			continue
 		}
@@ -712,6 +716,12 @@ func (f *fleetState) applySpend(r *round) {
 // fleetReasonPrefix marks an ejection adopted from the fleet, which is not
 // pushed back.
 const fleetReasonPrefix = "ejected by another instance: "
+
+func (f *fleetState) forgetPushed(k string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pushed, k)
+}
 
 func (f *fleetState) pushedValue(k string) string {
 	f.mu.Lock()

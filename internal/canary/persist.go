@@ -71,3 +71,18 @@ func (c *Canary) Adopt(p Persisted) *Event {
 	}
 	return nil
 }
+
+// Ahead reports whether p is further along than q, as Adopt orders
+// states: a rollback is ahead of anything but a rollback, a later step of
+// an earlier one, and the same step begun earlier of one begun later.
+func (p Persisted) Ahead(q Persisted) bool {
+	switch {
+	case q.State == StateRolledBack:
+		return false
+	case p.State == StateRolledBack:
+		return true
+	case p.Step != q.Step:
+		return p.Step > q.Step
+	}
+	return !p.Since.IsZero() && p.Since.Before(q.Since)
+}
