@@ -50,7 +50,9 @@ func TestAdoptOnlyMovesForward(t *testing.T) {
 
 func TestAhead(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
-	active := func(step int, since time.Time) Persisted { return Persisted{State: StateActive, Step: step, Since: since} }
+	active := func(step int, since time.Time) Persisted {
+		return Persisted{State: StateActive, Step: step, Since: since}
+	}
 	rb := Persisted{State: StateRolledBack, Since: t0}
 	for _, c := range []struct {
 		p, q Persisted
