@@ -58,7 +58,7 @@ func TestCanaryPhaseInChromium(t *testing.T) {
 	if p.Current != "12.5% for 1s" || !strings.Contains(p.Phases, "12.5% for 1s → 50% for 1d → 100%") || !strings.Contains(p.Phases, "phase 1 of 3") {
 		t.Errorf("first phase on the page: %+v", p)
 	}
-	if p.Ends != ends.Format(time.RFC3339) || !strings.Contains(p.EndText, ends.Format("2006-01-02 15:04:05")+" UTC") || !strings.Contains(p.EndText, "and 1 more attempts") {
+	if p.Ends != ends.Format(time.RFC3339) || !strings.Contains(p.EndText, ends.Format("2006-01-02 15:04:05")+" UTC") || !strings.Contains(p.EndText, "and 1 more attempt") {
 		t.Errorf("first phase's end on the page: %+v; the JSON's %v", p, ends)
 	}
 

@@ -388,7 +388,7 @@ type SLO struct {
 // Canary sends a stable slice of requests to a new target first, and
 // rolls it back by itself when it misbehaves.
 //
-// Caddyfile: `canary <upstream> [<model>] <percent> { ... }` in a `model`
+// Caddyfile: `canary <upstream> [<model>] [<percent>] { ... }` in a `model`
 // block; each field below gives its line. The grammar is the README's
 // Caddyfile section (README.md#caddyfile).
 type Canary struct {
