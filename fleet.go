@@ -95,6 +95,12 @@ type fleetState struct {
 	canaries map[string]*canary.Canary // by pool key
 	targets  map[string]*health.Target // by health key
 	pushed   map[string]string         // field → the JSON last written (canaries, ejections)
+	// firstDue: a canary at its first phase whose field was, at the last
+	// read, absent or behind this instance's (canary.Persisted.Ahead).
+	// Only then is its first phase pushed: every instance starts there,
+	// and a write from each would overwrite a roll-out further along
+	// more often than it tells anyone anything.
+	firstDue map[string]bool
 	alerts   []usage.Alert             // raised here, not claimed yet
 	limits   map[string]*keyLimits     // key names with an rpm, tpm or max_concurrent
 	// limitSeen is each other instance's key limit figures per key name
@@ -187,6 +193,7 @@ func newFleetState(c *StateConfig, password string, logger *zap.Logger) *fleetSt
 		canaries:    map[string]*canary.Canary{},
 		targets:     map[string]*health.Target{},
 		pushed:      map[string]string{},
+		firstDue:    map[string]bool{},
 		limits:      map[string]*keyLimits{},
 		limitSeen:   map[string]map[string]sharedstate.Peer{},
 		stop:        make(chan struct{}),
@@ -384,9 +391,13 @@ func (f *fleetState) queueRollouts(ctx context.Context, pipe redis.Pipeliner, r 
 	canaryHash, ejectHash := f.prefix+"canary", f.prefix+"eject"
 	r.canaryOp = &hashOp{key: canaryHash}
 	for fld, c := range r.canaries {
-		// Every canary, at its first phase too: the fleet's phase began
-		// when the first instance began it.
+		// At its first phase too, when the fleet does not have it yet or
+		// has a later start: the fleet's phase began when the first
+		// instance began it.
 		p := c.Persist()
+		if p.Step == 0 && p.State != canary.StateRolledBack && !f.isFirstDue(canaryHash+fld) {
+			continue
+		}
 		b, _ := json.Marshal(sharedCanary{Name: c.Name(), Persisted: p})
 		if f.pushedValue(canaryHash+fld) != string(b) {
 			r.canaryOp.pairs = append(r.canaryOp.pairs, fld, string(b))
@@ -610,6 +621,7 @@ func (f *fleetState) applyCanaries(r *round) {
 			// roll-out (the hash keeps the last write): push it again.
 			f.forgetPushed(op.key + fld)
 		}
+		f.setFirstDue(op.key+fld, c.Persist().Ahead(p))
 		if ev == nil {
 			continue
 		}
@@ -619,6 +631,11 @@ func (f *fleetState) applyCanaries(r *round) {
 			f.logger.Warn("canary rolled back by the fleet", fields...)
 		} else {
 			f.logger.Info("canary promoted by the fleet", fields...)
+		}
+	}
+	for fld := range r.canaries {
+		if _, ok := h.Fields[fld]; !ok {
+			f.setFirstDue(op.key+fld, true)
 		}
 	}
 	r.problems[op.key] = probs
@@ -716,6 +733,22 @@ func (f *fleetState) applySpend(r *round) {
 // fleetReasonPrefix marks an ejection adopted from the fleet, which is not
 // pushed back.
 const fleetReasonPrefix = "ejected by another instance: "
+
+func (f *fleetState) isFirstDue(k string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.firstDue[k]
+}
+
+func (f *fleetState) setFirstDue(k string, due bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if due {
+		f.firstDue[k] = true
+	} else {
+		delete(f.firstDue, k)
+	}
+}
 
 func (f *fleetState) forgetPushed(k string) {
 	f.mu.Lock()
