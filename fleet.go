@@ -101,8 +101,8 @@ type fleetState struct {
 	// and a write from each would overwrite a roll-out further along
 	// more often than it tells anyone anything.
 	firstDue map[string]bool
-	alerts   []usage.Alert             // raised here, not claimed yet
-	limits   map[string]*keyLimits     // key names with an rpm, tpm or max_concurrent
+	alerts   []usage.Alert         // raised here, not claimed yet
+	limits   map[string]*keyLimits // key names with an rpm, tpm or max_concurrent
 	// limitSeen is each other instance's key limit figures per key name
 	// and instance as last read: what the counters grew since is drained,
 	// and when they last changed says whether its requests in flight
