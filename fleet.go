@@ -95,14 +95,14 @@ type fleetState struct {
 	canaries map[string]*canary.Canary // by pool key
 	targets  map[string]*health.Target // by health key
 	pushed   map[string]string         // field → the JSON last written (canaries, ejections)
+	alerts   []usage.Alert             // raised here, not claimed yet
+	limits   map[string]*keyLimits     // key names with an rpm, tpm or max_concurrent
 	// firstDue: a canary at its first phase whose field was, at the last
 	// read, absent or behind this instance's (canary.Persisted.Ahead).
 	// Only then is its first phase pushed: every instance starts there,
 	// and a write from each would overwrite a roll-out further along
 	// more often than it tells anyone anything.
 	firstDue map[string]bool
-	alerts   []usage.Alert         // raised here, not claimed yet
-	limits   map[string]*keyLimits // key names with an rpm, tpm or max_concurrent
 	// limitSeen is each other instance's key limit figures per key name
 	// and instance as last read: what the counters grew since is drained,
 	// and when they last changed says whether its requests in flight
