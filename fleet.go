@@ -37,7 +37,9 @@ import (
 //   - budget alerts: an instance that raises one claims it in Redis
 //     (SET NX); only the claimant logs it, so it is logged once per fleet.
 //   - canary roll-outs: a step or a rollback decided anywhere is adopted
-//     everywhere (canary.Adopt only moves forward). The guard's samples
+//     everywhere (canary.Adopt only moves forward), and so is the earliest
+//     start of a phase (the first phase began when the first instance
+//     began it). The guard's samples
 //     stay per instance: they are this instance's own measurements, and
 //     sharing them would put Redis on the path of every canary attempt;
 //     the decision they lead to is what is shared.
