@@ -304,3 +304,34 @@ func TestFormatSpan(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPhases: any roll-out, valid or not, makes a canary whose share is
+// one of its (clamped) phases' and whose next step, when it has one, is
+// its phase's start plus the phase's duration; promotions only move
+// forward, never before the phase's end.
+func FuzzPhases(f *testing.F) {
+	f.Add(5.0, int64(3*day), 50.0, int64(7*day), 100.0, int64(0), uint8(30))
+	f.Add(-1.0, int64(-5), 200.0, int64(1), math.NaN(), int64(9), uint8(3))
+	f.Fuzz(func(t *testing.T, s1 float64, d1 int64, s2 float64, d2 int64, s3 float64, d3 int64, n uint8) {
+		phases := []Phase{{s1, time.Duration(d1)}, {s2, time.Duration(d2)}, {s3, time.Duration(d3)}}
+		_ = ValidatePhases(phases, Guard{})
+		c := NewPhases("f", phases, Guard{MinSamples: 1, Window: 4}, t0)
+		now, step := t0, 0
+		for i := range int(n) {
+			now = now.Add(time.Duration(i) * time.Minute)
+			before := c.Snapshot(now)
+			ev := c.Record(Sample{At: now, OK: true, TTFT: time.Millisecond})
+			s := c.Snapshot(now)
+			if s.Share < 0 || s.Share > 100 || s.Step < step || s.Step >= len(s.Phases) {
+				t.Fatalf("snapshot %+v", s)
+			}
+			if ev != nil && ev.Kind == EventPromote && (before.NextStepAt.IsZero() || now.Before(before.NextStepAt)) {
+				t.Fatalf("promoted at %v, the phase ended at %v", now, before.NextStepAt)
+			}
+			if d := s.Phases[s.Step].ForMs; !s.NextStepAt.IsZero() && math.Abs(ms(s.NextStepAt.Sub(s.Since))-d) > 1e-3*math.Max(1, d) {
+				t.Fatalf("next step %v, since %v, for %v ms", s.NextStepAt, s.Since, d)
+			}
+			step = s.Step
+		}
+	})
+}
