@@ -836,7 +836,7 @@ func parseTargetLine(d *caddyfile.Dispenser, what string) (up, model string, pct
 
 // parseCanary parses a model block's `canary` line and block.
 func parseCanary(d *caddyfile.Dispenser) (*Canary, error) {
-	c, err := parseCanaryLine(d)
+	c, gotShare, err := parseCanaryLine(d)
 	if err != nil {
 		return nil, err
 	}
@@ -871,7 +871,7 @@ func parseCanary(d *caddyfile.Dispenser) (*Canary, error) {
 			return nil, d.Errf("unrecognized canary subdirective %q; expected key, guard or promote", d.Val())
 		}
 	}
-	if c.Percent == 0 && len(c.Phases) == 0 {
+	if !gotShare && len(c.Phases) == 0 {
 		return nil, noShare
 	}
 	return c, nil
@@ -880,20 +880,21 @@ func parseCanary(d *caddyfile.Dispenser) (*Canary, error) {
 // parseCanaryLine parses `canary <upstream> [<model>] [<percent>]`. The
 // percent may be left out when the block gives a roll-out by phases (the
 // first phase is the starting share). A last argument that is a number
-// is the percent, as it always was; anything else is the model.
-func parseCanaryLine(d *caddyfile.Dispenser) (*Canary, error) {
+// is the percent, as it always was; anything else is the model. gotShare
+// reports a percent given (0 included: Provision refuses it, saying why).
+func parseCanaryLine(d *caddyfile.Dispenser) (c *Canary, gotShare bool, err error) {
 	args := d.RemainingArgs()
 	if len(args) < 1 || len(args) > 3 {
-		return nil, d.Errf("canary: expected `canary <upstream> [<model>] <percent>`")
+		return nil, false, d.Errf("canary: expected `canary <upstream> [<model>] <percent>`")
 	}
-	c := &Canary{Upstream: args[0]}
+	c = &Canary{Upstream: args[0]}
 	rest := args[1:]
 	if n := len(rest); n > 0 && isNumber(rest[n-1]) {
 		pct, err := parsePercent(rest[n-1])
 		if err != nil {
-			return nil, d.Errf("canary: %v", err)
+			return nil, false, d.Errf("canary: %v", err)
 		}
-		c.Percent = pct
+		c.Percent, gotShare = pct, true
 		rest = rest[:n-1]
 	}
 	switch len(rest) {
@@ -901,9 +902,9 @@ func parseCanaryLine(d *caddyfile.Dispenser) (*Canary, error) {
 	case 1:
 		c.Model = rest[0]
 	default:
-		return nil, d.Errf("canary: expected `canary <upstream> [<model>] <percent>`")
+		return nil, false, d.Errf("canary: expected `canary <upstream> [<model>] <percent>`")
 	}
-	return c, nil
+	return c, gotShare, nil
 }
 
 func isNumber(v string) bool {
