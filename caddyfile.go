@@ -873,11 +873,12 @@ func parseTargetLine(d *caddyfile.Dispenser, what string) (up, model string, pct
 
 // parseCanary parses a model block's `canary` line and block.
 func parseCanary(d *caddyfile.Dispenser) (*Canary, error) {
-	up, model, pct, err := parseTargetLine(d, "canary")
+	c, gotShare, err := parseCanaryLine(d)
 	if err != nil {
 		return nil, err
 	}
-	c := &Canary{Upstream: up, Model: model, Percent: pct}
+	// Reported after the block is read, but it names this line.
+	noShare := d.Errf("canary: no share; give one, as in `canary <upstream> [<model>] <percent>`, or a roll-out in its block, as in `promote 5%% for 3d, 50%% for 7d, 100%%`")
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "key":
@@ -900,33 +901,120 @@ func parseCanary(d *caddyfile.Dispenser) (*Canary, error) {
 				return nil, err
 			}
 		case "promote":
-			args := d.RemainingArgs()
-			if len(args) < 3 || args[len(args)-2] != "every" {
-				return nil, d.Errf("canary promote: expected `promote <percent...> every <duration>`, e.g. `promote 50 100 every 10m`")
-			}
-			for _, a := range args[:len(args)-2] {
-				p, err := parsePercent(a)
-				if err != nil {
-					return nil, d.Errf("canary promote: %v", err)
-				}
-				c.Promote = append(c.Promote, p)
-			}
-			dur, err := parseDurationArg(d, "canary promote every", args[len(args)-1])
-			if err != nil {
+			if err := parseCanaryPromote(d, c); err != nil {
 				return nil, err
 			}
-			c.PromoteEvery = dur
 		default:
 			return nil, d.Errf("unrecognized canary subdirective %q; expected key, guard or promote", d.Val())
 		}
 	}
+	if !gotShare && len(c.Phases) == 0 {
+		return nil, noShare
+	}
 	return c, nil
+}
+
+// parseCanaryLine parses `canary <upstream> [<model>] [<percent>]`. The
+// percent may be left out when the block gives a roll-out by phases (the
+// first phase is the starting share). A last argument that is a number
+// is the percent, as it always was; anything else is the model. gotShare
+// reports a percent given (0 included: Provision refuses it, saying why).
+func parseCanaryLine(d *caddyfile.Dispenser) (c *Canary, gotShare bool, err error) {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args) > 3 {
+		return nil, false, d.Errf("canary: expected `canary <upstream> [<model>] <percent>`")
+	}
+	c = &Canary{Upstream: args[0]}
+	rest := args[1:]
+	if n := len(rest); n > 0 && isNumber(rest[n-1]) {
+		pct, err := parsePercent(rest[n-1])
+		if err != nil {
+			return nil, false, d.Errf("canary: %v", err)
+		}
+		c.Percent, gotShare = pct, true
+		rest = rest[:n-1]
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		c.Model = rest[0]
+	default:
+		return nil, false, d.Errf("canary: expected `canary <upstream> [<model>] <percent>`")
+	}
+	return c, gotShare, nil
+}
+
+func isNumber(v string) bool {
+	_, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+	return err == nil
+}
+
+// parseCanaryPromote parses a canary's promote line, in either form:
+//
+//	promote <percent...> every <duration>        (steps of one length)
+//	promote <percent> for <duration>, ..., <percent>   (phases of their own)
+//
+// and checks the schedule at this line.
+func parseCanaryPromote(d *caddyfile.Dispenser, c *Canary) error {
+	if len(c.Promote) > 0 || len(c.Phases) > 0 {
+		return d.Errf("canary promote is already specified; give the whole schedule on one promote line")
+	}
+	args := d.RemainingArgs()
+	hasFor, hasEvery := false, false
+	for _, a := range args {
+		hasFor = hasFor || strings.TrimSuffix(a, ",") == "for"
+		hasEvery = hasEvery || a == "every"
+	}
+	const forms = "`promote 5% for 3d, 50% for 7d, 100%` (phases of their own lengths) or `promote 50 100 every 10m` (steps after the canary's share, each as long)"
+	switch {
+	case hasFor && hasEvery:
+		return d.Errf("canary promote: `for` and `every` are two forms of one schedule; use one: %s", forms)
+	case hasFor:
+		for i, part := range strings.Split(strings.Join(args, " "), ",") {
+			f := strings.Fields(part)
+			if len(f) != 1 && (len(f) != 3 || f[1] != "for") {
+				return d.Errf("canary promote: phase %d %q: expected `<percent> for <duration>`, or `<percent>` for the last; e.g. %s", i+1, strings.TrimSpace(part), forms)
+			}
+			pct, err := parsePercent(f[0])
+			if err != nil {
+				return d.Errf("canary promote: phase %d: %v", i+1, err)
+			}
+			ph := CanaryPhase{Percent: pct}
+			if len(f) == 3 {
+				dur, err := parseDurationArg(d, "canary promote: phase "+strconv.Itoa(i+1)+" for", f[2])
+				if err != nil {
+					return err
+				}
+				ph.For = dur
+			}
+			c.Phases = append(c.Phases, ph)
+		}
+	case len(args) >= 3 && args[len(args)-2] == "every":
+		for _, a := range args[:len(args)-2] {
+			p, err := parsePercent(a)
+			if err != nil {
+				return d.Errf("canary promote: %v", err)
+			}
+			c.Promote = append(c.Promote, p)
+		}
+		dur, err := parseDurationArg(d, "canary promote every", args[len(args)-1])
+		if err != nil {
+			return err
+		}
+		c.PromoteEvery = dur
+	default:
+		return d.Errf("canary promote: expected %s", forms)
+	}
+	if err := c.checkRollout(); err != nil {
+		return d.Errf("canary %v", err)
+	}
+	return nil
 }
 
 // parseGuard parses a canary's `guard { ... }`.
 func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
 	if d.NextArg() {
-		return d.Errf("guard takes no arguments; put ttft_p99, error_rate, min_samples and window in its block")
+		return d.Errf("guard takes no arguments; put ttft_p99, ttft_mean, error_rate, cluster_rate, min_samples and window in its block")
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		key := d.Val()
@@ -947,6 +1035,18 @@ func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
 				return d.Errf("guard error_rate: %v", err)
 			}
 			g.ErrorRate = r
+		case "ttft_mean":
+			dur, err := parseDurationArg(d, "guard ttft_mean", v)
+			if err != nil {
+				return err
+			}
+			g.TTFTMean = dur
+		case "cluster_rate":
+			r, err := parseRatio(v)
+			if err != nil {
+				return d.Errf("guard cluster_rate: %v", err)
+			}
+			g.ClusterRate = r
 		case "min_samples", "window":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -961,7 +1061,7 @@ func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
 				g.MinSamples = n
 			}
 		default:
-			return d.Errf("unrecognized guard subdirective %q; expected ttft_p99, error_rate, min_samples or window", key)
+			return d.Errf("unrecognized guard subdirective %q; expected ttft_p99, ttft_mean, error_rate, cluster_rate, min_samples or window", key)
 		}
 	}
 	return nil

@@ -254,7 +254,12 @@ func (c *chainRun) step(st step) chainOutcome {
 	case res.resp != nil && res.events != nil && c.body.assemble:
 		return c.assemble(t, res)
 	case res.resp != nil:
-		if c.commit(t, res) {
+		retry := c.commit(t, res)
+		if isCanary && c.req.smooth != nil {
+			// The stream is over: its reasoning cluster rate is known.
+			c.rt.canary.recordCluster(c.req.smooth.Cluster, time.Now())
+		}
+		if retry {
 			return chainNext
 		}
 		return chainFinished

@@ -429,7 +429,7 @@ type SLO struct {
 // Canary sends a stable slice of requests to a new target first, and
 // rolls it back by itself when it misbehaves.
 //
-// Caddyfile: `canary <upstream> [<model>] <percent> { ... }` in a `model`
+// Caddyfile: `canary <upstream> [<model>] [<percent>] { ... }` in a `model`
 // block; each field below gives its line. The grammar is the README's
 // Caddyfile section (README.md#caddyfile).
 type Canary struct {
@@ -438,7 +438,8 @@ type Canary struct {
 	Upstream string `json:"upstream"`
 	Model    string `json:"model,omitempty"`
 
-	// The starting share of requests, in percent.
+	// The starting share of requests, in percent. With Phases it may be
+	// left out (it is the first phase's); given, it must be the same.
 	Percent float64 `json:"percent"`
 
 	// `key ...`: what picks a request's bucket (SHA-256, stable across
@@ -455,6 +456,25 @@ type Canary struct {
 	// after the guard held for the duration.
 	Promote      []float64      `json:"promote,omitempty"`
 	PromoteEvery caddy.Duration `json:"promote_every,omitempty"`
+
+	// `promote <percent> for <duration>, ..., <percent>`: the roll-out by
+	// phases of their own lengths, e.g. `promote 5% for 3d, 50% for 7d,
+	// 100%`. The first phase is the starting share; each phase but the
+	// last lasts its duration at least (the next one also waits for
+	// min_samples attempts since the phase began and a window that holds
+	// the guard); the last has none and is kept. Either this or
+	// promote/promote_every, not both.
+	Phases []CanaryPhase `json:"phases,omitempty"`
+}
+
+// CanaryPhase is one phase of a canary's roll-out.
+type CanaryPhase struct {
+	// The share of requests in the phase, in percent (0 to 100).
+	Percent float64 `json:"percent"`
+	// How long the phase lasts at least; required on every phase but the
+	// last, which has none. JSON: a duration string such as "3d" or "12h",
+	// or nanoseconds.
+	For caddy.Duration `json:"for,omitempty"`
 }
 
 // CanaryGuard is a canary's rollback thresholds.
@@ -467,6 +487,19 @@ type CanaryGuard struct {
 	MinSamples int `json:"min_samples,omitempty"`
 	// `window <n>`: attempts judged. Default: 100. At most 10000.
 	Window int `json:"window,omitempty"`
+	// `ttft_mean <duration>`: the most the mean time to first token of
+	// the window's successful attempts may be (judged on min_samples of
+	// them). Default: not judged.
+	TTFTMean caddy.Duration `json:"ttft_mean,omitempty"`
+	// `cluster_rate <ratio>`: the most the reasoning cluster rate may be:
+	// the mean, over the canary's last `window` streams with reasoning, of
+	// each stream's share of its reasoning in the late half of its
+	// reasoning phase, as received from the upstream (about 0.5 for an
+	// even flow, 0.7-0.8 clustered; the llm_relay_reasoning_cluster_rate
+	// metric, side "in"). Judged on min_samples such streams; streams
+	// without reasoning, and answers that are not streamed, do not count.
+	// Default: not judged.
+	ClusterRate float64 `json:"cluster_rate,omitempty"`
 }
 
 // Shadow copies a sample of requests to another target in the background,

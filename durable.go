@@ -208,10 +208,10 @@ func snapshotState(now time.Time) durableFile {
 		Canaries: map[string]canary.Persisted{}, Ejections: map[string]health.Ejection{}, Names: map[string]string{}}
 	canaryPool.Range(func(k, v any) bool {
 		c := v.(pooled[*canary.Canary]).v
-		if p := c.Persist(); p.Step > 0 || p.State == canary.StateRolledBack {
-			f.Canaries[k.(string)] = p
-			f.Names[k.(string)] = c.Name()
-		}
+		// Every canary, at its first phase too: a restart keeps when
+		// the phase began, so it ends when it would have.
+		f.Canaries[k.(string)] = c.Persist()
+		f.Names[k.(string)] = c.Name()
 		return true
 	})
 	targetPool.Range(func(k, v any) bool {

@@ -37,7 +37,9 @@ import (
 //   - budget alerts: an instance that raises one claims it in Redis
 //     (SET NX); only the claimant logs it, so it is logged once per fleet.
 //   - canary roll-outs: a step or a rollback decided anywhere is adopted
-//     everywhere (canary.Adopt only moves forward). The guard's samples
+//     everywhere (canary.Adopt only moves forward), and so is the earliest
+//     start of a phase (the first phase began when the first instance
+//     began it). The guard's samples
 //     stay per instance: they are this instance's own measurements, and
 //     sharing them would put Redis on the path of every canary attempt;
 //     the decision they lead to is what is shared.
@@ -97,6 +99,12 @@ type fleetState struct {
 	pushed   map[string]string         // field → the JSON last written (canaries, ejections)
 	alerts   []usage.Alert             // raised here, not claimed yet
 	limits   map[string]*keyLimits     // key names with an rpm, tpm or max_concurrent
+	// firstDue: a canary at its first phase whose field was, at the last
+	// read, absent or behind this instance's (canary.Persisted.Ahead).
+	// Only then is its first phase pushed: every instance starts there,
+	// and a write from each would overwrite a roll-out further along
+	// more often than it tells anyone anything.
+	firstDue map[string]bool
 	// limitSeen is each other instance's key limit figures per key name
 	// and instance as last read: what the counters grew since is drained,
 	// and when they last changed says whether its requests in flight
@@ -187,6 +195,7 @@ func newFleetState(c *StateConfig, password string, logger *zap.Logger) *fleetSt
 		canaries:    map[string]*canary.Canary{},
 		targets:     map[string]*health.Target{},
 		pushed:      map[string]string{},
+		firstDue:    map[string]bool{},
 		limits:      map[string]*keyLimits{},
 		limitSeen:   map[string]map[string]sharedstate.Peer{},
 		stop:        make(chan struct{}),
@@ -390,9 +399,12 @@ func (f *fleetState) queueRollouts(ctx context.Context, pipe redis.Pipeliner, r 
 	canaryHash, ejectHash := f.prefix+"canary", f.prefix+"eject"
 	r.canaryOp = &hashOp{key: canaryHash}
 	for fld, c := range r.canaries {
+		// At its first phase too, when the fleet does not have it yet or
+		// has a later start: the fleet's phase began when the first
+		// instance began it.
 		p := c.Persist()
-		if p.Step == 0 && p.State != canary.StateRolledBack {
-			continue // where every instance starts
+		if p.Step == 0 && p.State != canary.StateRolledBack && !f.isFirstDue(canaryHash+fld) {
+			continue
 		}
 		b, _ := json.Marshal(sharedCanary{Name: c.Name(), Persisted: p})
 		if f.pushedValue(canaryHash+fld) != string(b) {
@@ -612,6 +624,12 @@ func (f *fleetState) applyCanaries(r *round) {
 			continue // a canary of a config not loaded here
 		}
 		ev := c.Adopt(p)
+		if c.Persist().Ahead(p) {
+			// Another instance's write overwrote this one's further
+			// roll-out (the hash keeps the last write): push it again.
+			f.forgetPushed(op.key + fld)
+		}
+		f.setFirstDue(op.key+fld, c.Persist().Ahead(p))
 		if ev == nil {
 			continue
 		}
@@ -621,6 +639,11 @@ func (f *fleetState) applyCanaries(r *round) {
 			f.logger.Warn("canary rolled back by the fleet", fields...)
 		} else {
 			f.logger.Info("canary promoted by the fleet", fields...)
+		}
+	}
+	for fld := range r.canaries {
+		if _, ok := h.Fields[fld]; !ok {
+			f.setFirstDue(op.key+fld, true)
 		}
 	}
 	r.problems[op.key] = probs
@@ -718,6 +741,28 @@ func (f *fleetState) applySpend(r *round) {
 // fleetReasonPrefix marks an ejection adopted from the fleet, which is not
 // pushed back.
 const fleetReasonPrefix = "ejected by another instance: "
+
+func (f *fleetState) isFirstDue(k string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.firstDue[k]
+}
+
+func (f *fleetState) setFirstDue(k string, due bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if due {
+		f.firstDue[k] = true
+	} else {
+		delete(f.firstDue, k)
+	}
+}
+
+func (f *fleetState) forgetPushed(k string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pushed, k)
+}
 
 func (f *fleetState) pushedValue(k string) string {
 	f.mu.Lock()

@@ -223,7 +223,9 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"usd":      usage.FormatUSD,
 	"f2":       func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
 	"f0":       func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) },
-	"pctn":     func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + "%" },
+	"pctn":     func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + "%" },
+	"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+	"rfc3339":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 }).Parse(statusTemplate))
 
 const statusTemplate = `<!doctype html>
@@ -286,13 +288,16 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 {{end}}</table></div>{{else}}<p class="mute">No relay loaded.</p>{{end}}</section>
 
 <section id="canaries"><h2>Canaries</h2>
-{{if .Canaries}}<div class="scroll"><table><tr><th>canary</th><th>state</th><th>share</th><th>steps</th><th>error rate</th><th>ttft p99</th><th>window</th><th>next step</th><th>rollback reason</th></tr>
-{{range .Canaries}}<tr class="canary" data-state="{{.State}}"><td>{{.Name}}</td><td><span class="badge {{if eq (print .State) "rolled_back"}}bad{{else}}ok{{end}}">{{.State}}</span></td>
-<td>{{pctn .Share}}</td><td>{{range $i, $s := .Steps}}{{if $i}} → {{end}}{{pctn $s}}{{end}}</td>
+{{if .Canaries}}<div class="scroll"><table><tr><th>canary</th><th>state</th><th>share</th><th>phases</th><th>phase ends</th><th>error rate</th><th>ttft p99</th><th>ttft mean</th><th>reasoning cluster</th><th>window</th><th>rollback reason</th></tr>
+{{range .Canaries}}{{$step := .Step}}<tr class="canary" data-state="{{.State}}"><td>{{.Name}}</td><td><span class="badge {{if eq (print .State) "rolled_back"}}bad{{else}}ok{{end}}">{{.State}}</span></td>
+<td>{{pctn .Share}}</td><td class="phases">{{range $i, $p := .Phases}}{{if $i}} → {{end}}<span class="phase{{if eq $i $step}} current{{end}}">{{if eq $i $step}}<b>{{pctn $p.Share}}{{if $p.For}} for {{$p.For}}{{end}}</b>{{else}}{{pctn $p.Share}}{{if $p.For}} for {{$p.For}}{{end}}{{end}}</span>{{end}}<div class="mute">phase {{inc .Step}} of {{len .Phases}}</div></td>
+<td class="phase-ends"{{if not .NextStepAt.IsZero}} data-ends="{{rfc3339 .NextStepAt}}">{{when .NextStepAt}} UTC{{if .SamplesToStep}}<div class="mute">and {{.SamplesToStep}} more attempt{{if ne .SamplesToStep 1}}s{{end}}</div>{{end}}{{else}}>{{if eq (print .State) "rolled_back"}}<span class="mute">rolled back</span>{{else}}<span class="mute">last phase</span>{{end}}{{end}}</td>
 <td>{{pct .ErrorRate}}{{if .GuardErrorRate}} <span class="mute">/ ≤ {{pct .GuardErrorRate}}</span>{{end}}</td>
 <td>{{ms .TTFTP99Ms}}{{if .GuardTTFTP99Ms}} <span class="mute">/ ≤ {{ms .GuardTTFTP99Ms}}</span>{{end}}</td>
+<td>{{ms .TTFTMeanMs}}{{if .GuardTTFTMeanMs}} <span class="mute">/ ≤ {{ms .GuardTTFTMeanMs}}</span>{{end}}</td>
+<td>{{if .ClusterRate}}{{f2 (derefF .ClusterRate)}} <span class="mute">of {{.ClusterSamples}}</span>{{else}}<span class="mute">–</span>{{end}}{{if .GuardClusterRate}} <span class="mute">/ ≤ {{f2 .GuardClusterRate}}</span>{{end}}</td>
 <td>{{.Samples}} <span class="mute">of {{.Window}} (min {{.MinSamples}})</span></td>
-<td>{{if not .NextStepAt.IsZero}}{{clock .NextStepAt}} UTC{{end}}</td><td class="wrap">{{.RollbackReason}}</td></tr>
+<td class="wrap">{{.RollbackReason}}</td></tr>
 {{end}}</table></div>{{else}}<p class="mute">None configured.</p>{{end}}
 <h3>Shadows</h3>
 {{if .Shadows}}<div class="scroll"><table><tr><th>alias</th><th>shadow</th><th>share</th><th>sent</th><th>dropped</th><th>ok</th><th>failed</th><th>mean similarity</th><th>verdict</th><th>reasoning tokens <span class="mute">primary → shadow</span></th><th>cluster rate <span class="mute">primary → shadow</span></th><th>verdict reason</th></tr>

@@ -633,7 +633,10 @@ func (c *Canary) check() error {
 	if err := checkWindow("guard window", c.Guard.Window); err != nil {
 		return err
 	}
-	return checkWindow("guard min_samples", c.Guard.MinSamples)
+	if err := checkWindow("guard min_samples", c.Guard.MinSamples); err != nil {
+		return err
+	}
+	return c.checkRollout()
 }
 
 func checkCanaryHeader(name string) error {

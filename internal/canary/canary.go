@@ -12,8 +12,14 @@
 //
 //   - error rate: failed samples / samples in the window > Guard.ErrorRate;
 //   - TTFT: the p99 (nearest rank) of the TTFTs of the successful samples in
-//     the window > Guard.TTFTP99 (judged once at least MinSamples samples of
-//     the window succeeded).
+//     the window > Guard.TTFTP99, or their mean > Guard.TTFTMean (each
+//     judged once at least MinSamples samples of the window succeeded);
+//   - reasoning cluster rate: the mean of the last Guard.Window rates fed
+//     to [Canary.RecordCluster] (one per canary stream with reasoning, as
+//     received from the upstream) > Guard.ClusterRate, judged once at
+//     least MinSamples of them arrived. Streams without reasoning say
+//     nothing of it, so they are not in this window; a canary whose
+//     model never reasons is never judged on it.
 //
 // The Record that sees the guard break rolls the canary back: its share drops
 // to 0 at once, so [Canary.Selects] is false for every key from then on. A
@@ -24,13 +30,16 @@
 // Canary again, and a changed one makes a fresh Canary, which is how an
 // operator re-enables a canary after fixing it.
 //
-// Promotion: with several steps (e.g. 5, 50, 100 percent) and a non-zero
-// promote interval, the share moves to the next step once the current one has
-// lasted the interval, at least MinSamples samples arrived since the step
-// began and the window holds the guard. It is checked on every Record (at the
-// sample's time) and by [Canary.Check] (for periods without traffic). The
-// guard keeps running at every step, including the last one: a promoted
-// canary that starts failing is rolled back too.
+// Promotion: a roll-out is a list of [Phase]s (e.g. 5 % for 3 days, 50 %
+// for 7 days, then 100 %); the single interval of [New] (every step lasts
+// the same) is the special case [Every]. The share moves to the next phase
+// once the current one has lasted its duration, at least MinSamples
+// samples arrived since it began and the window holds the guard. A phase
+// without a duration (the last one, always) is never left. It is checked
+// on every Record (at the sample's time) and by [Canary.Check] (for
+// periods without traffic). The guard keeps running at every step,
+// including the last one: a promoted canary that starts failing is rolled
+// back too.
 //
 // The package reads no clock: every time comes in as a parameter or in a
 // [Sample]. All methods are safe for concurrent use; [Canary.Share] and
@@ -80,6 +89,13 @@ type Guard struct {
 	ErrorRate  float64       // 0 = not judged; a failed canary attempt is an error
 	MinSamples int           // samples needed before judging; 0 = DefaultMinSamples
 	Window     int           // last samples judged; 0 = DefaultWindow
+
+	// TTFTMean is the most the mean TTFT of the window's successful
+	// samples may be; 0 = not judged.
+	TTFTMean time.Duration
+	// ClusterRate is the most the mean reasoning cluster rate (0 to 1) of
+	// the last Window streams with reasoning may be; 0 = not judged.
+	ClusterRate float64
 }
 
 // withDefaults fills zero fields and keeps MinSamples <= Window.
@@ -99,7 +115,33 @@ func (g Guard) withDefaults() Guard {
 	if g.ErrorRate < 0 || math.IsNaN(g.ErrorRate) {
 		g.ErrorRate = 0
 	}
+	if g.TTFTMean < 0 {
+		g.TTFTMean = 0
+	}
+	if g.ClusterRate < 0 || math.IsNaN(g.ClusterRate) {
+		g.ClusterRate = 0
+	}
 	return g
+}
+
+// Phase is one stage of a roll-out: a share of requests, held for a time
+// before the next phase.
+type Phase struct {
+	Share float64       // percent, in (0, 100]
+	For   time.Duration // how long the phase lasts at least; 0 = never left (the last phase)
+}
+
+// Every is the roll-out of steps that each last every (0: the first step
+// is never left): what [New] takes.
+func Every(steps []float64, every time.Duration) []Phase {
+	ph := make([]Phase, len(steps))
+	for i, s := range steps {
+		ph[i] = Phase{Share: s}
+		if i < len(steps)-1 {
+			ph[i].For = every
+		}
+	}
+	return ph
 }
 
 // Sample is one attempt sent to the canary target.
@@ -139,6 +181,34 @@ type Event struct {
 // set); promoteEvery not negative. New does not fail on a bad config (it
 // clamps), so a config parser should call Validate.
 func Validate(steps []float64, g Guard, promoteEvery time.Duration) error {
+	errs := []error{validateSteps(steps), g.validate()}
+	if promoteEvery < 0 {
+		errs = append(errs, fmt.Errorf("promote every %s: must not be negative", promoteEvery))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidatePhases checks a roll-out as NewPhases expects it: the shares as
+// Validate's steps, no negative duration, none on the last phase (nothing
+// follows it), and the guard as Validate does.
+func ValidatePhases(phases []Phase, g Guard) error {
+	steps := make([]float64, len(phases))
+	for i, p := range phases {
+		steps[i] = p.Share
+	}
+	errs := []error{validateSteps(steps), g.validate()}
+	for i, p := range phases {
+		switch {
+		case p.For < 0:
+			errs = append(errs, fmt.Errorf("phase %d (%v%%): duration %s must not be negative", i+1, p.Share, p.For))
+		case p.For > 0 && i == len(phases)-1:
+			errs = append(errs, fmt.Errorf("phase %d (%v%%) is the last, and has a duration: no phase follows it", i+1, p.Share))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validateSteps(steps []float64) error {
 	var errs []error
 	if len(steps) == 0 {
 		errs = append(errs, errors.New("no share given"))
@@ -151,6 +221,11 @@ func Validate(steps []float64, g Guard, promoteEvery time.Duration) error {
 			errs = append(errs, fmt.Errorf("promote steps must increase: %v after %v", s, steps[i-1]))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+func (g Guard) validate() error {
+	var errs []error
 	if g.TTFTP99 < 0 {
 		errs = append(errs, fmt.Errorf("ttft_p99 %s: must not be negative", g.TTFTP99))
 	}
@@ -166,18 +241,20 @@ func Validate(steps []float64, g Guard, promoteEvery time.Duration) error {
 	if d := g.withDefaults(); g.MinSamples > 0 && g.MinSamples > d.Window {
 		errs = append(errs, fmt.Errorf("min_samples %d is larger than window %d", g.MinSamples, d.Window))
 	}
-	if promoteEvery < 0 {
-		errs = append(errs, fmt.Errorf("promote every %s: must not be negative", promoteEvery))
+	if g.TTFTMean < 0 {
+		errs = append(errs, fmt.Errorf("ttft_mean %s: must not be negative", g.TTFTMean))
+	}
+	if math.IsNaN(g.ClusterRate) || g.ClusterRate < 0 || g.ClusterRate > 1 {
+		errs = append(errs, fmt.Errorf("cluster_rate %v: must be in [0, 1]", g.ClusterRate))
 	}
 	return errors.Join(errs...)
 }
 
 // Canary is one canary roll-out. Make it with New.
 type Canary struct {
-	name  string
-	steps []float64
-	guard Guard // with defaults
-	every time.Duration
+	name   string
+	phases []Phase // at least one; shares clamped, the last without a duration
+	guard  Guard   // with defaults
 
 	share atomic.Uint64 // math.Float64bits of the current share
 
@@ -194,6 +271,8 @@ type Canary struct {
 	late        int64 // samples received after the rollback (ignored)
 	reason      string
 	scratch     []time.Duration
+	clusters    []float64 // ring of the last guard.Window cluster rates
+	cHead, cN   int       // next write position in clusters, rates in it
 }
 
 // New makes a canary. steps are the shares in percent; the first is the
@@ -202,31 +281,40 @@ type Canary struct {
 // before the next step (0 = never promote). Out-of-range steps are clamped
 // to [0, 100] (see Validate); no step at all means a share of 0.
 func New(name string, steps []float64, guard Guard, promoteEvery time.Duration, now time.Time) *Canary {
-	st := make([]float64, 0, len(steps))
-	for _, s := range steps {
-		if math.IsNaN(s) {
+	return NewPhases(name, Every(steps, promoteEvery), guard, now)
+}
+
+// NewPhases makes a canary that rolls out by phases: it starts at the
+// first phase's share, at now. Out-of-range shares are clamped to [0, 100],
+// negative durations to 0 and the last phase's duration is dropped (see
+// ValidatePhases); no phase at all means a share of 0.
+func NewPhases(name string, phases []Phase, guard Guard, now time.Time) *Canary {
+	ph := make([]Phase, 0, len(phases))
+	for _, p := range phases {
+		if math.IsNaN(p.Share) {
 			continue
 		}
-		st = append(st, min(max(s, 0), 100))
+		ph = append(ph, Phase{Share: min(max(p.Share, 0), 100), For: max(p.For, 0)})
 	}
-	if len(st) == 0 {
-		st = append(st, 0)
+	if len(ph) == 0 {
+		ph = append(ph, Phase{})
 	}
+	ph[len(ph)-1].For = 0
 	g := guard.withDefaults()
 	c := &Canary{
-		name:    name,
-		steps:   st,
-		guard:   g,
-		every:   max(promoteEvery, 0),
-		state:   StateActive,
-		since:   now,
-		win:     make([]Sample, g.Window),
-		scratch: make([]time.Duration, 0, g.Window),
+		name:     name,
+		phases:   ph,
+		guard:    g,
+		state:    StateActive,
+		since:    now,
+		win:      make([]Sample, g.Window),
+		scratch:  make([]time.Duration, 0, g.Window),
+		clusters: make([]float64, g.Window),
 	}
-	if st[0] >= 100 {
+	if ph[0].Share >= 100 {
 		c.state = StatePromoted
 	}
-	c.setShare(st[0])
+	c.setShare(ph[0].Share)
 	return c
 }
 
@@ -281,14 +369,42 @@ func (c *Canary) Record(s Sample) *Event {
 	}
 	j := c.judge()
 	if j.broken {
-		from := c.Share()
-		c.setShare(0)
-		c.state = StateRolledBack
-		c.since = s.At
-		c.reason = fmt.Sprintf("%s (window of %d samples, share was %s%%)", j.reason, c.n, fmtPct(from))
-		return &Event{Kind: EventRollback, From: from, To: 0, Reason: c.reason, At: s.At}
+		return c.rollback(s.At, j)
 	}
 	return c.promote(s.At, j)
+}
+
+// RecordCluster feeds the reasoning cluster rate (0 to 1) of one canary
+// stream with reasoning, as received from the upstream, at the stream's
+// end. It returns the rollback event when this rate breaks the guard, nil
+// otherwise (promotion is Record's and Check's: it counts attempts). A
+// rate outside [0, 1] is ignored, as is every rate after a rollback.
+func (c *Canary) RecordCluster(at time.Time, rate float64) *Event {
+	if math.IsNaN(rate) || rate < 0 || rate > 1 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == StateRolledBack {
+		return nil
+	}
+	c.clusters[c.cHead] = rate
+	c.cHead = (c.cHead + 1) % len(c.clusters)
+	c.cN = min(c.cN+1, len(c.clusters))
+	if j := c.judge(); j.broken {
+		return c.rollback(at, j)
+	}
+	return nil
+}
+
+// rollback drops the share to 0 for good. c.mu held.
+func (c *Canary) rollback(at time.Time, j judgement) *Event {
+	from := c.Share()
+	c.setShare(0)
+	c.state = StateRolledBack
+	c.since = at
+	c.reason = fmt.Sprintf("%s (window of %d samples, share was %s%%)", j.reason, c.n, fmtPct(from))
+	return &Event{Kind: EventRollback, From: from, To: 0, Reason: c.reason, At: at}
 }
 
 // Check promotes the canary to its next step if the current step has lasted
@@ -306,16 +422,17 @@ func (c *Canary) Check(now time.Time) *Event {
 
 // promote applies a promotion if due. c.mu held.
 func (c *Canary) promote(now time.Time, j judgement) *Event {
-	if c.state != StateActive || c.every <= 0 || c.step >= len(c.steps)-1 {
+	if c.state != StateActive || c.step >= len(c.phases)-1 {
 		return nil
 	}
-	if now.Sub(c.since) < c.every || c.sinceStep < c.guard.MinSamples || !j.judged || j.broken {
+	d := c.phases[c.step].For
+	if d <= 0 || now.Sub(c.since) < d || c.sinceStep < c.guard.MinSamples || !j.judged || j.broken {
 		return nil
 	}
-	from := c.steps[c.step]
+	from := c.phases[c.step].Share
 	held := now.Sub(c.since)
 	c.step++
-	to := c.steps[c.step]
+	to := c.phases[c.step].Share
 	c.setShare(to)
 	if to >= 100 {
 		c.state = StatePromoted
@@ -336,14 +453,34 @@ type judgement struct {
 	failed  int
 	okCount int
 	p99     time.Duration // of the successful samples; 0 if none
+	mean    time.Duration // of the successful samples; 0 if none
+	cluster float64       // mean of the cluster rates; 0 if none
 }
 
 // judge evaluates the window. c.mu held.
 func (c *Canary) judge() judgement {
 	g := c.guard
 	j := judgement{judged: c.n >= g.MinSamples}
+	var why []string
+	if c.cN > 0 {
+		sum := 0.0
+		for _, r := range c.clusters[:c.cN] { // order does not matter to a mean
+			sum += r
+		}
+		j.cluster = sum / float64(c.cN)
+		if g.ClusterRate > 0 && c.cN >= g.MinSamples && j.cluster > g.ClusterRate {
+			over := 0
+			for _, r := range c.clusters[:c.cN] {
+				if r > g.ClusterRate {
+					over++
+				}
+			}
+			why = append(why, fmt.Sprintf("reasoning cluster rate %.3f > %.3f (+%.3f; mean of the last %d streams with reasoning, as received; %d of them over the limit)",
+				j.cluster, g.ClusterRate, j.cluster-g.ClusterRate, c.cN, over))
+		}
+	}
 	if c.n == 0 {
-		return j
+		return j.verdict(why)
 	}
 	// Chronological (insertion) order: oldest first.
 	start := (c.head - c.n + len(c.win)) % len(c.win)
@@ -363,13 +500,17 @@ func (c *Canary) judge() judgement {
 	j.okCount = len(c.scratch)
 	j.errRate = float64(j.failed) / float64(c.n)
 	if j.okCount > 0 {
+		var sum time.Duration
+		for _, d := range c.scratch {
+			sum += d
+		}
+		j.mean = sum / time.Duration(j.okCount)
 		slices.Sort(c.scratch)
 		j.p99 = c.scratch[(99*j.okCount+99)/100-1] // nearest rank
 	}
 	if !j.judged {
-		return j
+		return j.verdict(why)
 	}
-	var why []string
 	if g.ErrorRate > 0 && j.errRate > g.ErrorRate {
 		why = append(why, fmt.Sprintf("error rate %s%% > %s%% (+%s points; %d of %d attempts failed; first failure in window at %s)",
 			fmtPct(j.errRate*100), fmtPct(g.ErrorRate*100), fmtPct((j.errRate-g.ErrorRate)*100),
@@ -390,6 +531,15 @@ func (c *Canary) judge() judgement {
 		why = append(why, fmt.Sprintf("ttft p99 %s > %s (+%s; %d of %d successful attempts over the limit; first at %s)",
 			j.p99, g.TTFTP99, j.p99-g.TTFTP99, slow, j.okCount, fmtTime(firstSlow)))
 	}
+	if g.TTFTMean > 0 && j.okCount >= g.MinSamples && j.mean > g.TTFTMean {
+		why = append(why, fmt.Sprintf("ttft mean %s > %s (+%s; over %d successful attempts; p99 %s)",
+			j.mean.Round(time.Millisecond), g.TTFTMean, (j.mean-g.TTFTMean).Round(time.Millisecond), j.okCount, j.p99))
+	}
+	return j.verdict(why)
+}
+
+// verdict sets broken and reason from the reasons found.
+func (j judgement) verdict(why []string) judgement {
 	if len(why) > 0 {
 		j.broken = true
 		j.reason = strings.Join(why, " and ")
@@ -418,11 +568,29 @@ type Snapshot struct {
 	TTFTP99Ms        float64 `json:"ttft_p99_ms"`            // of the window's successful samples
 	GuardErrorRate   float64 `json:"guard_error_rate,omitempty"`
 	GuardTTFTP99Ms   float64 `json:"guard_ttft_p99_ms,omitempty"`
-	// NextStepAt is the earliest time of the next promotion (zero when
-	// none is due: last step, no schedule, or rolled back); it also needs
-	// MinSamples samples since the step began.
+	TTFTMeanMs       float64 `json:"ttft_mean_ms"` // of the window's successful samples
+	GuardTTFTMeanMs  float64 `json:"guard_ttft_mean_ms,omitempty"`
+	// ClusterRate is the mean reasoning cluster rate of the last
+	// ClusterSamples streams with reasoning (nil before the first).
+	ClusterRate      *float64 `json:"cluster_rate,omitempty"`
+	ClusterSamples   int      `json:"cluster_samples"`
+	GuardClusterRate float64  `json:"guard_cluster_rate,omitempty"`
+	// Phases is the roll-out; Step indexes it (and Steps, their shares).
+	Phases []PhaseView `json:"phases"`
+	// NextStepAt is when the current phase ends: the earliest time of the
+	// next promotion (zero when none is due: last phase, no schedule, or
+	// rolled back). The promotion also needs SamplesToStep more samples
+	// and a window that holds the guard.
 	NextStepAt     time.Time `json:"next_step_at,omitzero"`
+	SamplesToStep  int       `json:"samples_to_step,omitempty"`
 	RollbackReason string    `json:"rollback_reason,omitempty"`
+}
+
+// PhaseView is one phase of a Snapshot.
+type PhaseView struct {
+	Share float64 `json:"share"`            // percent
+	ForMs float64 `json:"for_ms,omitempty"` // 0: never left
+	For   string  `json:"for,omitempty"`    // the same, for people: 3d, 12h, 90s
 }
 
 // Snapshot returns the canary's state for display. now only fills AgeMs; it
@@ -435,7 +603,8 @@ func (c *Canary) Snapshot(now time.Time) Snapshot {
 		Name:             c.name,
 		State:            c.state,
 		Share:            c.Share(),
-		Steps:            slices.Clone(c.steps),
+		Steps:            make([]float64, len(c.phases)),
+		Phases:           make([]PhaseView, len(c.phases)),
 		Step:             c.step,
 		Since:            c.since,
 		AgeMs:            ms(now.Sub(c.since)),
@@ -450,12 +619,46 @@ func (c *Canary) Snapshot(now time.Time) Snapshot {
 		TTFTP99Ms:        ms(j.p99),
 		GuardErrorRate:   c.guard.ErrorRate,
 		GuardTTFTP99Ms:   ms(c.guard.TTFTP99),
+		TTFTMeanMs:       ms(j.mean),
+		GuardTTFTMeanMs:  ms(c.guard.TTFTMean),
+		ClusterSamples:   c.cN,
+		GuardClusterRate: c.guard.ClusterRate,
 		RollbackReason:   c.reason,
 	}
-	if c.state == StateActive && c.every > 0 && c.step < len(c.steps)-1 {
-		s.NextStepAt = c.since.Add(c.every)
+	for i, p := range c.phases {
+		s.Steps[i] = p.Share
+		s.Phases[i] = PhaseView{Share: p.Share, ForMs: ms(p.For), For: FormatSpan(p.For)}
+	}
+	if c.cN > 0 {
+		s.ClusterRate = &j.cluster
+	}
+	if d := c.phases[c.step].For; c.state == StateActive && d > 0 && c.step < len(c.phases)-1 {
+		s.NextStepAt = c.since.Add(d)
+		s.SamplesToStep = max(c.guard.MinSamples-c.sinceStep, 0)
 	}
 	return s
+}
+
+// FormatSpan writes a phase's duration as people write it: the largest
+// units that fit, such as 3d, 1d12h, 90m or 1.5s ("" for 0).
+func FormatSpan(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	if d%time.Second != 0 || d < time.Minute {
+		return d.String()
+	}
+	var b strings.Builder
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if n := d / u.d; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.name)
+			d -= n * u.d
+		}
+	}
+	return b.String()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

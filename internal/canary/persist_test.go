@@ -47,3 +47,37 @@ func TestAdoptOnlyMovesForward(t *testing.T) {
 		t.Fatalf("a rolled-back canary adopted a promotion: %v", ev)
 	}
 }
+
+func TestAhead(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	active := func(step int, since time.Time) Persisted {
+		return Persisted{State: StateActive, Step: step, Since: since}
+	}
+	rb := Persisted{State: StateRolledBack, Since: t0}
+	for _, c := range []struct {
+		p, q Persisted
+		want bool
+	}{
+		{rb, active(2, t0), true},
+		{active(2, t0), rb, false},
+		{rb, rb, false},
+		{active(1, t0.Add(time.Hour)), active(0, t0), true},
+		{active(0, t0), active(1, t0.Add(time.Hour)), false},
+		{active(0, t0), active(0, t0.Add(time.Minute)), true},
+		{active(0, t0.Add(time.Minute)), active(0, t0), false},
+		{active(0, t0), active(0, t0), false},
+	} {
+		if got := c.p.Ahead(c.q); got != c.want {
+			t.Errorf("%+v.Ahead(%+v) = %v", c.p, c.q, got)
+		}
+	}
+	// Adopt and Ahead agree: after adopting q, q is not ahead.
+	g := Guard{MinSamples: 1}
+	for _, q := range []Persisted{rb, active(1, t0), active(0, t0.Add(-time.Hour)), active(0, t0.Add(time.Hour))} {
+		c := New("c", []float64{5, 50, 100}, g, time.Hour, t0)
+		c.Adopt(q)
+		if q.Ahead(c.Persist()) {
+			t.Errorf("after Adopt(%+v): %+v is behind it", q, c.Persist())
+		}
+	}
+}

@@ -153,14 +153,16 @@ func (t *Timeline) clusterRates() (r [2]sideRate) {
 
 // Clusters are a stream's reasoning cluster rates (ClusterRate): as
 // received (In) and as sent (Out); Known is false when the stream had too
-// little reasoning to say.
+// little reasoning to say on either side, InKnown when it had too little
+// as received (reasoning hidden from the client has no Out side).
 type Clusters struct {
 	In, Out float64
 	Known   bool
+	InKnown bool
 }
 
 // Clusters returns both sides' ClusterRate.
 func (t *Timeline) Clusters() Clusters {
 	c := t.clusterRates()
-	return Clusters{In: c[0].rate, Out: c[1].rate, Known: c[0].ok && c[1].ok}
+	return Clusters{In: c[0].rate, Out: c[1].rate, Known: c[0].ok && c[1].ok, InKnown: c[0].ok}
 }
