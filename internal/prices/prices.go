@@ -1,7 +1,6 @@
 package prices
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -28,10 +27,31 @@ type Entry struct {
 	Taken  string
 }
 
-// snapshot matches the dated-snapshot suffixes providers append to a
-// model's name: OpenAI's -2025-08-07, Anthropic's -20250929, and Vertex
-// AI's @20250929.
-var snapshot = regexp.MustCompile(`(-\d{4}-\d{2}-\d{2}|-\d{8}|@\d{8})$`)
+// withoutSnapshot is name without the dated-snapshot suffix providers
+// append to a model's name (OpenAI's -2025-08-07, Anthropic's -20250929,
+// Vertex AI's @20250929), or name when it has none. By hand, not a
+// regexp: Lookup runs on every priced request for every unlisted model.
+func withoutSnapshot(name string) string {
+	digits := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	n := len(name)
+	// -YYYY-MM-DD
+	if n > 11 && name[n-11] == '-' && name[n-6] == '-' && name[n-3] == '-' &&
+		digits(name[n-10:n-6]) && digits(name[n-5:n-3]) && digits(name[n-2:]) {
+		return name[:n-11]
+	}
+	// -YYYYMMDD or @YYYYMMDD
+	if n > 9 && (name[n-9] == '-' || name[n-9] == '@') && digits(name[n-8:]) {
+		return name[:n-9]
+	}
+	return name
+}
 
 // index maps every name of every entry to its entry.
 var index = func() map[string]*Entry {
@@ -67,7 +87,7 @@ func Lookup(model string) (e Entry, matched string, ok bool) {
 		}
 	}
 	for _, c := range cands {
-		if base := snapshot.ReplaceAllString(c, ""); base != c {
+		if base := withoutSnapshot(c); base != c {
 			if p, ok := index[base]; ok {
 				return *p, base, true
 			}

@@ -1,6 +1,7 @@
 package prices
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestList(t *testing.T) {
 				t.Errorf("%s is listed twice", n)
 			}
 			seen[n] = true
-			if snapshot.MatchString(n) || strings.Contains(n, "/") {
+			if withoutSnapshot(n) != n || strings.Contains(n, "/") {
 				t.Errorf("%s: list the base name; Lookup strips prefixes and snapshot dates", n)
 			}
 		}
@@ -76,6 +77,26 @@ func FuzzLookup(f *testing.F) {
 		e, m, ok := Lookup(model)
 		if ok != (m != "") || ok && (e.Input <= 0 || !strings.Contains(model, m)) {
 			t.Fatalf("Lookup(%q) = %+v, %q, %v", model, e, m, ok)
+		}
+	})
+}
+
+// snapshotRE is the rule withoutSnapshot implements by hand, as a
+// regular expression: the reference the hand-written one must agree with.
+var snapshotRE = regexp.MustCompile(`(?s)^(.+?)(-\d{4}-\d{2}-\d{2}|-\d{8}|@\d{8})$`)
+
+func FuzzWithoutSnapshot(f *testing.F) {
+	for _, s := range []string{"gpt-5-2025-08-07", "claude-sonnet-4-5-20250929", "claude-opus-4-1@20250805",
+		"gpt-5", "-20250929", "x-2025-0807", "x@2025-08-07", "x-123456789", "a-1234-56-78", "o3-mini-2025-01-31"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		want := name
+		if m := snapshotRE.FindStringSubmatch(name); m != nil {
+			want = m[1]
+		}
+		if got := withoutSnapshot(name); got != want {
+			t.Fatalf("withoutSnapshot(%q) = %q, want %q", name, got, want)
 		}
 	})
 }
