@@ -180,6 +180,12 @@ func formatCost(usd float64) string {
 	return strconv.FormatFloat(math.Round(usd*1e9)/1e9, 'f', -1, 64)
 }
 
+// answerRead is what setAnswerCost read from a whole answer.
+type answerRead struct {
+	usage    json.RawMessage
+	outRunes int
+}
+
 // setAnswerCost sets X-Relay-Cost-USD on a whole (non-stream) answer
 // about to be written: the cost the request will be accounted (measure
 // and costOf on the same bytes accountRequest reads from the capture). No
@@ -190,6 +196,7 @@ func (h *Relay) setAnswerCost(hdr http.Header, req *requestState, answer []byte)
 		return
 	}
 	usageRaw, outRunes := req.answerUsage(answer[:min(len(answer), maxCapture)], wholeUsage(answer))
+	req.answerRead = &answerRead{usage: usageRaw, outRunes: outRunes}
 	u, ok := h.measure(req, usageRaw, req.estimator(req.raw, outRunes))
 	if !ok {
 		return

@@ -35,7 +35,7 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, req *requestStat
 			// its headers, which carry its cost (up to maxAnswer; a
 			// longer one goes on as it comes, without).
 			var err error
-			if whole, err = io.ReadAll(io.LimitReader(res.body, maxAnswer+1)); err != nil {
+			if whole, err = readWhole(res.body, res.resp.ContentLength); err != nil {
 				h.bodyBroken(r, req, t, res)
 				return false
 			}
@@ -56,6 +56,29 @@ func (h *Relay) respond(w http.ResponseWriter, r *http.Request, req *requestStat
 	setStreamHeaders(hdr)
 	w.WriteHeader(res.resp.StatusCode)
 	return h.streamOut(w, r, req, t, res, pol)
+}
+
+// readWhole reads a whole answer, up to maxAnswer+1 bytes, into a buffer
+// sized by its Content-Length when it has one (io.ReadAll's growing
+// buffer was most of what the cost header added to a non-stream answer's
+// allocations).
+func readWhole(body io.Reader, contentLength int64) ([]byte, error) {
+	if contentLength < 0 || contentLength > maxAnswer {
+		return io.ReadAll(io.LimitReader(body, maxAnswer+1))
+	}
+	b := make([]byte, contentLength+1) // +1: room to see EOF, or more than announced
+	n, err := io.ReadFull(body, b)
+	switch {
+	case (err == io.ErrUnexpectedEOF || err == io.EOF) && int64(n) == contentLength:
+		return b[:n], nil // all of it
+	case err == io.EOF:
+		return b[:n], io.ErrUnexpectedEOF // shorter than announced
+	case err != nil:
+		return b[:n], err
+	}
+	// More than the Content-Length said: read on, within the bound.
+	rest, err := io.ReadAll(io.LimitReader(body, maxAnswer+1-int64(n)))
+	return append(b, rest...), err
 }
 
 // bodyBroken ends a non-stream answer whose body failed: the client gone,

@@ -193,6 +193,8 @@ func (h *Relay) accountRequest(req *requestState, raw []byte) {
 	case req.smooth != nil:
 		usageRaw = req.smooth.Usage
 		outRunes = req.smooth.RunesOut + req.smooth.ToolRunes
+	case req.answerRead != nil: // the same bytes, read for the cost header
+		usageRaw, outRunes = req.answerRead.usage, req.answerRead.outRunes
 	case req.capture != nil:
 		usageRaw, outRunes = req.answerUsage(req.capture.buf.Bytes(), req.capture.usage())
 	}
