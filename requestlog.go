@@ -87,7 +87,7 @@ type requestLog struct {
 	// answerRead is a whole answer's usage member and output runes, read
 	// once by setAnswerCost for its header, so accountRequest does not
 	// read the same bytes again.
-	answerRead *answerRead
+	answerRead  *answerRead
 	budgetHits  int  // reasoning budget failovers
 	idleTimeout bool // stream_idle_timeout cut the upstream's answer off
 	modelList   bool // answered GET /v1/models[/<alias>] itself: relays nothing
