@@ -190,7 +190,7 @@ func FuzzReasoningFloor(f *testing.F) {
 				}
 			}
 			if ev != nil {
-				if !(floor > 0 && floor <= 1) && !(floor > 1) {
+				if !(floor > 0) {
 					t.Fatalf("rolled back with floor %v", floor)
 				}
 				below := false
