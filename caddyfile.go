@@ -1014,7 +1014,7 @@ func parseCanaryPromote(d *caddyfile.Dispenser, c *Canary) error {
 // parseGuard parses a canary's `guard { ... }`.
 func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
 	if d.NextArg() {
-		return d.Errf("guard takes no arguments; put ttft_p99, ttft_mean, error_rate, cluster_rate, min_samples and window in its block")
+		return d.Errf("guard takes no arguments; put ttft_p99, ttft_mean, error_rate, cluster_rate, reasoning_floor, min_samples and window in its block")
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		key := d.Val()
@@ -1047,6 +1047,12 @@ func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
 				return d.Errf("guard cluster_rate: %v", err)
 			}
 			g.ClusterRate = r
+		case "reasoning_floor":
+			r, err := parseRatio(v)
+			if err != nil {
+				return d.Errf("guard reasoning_floor: %v (a share of the stable targets' reasoning above 0 and at most 1, such as 0.5)", err)
+			}
+			g.ReasoningFloor = r
 		case "min_samples", "window":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -1061,7 +1067,7 @@ func parseGuard(d *caddyfile.Dispenser, g *CanaryGuard) error {
 				g.MinSamples = n
 			}
 		default:
-			return d.Errf("unrecognized guard subdirective %q; expected ttft_p99, ttft_mean, error_rate, cluster_rate, min_samples or window", key)
+			return d.Errf("unrecognized guard subdirective %q; expected ttft_p99, ttft_mean, error_rate, cluster_rate, reasoning_floor, min_samples or window", key)
 		}
 	}
 	return nil

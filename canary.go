@@ -80,7 +80,7 @@ func (c *Canary) rollout() []canary.Phase {
 
 func (g CanaryGuard) guard() canary.Guard {
 	return canary.Guard{TTFTP99: time.Duration(g.TTFTP99), ErrorRate: g.ErrorRate, MinSamples: g.MinSamples,
-		Window: g.Window, TTFTMean: time.Duration(g.TTFTMean), ClusterRate: g.ClusterRate}
+		Window: g.Window, TTFTMean: time.Duration(g.TTFTMean), ClusterRate: g.ClusterRate, ReasoningFloor: g.ReasoningFloor}
 }
 
 // canaryPoolKey is a canary's key in canaryPool, also the key of its saved
@@ -122,6 +122,9 @@ func canaryPoolKey(prefix string, phases []canary.Phase, g canary.Guard) string 
 	}
 	if g.ClusterRate > 0 {
 		key += fmt.Sprintf("|cluster_rate=%v", g.ClusterRate)
+	}
+	if g.ReasoningFloor > 0 {
+		key += fmt.Sprintf("|reasoning_floor=%v", g.ReasoningFloor)
 	}
 	return key
 }
@@ -191,6 +194,8 @@ func (g CanaryGuard) check() error {
 		return fmt.Errorf("guard error_rate %v is not a ratio; give one between 0 and 1, such as 0.05", g.ErrorRate)
 	case math.IsNaN(g.ClusterRate) || g.ClusterRate < 0 || g.ClusterRate > 1:
 		return fmt.Errorf("guard cluster_rate %v is not a ratio; give one between 0 and 1, such as 0.65 (0.5 is an even flow)", g.ClusterRate)
+	case math.IsNaN(g.ReasoningFloor) || g.ReasoningFloor < 0 || g.ReasoningFloor > 1:
+		return fmt.Errorf("guard reasoning_floor %v is not a share of the stable targets' reasoning; give one above 0 and at most 1, such as 0.5 (or leave it out: not judged)", g.ReasoningFloor)
 	}
 	return nil
 }

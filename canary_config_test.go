@@ -22,6 +22,7 @@ func TestCaddyfileCanaryPhases(t *testing.T) {
 			guard {
 				ttft_mean 800ms
 				cluster_rate 0.65
+				reasoning_floor 50%
 				min_samples 10
 			}
 			promote 5% for 3d, 50% for 7d, 100%
@@ -34,17 +35,17 @@ func TestCaddyfileCanaryPhases(t *testing.T) {
 	c := r.Models[0].Canary
 	want := []CanaryPhase{{5, caddy.Duration(72 * time.Hour)}, {50, caddy.Duration(168 * time.Hour)}, {100, 0}}
 	if c.Model != "gpt-next" || c.Percent != 0 || fmt.Sprint(c.Phases) != fmt.Sprint(want) ||
-		c.Guard.TTFTMean != caddy.Duration(800*time.Millisecond) || c.Guard.ClusterRate != 0.65 {
+		c.Guard.TTFTMean != caddy.Duration(800*time.Millisecond) || c.Guard.ClusterRate != 0.65 || c.Guard.ReasoningFloor != 0.5 {
 		t.Fatalf("canary %+v", c)
 	}
 	// The JSON a `caddy adapt` gives, and back: the same canary.
 	b, _ := json.Marshal(c)
 	if !strings.Contains(string(b), `"phases":[{"percent":5,"for":259200000000000},{"percent":50,"for":604800000000000},{"percent":100}]`) ||
-		!strings.Contains(string(b), `"ttft_mean":800000000`) || !strings.Contains(string(b), `"cluster_rate":0.65`) {
+		!strings.Contains(string(b), `"ttft_mean":800000000`) || !strings.Contains(string(b), `"cluster_rate":0.65`) || !strings.Contains(string(b), `"reasoning_floor":0.5`) {
 		t.Fatalf("JSON %s", b)
 	}
 	var back Canary
-	if err := json.Unmarshal([]byte(`{"upstream":"next","phases":[{"percent":5,"for":"3d"},{"percent":50,"for":"7d"},{"percent":100}],"guard":{"ttft_mean":"800ms","cluster_rate":0.65,"min_samples":10}}`), &back); err != nil {
+	if err := json.Unmarshal([]byte(`{"upstream":"next","phases":[{"percent":5,"for":"3d"},{"percent":50,"for":"7d"},{"percent":100}],"guard":{"ttft_mean":"800ms","cluster_rate":0.65,"reasoning_floor":0.5,"min_samples":10}}`), &back); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(back.Phases) != fmt.Sprint(want) || back.Guard != c.Guard {
@@ -54,7 +55,7 @@ func TestCaddyfileCanaryPhases(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := r.routes["m"].canary.c.Snapshot(time.Now())
-	if s.Share != 5 || len(s.Phases) != 3 || s.Phases[0].For != "3d" || s.Phases[1].For != "7d" || s.NextStepAt.IsZero() {
+	if s.Share != 5 || len(s.Phases) != 3 || s.Phases[0].For != "3d" || s.Phases[1].For != "7d" || s.NextStepAt.IsZero() || s.GuardReasoningFloor != 0.5 {
 		t.Fatalf("compiled: %+v", s)
 	}
 
@@ -115,6 +116,8 @@ func TestCanaryScheduleErrorsBothForms(t *testing.T) {
 		{"two promote lines", "\t\tcanary u {\n\t\t\tpromote 5% for 1d, 100%\n\t\t\tpromote 5% for 1d, 100%\n\t\t}", 7, "canary promote is already specified"},
 		{"no share", "\t\tcanary u gpt-next {\n\t\t\tkey client_ip\n\t\t}", 5, "canary: no share; give one"},
 		{"cluster_rate ratio", "\t\tcanary u 5 {\n\t\t\tguard {\n\t\t\t\tcluster_rate 1.5\n\t\t\t}\n\t\t}", 7, `guard cluster_rate: "1.5" is not a ratio`},
+		{"reasoning_floor above 1", "\t\tcanary u 5 {\n\t\t\tguard {\n\t\t\t\treasoning_floor 1.5\n\t\t\t}\n\t\t}", 7, `guard reasoning_floor: "1.5" is not a ratio; write it like 0.95 or 95% (a share of the stable targets' reasoning above 0 and at most 1, such as 0.5)`},
+		{"reasoning_floor 0", "\t\tcanary u 5 {\n\t\t\tguard {\n\t\t\t\treasoning_floor 0\n\t\t\t}\n\t\t}", 7, `guard reasoning_floor: "0" is not a ratio`},
 		{"ttft_mean duration", "\t\tcanary u 5 {\n\t\t\tguard {\n\t\t\t\tttft_mean fast\n\t\t\t}\n\t\t}", 7, `guard ttft_mean: "fast" is not a positive duration`},
 	} {
 		expectParseError(t, tc.name, model(tc.in), tc.want, fmt.Sprintf("Testfile:%d", tc.line))
@@ -130,6 +133,8 @@ func TestCanaryScheduleErrorsBothForms(t *testing.T) {
 		{"promote without every", Canary{Upstream: "u", Percent: 5, Promote: []float64{50}}, "promote [50] without promote_every never promotes"},
 		{"negative phase", Canary{Upstream: "u", Phases: []CanaryPhase{{5, caddy.Duration(-time.Hour)}, {100, 0}}}, "duration -1h0m0s is negative"},
 		{"cluster_rate", Canary{Upstream: "u", Percent: 5, Guard: CanaryGuard{ClusterRate: 2}}, "guard cluster_rate 2 is not a ratio"},
+		{"reasoning_floor", Canary{Upstream: "u", Percent: 5, Guard: CanaryGuard{ReasoningFloor: 1.5}}, "guard reasoning_floor 1.5 is not a share of the stable targets' reasoning; give one above 0 and at most 1"},
+		{"reasoning_floor negative", Canary{Upstream: "u", Percent: 5, Guard: CanaryGuard{ReasoningFloor: -0.5}}, "guard reasoning_floor -0.5 is not a share"},
 		{"ttft_mean", Canary{Upstream: "u", Percent: 5, Guard: CanaryGuard{TTFTMean: -1}}, "guard ttft_mean -1ns is negative"},
 	} {
 		c := tc.c
@@ -187,5 +192,9 @@ func TestCanaryPoolKeyUnchanged(t *testing.T) {
 	cluster := &Canary{Percent: 5, Guard: CanaryGuard{ClusterRate: 0.7}}
 	if k(mean) == k(&Canary{Percent: 5}) || k(cluster) == k(&Canary{Percent: 5}) || k(mean) == k(cluster) {
 		t.Errorf("new guard figures share a key: %q %q", k(mean), k(cluster))
+	}
+	floor := &Canary{Percent: 5, Guard: CanaryGuard{ReasoningFloor: 0.5}}
+	if k(floor) == k(&Canary{Percent: 5}) || k(floor) == k(cluster) {
+		t.Errorf("reasoning_floor shares a key: %q", k(floor))
 	}
 }

@@ -500,6 +500,15 @@ type CanaryGuard struct {
 	// without reasoning, and answers that are not streamed, do not count.
 	// Default: not judged.
 	ClusterRate float64 `json:"cluster_rate,omitempty"`
+	// `reasoning_floor <ratio>`: the least share (above 0, at most 1) of
+	// the stable targets' reasoning the canary's may be: roll back when,
+	// at some reasoning effort, the canary's mean reasoning tokens per
+	// complete 2xx answer over its last `window` answers at that effort
+	// fall below ratio × the mean of the answers the model's other
+	// targets gave at that effort over the same period. Judged once both
+	// sides have min_samples answers at the effort and the stable side
+	// reasons at all. Default: not judged.
+	ReasoningFloor float64 `json:"reasoning_floor,omitempty"`
 }
 
 // Shadow copies a sample of requests to another target in the background,

@@ -51,6 +51,8 @@ type requestState struct {
 	tokenEstimate int        // the prompt tokens taken from it when the request came (0: none)
 
 	effortKey string // the request's reasoning effort, for its target's reasoning baseline
+
+	canary *canaryRuntime // the route's canary, whose guard may compare reasoning (canaryreasoning.go)
 }
 
 func newRequestState(ep endpoint) *requestState {
@@ -183,6 +185,7 @@ func (h *Relay) finishRequest(r *http.Request, req *requestState) {
 		}
 	}
 	h.judgeReasoning(req)
+	judgeCanaryReasoning(req)
 	observeRequest(rl)
 	recordFailover(rl)
 	if req.tokenEstimate > 0 {

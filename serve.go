@@ -160,6 +160,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	assembleFromStream(body, ep, reason.budget)
 	req.effort = applyEffort(body, raw, reason.effort, ep)
 	req.effortKey = requestEffort(body)
+	req.canary = rt.canary
 	switch {
 	case !ep.understood():
 		// A stream the relay does not understand yet passes byte for

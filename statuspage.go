@@ -288,7 +288,7 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 {{end}}</table></div>{{else}}<p class="mute">No relay loaded.</p>{{end}}</section>
 
 <section id="canaries"><h2>Canaries</h2>
-{{if .Canaries}}<div class="scroll"><table><tr><th>canary</th><th>state</th><th>share</th><th>phases</th><th>phase ends</th><th>error rate</th><th>ttft p99</th><th>ttft mean</th><th>reasoning cluster</th><th>window</th><th>rollback reason</th></tr>
+{{if .Canaries}}<div class="scroll"><table><tr><th>canary</th><th>state</th><th>share</th><th>phases</th><th>phase ends</th><th>error rate</th><th>ttft p99</th><th>ttft mean</th><th>reasoning cluster</th><th>reasoning vs stable</th><th>window</th><th>rollback reason</th></tr>
 {{range .Canaries}}{{$step := .Step}}<tr class="canary" data-state="{{.State}}"><td>{{.Name}}</td><td><span class="badge {{if eq (print .State) "rolled_back"}}bad{{else}}ok{{end}}">{{.State}}</span></td>
 <td>{{pctn .Share}}</td><td class="phases">{{range $i, $p := .Phases}}{{if $i}} → {{end}}<span class="phase{{if eq $i $step}} current{{end}}">{{if eq $i $step}}<b>{{pctn $p.Share}}{{if $p.For}} for {{$p.For}}{{end}}</b>{{else}}{{pctn $p.Share}}{{if $p.For}} for {{$p.For}}{{end}}{{end}}</span>{{end}}<div class="mute">phase {{inc .Step}} of {{len .Phases}}</div></td>
 <td class="phase-ends"{{if not .NextStepAt.IsZero}} data-ends="{{rfc3339 .NextStepAt}}">{{when .NextStepAt}} UTC{{if .SamplesToStep}}<div class="mute">and {{.SamplesToStep}} more attempt{{if ne .SamplesToStep 1}}s{{end}}</div>{{end}}{{else}}>{{if eq (print .State) "rolled_back"}}<span class="mute">rolled back</span>{{else}}<span class="mute">last phase</span>{{end}}{{end}}</td>
@@ -296,6 +296,7 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 <td>{{ms .TTFTP99Ms}}{{if .GuardTTFTP99Ms}} <span class="mute">/ ≤ {{ms .GuardTTFTP99Ms}}</span>{{end}}</td>
 <td>{{ms .TTFTMeanMs}}{{if .GuardTTFTMeanMs}} <span class="mute">/ ≤ {{ms .GuardTTFTMeanMs}}</span>{{end}}</td>
 <td>{{if .ClusterRate}}{{f2 (derefF .ClusterRate)}} <span class="mute">of {{.ClusterSamples}}</span>{{else}}<span class="mute">–</span>{{end}}{{if .GuardClusterRate}} <span class="mute">/ ≤ {{f2 .GuardClusterRate}}</span>{{end}}</td>
+<td class="canary-reasoning">{{range .Reasoning}}<div>{{.Effort}}: {{printf "%.0f" .CanaryTokens}} <span class="mute">of {{.CanarySamples}}</span> vs {{printf "%.0f" .StableTokens}} <span class="mute">of {{.StableSamples}}</span>{{if .Ratio}} ({{pct (derefF .Ratio)}}){{end}}</div>{{else}}<span class="mute">–</span>{{end}}{{if .GuardReasoningFloor}} <span class="mute">/ ≥ {{pct .GuardReasoningFloor}}</span>{{end}}</td>
 <td>{{.Samples}} <span class="mute">of {{.Window}} (min {{.MinSamples}})</span></td>
 <td class="wrap">{{.RollbackReason}}</td></tr>
 {{end}}</table></div>{{else}}<p class="mute">None configured.</p>{{end}}

@@ -19,7 +19,10 @@
 //     received from the upstream) > Guard.ClusterRate, judged once at
 //     least MinSamples of them arrived. Streams without reasoning say
 //     nothing of it, so they are not in this window; a canary whose
-//     model never reasons is never judged on it.
+//     model never reasons is never judged on it;
+//   - reasoning floor: at any effort, the canary's mean reasoning tokens
+//     per answer < Guard.ReasoningFloor × the stable targets' mean over
+//     the same period, fed to [Canary.RecordReasoning] (reasoning.go).
 //
 // The Record that sees the guard break rolls the canary back: its share drops
 // to 0 at once, so [Canary.Selects] is false for every key from then on. A
@@ -96,6 +99,11 @@ type Guard struct {
 	// ClusterRate is the most the mean reasoning cluster rate (0 to 1) of
 	// the last Window streams with reasoning may be; 0 = not judged.
 	ClusterRate float64
+	// ReasoningFloor is the least share (0 to 1) of the stable targets'
+	// mean reasoning tokens per answer, at the same effort over the same
+	// period, that the canary's mean may be (see RecordReasoning); 0 =
+	// not judged.
+	ReasoningFloor float64
 }
 
 // withDefaults fills zero fields and keeps MinSamples <= Window.
@@ -120,6 +128,9 @@ func (g Guard) withDefaults() Guard {
 	}
 	if g.ClusterRate < 0 || math.IsNaN(g.ClusterRate) {
 		g.ClusterRate = 0
+	}
+	if g.ReasoningFloor < 0 || math.IsNaN(g.ReasoningFloor) {
+		g.ReasoningFloor = 0
 	}
 	return g
 }
@@ -247,6 +258,9 @@ func (g Guard) validate() error {
 	if math.IsNaN(g.ClusterRate) || g.ClusterRate < 0 || g.ClusterRate > 1 {
 		errs = append(errs, fmt.Errorf("cluster_rate %v: must be in [0, 1]", g.ClusterRate))
 	}
+	if math.IsNaN(g.ReasoningFloor) || g.ReasoningFloor < 0 || g.ReasoningFloor > 1 {
+		errs = append(errs, fmt.Errorf("reasoning_floor %v: must be in [0, 1]", g.ReasoningFloor))
+	}
 	return errors.Join(errs...)
 }
 
@@ -271,8 +285,9 @@ type Canary struct {
 	late        int64 // samples received after the rollback (ignored)
 	reason      string
 	scratch     []time.Duration
-	clusters    []float64 // ring of the last guard.Window cluster rates
-	cHead, cN   int       // next write position in clusters, rates in it
+	clusters    []float64                 // ring of the last guard.Window cluster rates
+	cHead, cN   int                       // next write position in clusters, rates in it
+	efforts     map[string]*effortWindows // reasoning per effort, canary and stable (reasoning.go)
 }
 
 // New makes a canary. steps are the shares in percent; the first is the
@@ -479,6 +494,7 @@ func (c *Canary) judge() judgement {
 				j.cluster, g.ClusterRate, j.cluster-g.ClusterRate, c.cN, over))
 		}
 	}
+	why = append(why, c.reasoningBreaks()...)
 	if c.n == 0 {
 		return j.verdict(why)
 	}
@@ -575,6 +591,11 @@ type Snapshot struct {
 	ClusterRate      *float64 `json:"cluster_rate,omitempty"`
 	ClusterSamples   int      `json:"cluster_samples"`
 	GuardClusterRate float64  `json:"guard_cluster_rate,omitempty"`
+	// Reasoning compares, per effort, the canary's mean reasoning tokens
+	// per answer with the stable targets' over the same period (only
+	// with a guard reasoning_floor; absent before the first answer).
+	Reasoning           []ReasoningView `json:"reasoning,omitempty"`
+	GuardReasoningFloor float64         `json:"guard_reasoning_floor,omitempty"`
 	// Phases is the roll-out; Step indexes it (and Steps, their shares).
 	Phases []PhaseView `json:"phases"`
 	// NextStepAt is when the current phase ends: the earliest time of the
@@ -600,30 +621,32 @@ func (c *Canary) Snapshot(now time.Time) Snapshot {
 	defer c.mu.Unlock()
 	j := c.judge()
 	s := Snapshot{
-		Name:             c.name,
-		State:            c.state,
-		Share:            c.Share(),
-		Steps:            make([]float64, len(c.phases)),
-		Phases:           make([]PhaseView, len(c.phases)),
-		Step:             c.step,
-		Since:            c.since,
-		AgeMs:            ms(now.Sub(c.since)),
-		Samples:          c.n,
-		Window:           c.guard.Window,
-		MinSamples:       c.guard.MinSamples,
-		SamplesSinceStep: c.sinceStep,
-		TotalSamples:     c.total,
-		TotalFailed:      c.failedTotal,
-		LateSamples:      c.late,
-		ErrorRate:        j.errRate,
-		TTFTP99Ms:        ms(j.p99),
-		GuardErrorRate:   c.guard.ErrorRate,
-		GuardTTFTP99Ms:   ms(c.guard.TTFTP99),
-		TTFTMeanMs:       ms(j.mean),
-		GuardTTFTMeanMs:  ms(c.guard.TTFTMean),
-		ClusterSamples:   c.cN,
-		GuardClusterRate: c.guard.ClusterRate,
-		RollbackReason:   c.reason,
+		Name:                c.name,
+		State:               c.state,
+		Share:               c.Share(),
+		Steps:               make([]float64, len(c.phases)),
+		Phases:              make([]PhaseView, len(c.phases)),
+		Step:                c.step,
+		Since:               c.since,
+		AgeMs:               ms(now.Sub(c.since)),
+		Samples:             c.n,
+		Window:              c.guard.Window,
+		MinSamples:          c.guard.MinSamples,
+		SamplesSinceStep:    c.sinceStep,
+		TotalSamples:        c.total,
+		TotalFailed:         c.failedTotal,
+		LateSamples:         c.late,
+		ErrorRate:           j.errRate,
+		TTFTP99Ms:           ms(j.p99),
+		GuardErrorRate:      c.guard.ErrorRate,
+		GuardTTFTP99Ms:      ms(c.guard.TTFTP99),
+		TTFTMeanMs:          ms(j.mean),
+		GuardTTFTMeanMs:     ms(c.guard.TTFTMean),
+		ClusterSamples:      c.cN,
+		GuardClusterRate:    c.guard.ClusterRate,
+		RollbackReason:      c.reason,
+		Reasoning:           c.reasoningViews(),
+		GuardReasoningFloor: c.guard.ReasoningFloor,
 	}
 	for i, p := range c.phases {
 		s.Steps[i] = p.Share
