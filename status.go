@@ -331,6 +331,8 @@ func (h *Relay) routesInOrder() []*route {
 type chainView struct {
 	Alias   string      `json:"alias"`
 	Targets []chainLink `json:"targets"`
+	// RegionPin is the model's region_pin (absent: none).
+	RegionPin string `json:"region_pin,omitempty"`
 }
 
 // chainLink is one target of a chain, in chain order.
@@ -350,6 +352,9 @@ type chainLink struct {
 	// The SLO the target is held to (0: not judged).
 	SLOTTFTMS  float64 `json:"slo_ttft_ms"`
 	SLOSuccess float64 `json:"slo_success"`
+	// The SLO's reasoning_floor and cluster_rate (absent: not judged).
+	SLOReasoningFloor float64 `json:"slo_reasoning_floor,omitempty"`
+	SLOClusterRate    float64 `json:"slo_cluster_rate,omitempty"`
 	// RecentTTFTMS are the last (up to 30) successful TTFTs, oldest first.
 	RecentTTFTMS []float64 `json:"recent_ttft_ms"`
 	// For a target with a max_concurrent (on its upstream or its `to`
@@ -366,13 +371,14 @@ type chainLink struct {
 }
 
 func chainOf(rt *route, now time.Time) chainView {
-	c := chainView{Alias: rt.alias, Targets: make([]chainLink, 0, len(rt.targets))}
+	c := chainView{Alias: rt.alias, Targets: make([]chainLink, 0, len(rt.targets)), RegionPin: rt.pin}
 	for _, t := range rt.targets {
 		snap := t.health.Snapshot(now, t.slo)
 		l := chainLink{Upstream: t.up.name, Model: modelLabel(t.model), Status: snap.Status, Reason: snap.Reason,
 			Samples: snap.Samples, SuccessRatio: snap.SuccessRatio,
 			TTFTP50MS: ms(time.Duration(snap.TTFTP50)), TTFTP90MS: ms(time.Duration(snap.TTFTP90)), ProbeRTTMS: ms(time.Duration(snap.ProbeRTT)),
-			SLOTTFTMS: ms(t.slo.TTFT), SLOSuccess: t.slo.Success, RecentTTFTMS: []float64{}}
+			SLOTTFTMS: ms(t.slo.TTFT), SLOSuccess: t.slo.Success, RecentTTFTMS: []float64{},
+			SLOReasoningFloor: t.rslo.Floor, SLOClusterRate: t.rslo.ClusterRate}
 		if left := snap.CooldownUntil.Sub(now); left > 0 {
 			l.CooldownLeftMS = ms(left)
 		}

@@ -226,7 +226,11 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"pctn":     func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + "%" },
 	"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
 	"rfc3339":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-}).Parse(statusTemplate))
+	"perM":     perM,
+	"urlHost":  urlHost,
+	"share":    share,
+	"prices":   pagePrices,
+}).Parse(statusTemplate + priceTemplates))
 
 const statusTemplate = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -239,7 +243,7 @@ body{margin:0;background:var(--bg);color:var(--fg);font:14px/1.45 system-ui,-app
 main{max-width:1240px;margin:0 auto;padding:12px 16px 40px}
 header{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:baseline;border-bottom:1px solid var(--line);padding-bottom:8px}
 h1{font-size:18px;margin:0}h2{font-size:16px;margin:22px 0 8px}h3{font-size:14px;margin:14px 0 4px}
-.mute{color:var(--mute)}.ok{color:var(--ok)}.warn{color:var(--warn)}.bad{color:var(--bad)}
+.mute,small{color:var(--mute)}.ok{color:var(--ok)}.warn{color:var(--warn)}.bad{color:var(--bad)}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top;white-space:nowrap}
@@ -276,16 +280,18 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 {{end}}</table></div></section>{{end}}{{end}}
 
 <section id="chains"><h2>Chains</h2>
-{{range .Chains}}<h3>{{.Alias}}</h3><div class="scroll"><table>
-<tr><th>#</th><th>target</th><th>status</th><th>cooldown left</th><th>ttft p50</th><th>ttft p90</th><th>probe rtt</th><th>in flight</th><th>success</th><th>slo</th><th>recent ttft</th><th>reason</th></tr>
+{{range .Chains}}<h3>{{.Alias}}{{with .RegionPin}} <span class="badge" title="region_pin: only targets in this region are tried">pinned to {{.}}</span>{{end}}</h3><div class="scroll"><table>
+<tr><th>#</th><th>target</th><th>status</th><th>cooldown left</th><th>ttft p50</th><th>ttft p90</th><th>probe rtt</th><th>in flight</th><th>success</th><th>slo</th><th>$/M</th><th>recent ttft</th><th>reason</th></tr>
 {{range $i, $t := .Targets}}<tr class="target" data-status="{{.Status}}"><td>{{inc $i}}</td><td>{{.Upstream}} <span class="mute">({{.Model}})</span></td>
 <td><span class="badge {{if eq .Status "healthy"}}ok{{else if eq .Status "ejected"}}bad{{else}}warn{{end}}">{{.Status}}</span></td>
 <td>{{if .CooldownLeftMS}}{{ms .CooldownLeftMS}}{{end}}</td><td>{{ms .TTFTP50MS}}</td><td>{{ms .TTFTP90MS}}</td><td>{{if .ProbeRTTMS}}{{ms .ProbeRTTMS}}{{end}}</td>
 <td class="occupancy">{{if .MaxConcurrent}}{{.InFlight}} <span class="mute">of {{.MaxConcurrent}} ({{pct .Occupancy}})</span>{{end}}</td>
 <td>{{if .Samples}}{{pct .SuccessRatio}} <span class="mute">of {{.Samples}}</span>{{else}}<span class="mute">no samples</span>{{end}}</td>
-<td>{{if .SLOTTFTMS}}p90 ≤ {{ms .SLOTTFTMS}} {{end}}{{if .SLOSuccess}}≥ {{pct .SLOSuccess}}{{end}}</td>
+<td>{{if .SLOTTFTMS}}p90 ≤ {{ms .SLOTTFTMS}} {{end}}{{if .SLOSuccess}}≥ {{pct .SLOSuccess}}{{end}}{{if .SLOReasoningFloor}} reasoning ≥ {{share .SLOReasoningFloor}} of baseline{{end}}{{if .SLOClusterRate}} cluster ≤ {{f2 .SLOClusterRate}}{{end}}</td>
+{{template "price" .Price}}
 <td>{{spark .RecentTTFTMS}}</td><td class="wrap">{{.Reason}}</td></tr>
 {{end}}</table></div>{{else}}<p class="mute">No relay loaded.</p>{{end}}</section>
+{{template "prices" .}}
 
 <section id="canaries"><h2>Canaries</h2>
 {{if .Canaries}}<div class="scroll"><table><tr><th>canary</th><th>state</th><th>share</th><th>phases</th><th>phase ends</th><th>error rate</th><th>ttft p99</th><th>ttft mean</th><th>reasoning cluster</th><th>reasoning vs stable</th><th>window</th><th>rollback reason</th></tr>

@@ -16,7 +16,8 @@ import (
 )
 
 // bigStatus is the size case: 100 targets (in 25 chains of 4) and
-// 50 recent streams of 200 events in and out, with failovers and keys.
+// 50 recent streams of 200 events in and out, with failovers and keys,
+// and each kind of price.
 func bigStatus() Status {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	st := Status{Time: now, Canaries: []canary.Snapshot{{Name: "c → canup (*)", State: canary.StateActive, Share: 5, Steps: []float64{5, 50, 100}}}}
@@ -28,6 +29,12 @@ func bigStatus() Status {
 			for i := range 30 {
 				l.RecentTTFTMS = append(l.RecentTTFTMS, float64(300+i*17%400))
 			}
+			// Each kind of price, a built-in one with a long source URL.
+			l.Price = []*priceInfo{
+				{From: priceBuiltin, Match: "claude-opus-4-8", Input: 5, Output: 25, CachedInput: 0.5, CacheWrite: 6.25,
+					Source: "https://platform.claude.com/docs/en/about-claude/pricing?ref=optimizesmart.com", Taken: "2026-12-07"},
+				{From: priceConfig, Match: "model-*", Input: 1.25, Output: 10},
+				{From: priceNone}, {From: "per_request"}}[t]
 			ch.Targets = append(ch.Targets, l)
 		}
 		st.Chains = append(st.Chains, ch)
