@@ -392,7 +392,11 @@ func (c *chainRun) handoff() {
 		reasonBody, err = c.legBody(reasonRaw)
 	}
 	if err != nil {
-		c.h.reject(c.w, c.req, errInvalidRequest("", err.Error()))
+		param := ""
+		if errors.Is(err, handoff.ErrLogprobs) {
+			param = "logprobs"
+		}
+		c.h.reject(c.w, c.req, errInvalidRequest(param, err.Error()))
 		return
 	}
 	src.sp.ReasonPrompt = usage.EstimatePrompt(reasonRaw)

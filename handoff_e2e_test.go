@@ -516,3 +516,34 @@ func TestHandoffReasoningStreamsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoffRefusesLogprobs: the splice cannot carry the answer leg's
+// log probabilities, so a request for them gets a 400 naming logprobs, in
+// the client's dialect, before either leg is asked; a request that sets
+// them off is served.
+func TestHandoffRefusesLogprobs(t *testing.T) {
+	startRelay(t, handoffRelay, handoffSimSite)
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"baton","stream":true,"logprobs":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/chat/completions", `{"model":"baton","top_logprobs":3,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/responses", `{"model":"baton","top_logprobs":2,"input":"hi"}`},
+		{"/v1/responses", `{"model":"baton","include":["message.output_text.logprobs"],"input":"hi"}`},
+	} {
+		resp := postPath(t, tc.path, tc.body, "Authorization", "Bearer "+taggedKey)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e struct {
+			Error struct{ Param, Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(b, &e)
+		if resp.StatusCode != http.StatusBadRequest || e.Error.Param != "logprobs" || !strings.Contains(e.Error.Message, "hand-off") {
+			t.Errorf("%s %s: status %d, body %s; want 400 naming logprobs", tc.path, tc.body, resp.StatusCode, b)
+		}
+	}
+	resp := post(t, `{"model":"baton","logprobs":false,"messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer "+taggedKey)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("logprobs false: status %d, body %s", resp.StatusCode, b)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
@@ -83,6 +84,32 @@ func Injected(reasoning string, where Inject) string {
 // ErrNotObject is a body that is not a JSON object.
 var ErrNotObject = errors.New("the request body is not a JSON object")
 
+// ErrLogprobs is a request that asks for log probabilities: the splice
+// rewrites each answer chunk to its text, tool calls and finish (as the
+// relay's writer writes them), so the answer leg's logprobs could not
+// reach the client; the request is refused rather than answered without
+// them.
+var ErrLogprobs = errors.New("log probabilities (logprobs, top_logprobs) are not available on a hand-off alias: the answer is spliced from two models' streams; leave them out, or ask a model that is not a hand-off alias")
+
+// asksLogprobs reports a request for log probabilities: Chat's logprobs
+// true or top_logprobs, Responses' top_logprobs or the include of
+// message.output_text.logprobs. Messages has none.
+func asksLogprobs(d Dialect, top object) bool {
+	set := func(k string) bool {
+		v, ok := top[k]
+		return ok && string(v) != "null" && string(v) != "false" && string(v) != "0"
+	}
+	switch d {
+	case Chat:
+		return set("logprobs") || set("top_logprobs")
+	case Responses:
+		var include []string
+		_ = json.Unmarshal(top["include"], &include)
+		return set("top_logprobs") || slices.Contains(include, "message.output_text.logprobs")
+	}
+	return false
+}
+
 // Reason is the reasoning leg's body: the client's, asked for a stream
 // (with its usage, in Chat), with the reasoning of earlier turns removed
 // (see stripHistory), and its thinking's text asked for (showThinking).
@@ -90,6 +117,9 @@ func Reason(d Dialect, body []byte) ([]byte, error) {
 	top, err := decode(body)
 	if err != nil {
 		return nil, err
+	}
+	if asksLogprobs(d, top) {
+		return nil, ErrLogprobs
 	}
 	if err := stripHistory(d, top); err != nil {
 		return nil, err

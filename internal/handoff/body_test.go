@@ -188,3 +188,25 @@ func TestParseInject(t *testing.T) {
 		t.Error("assistant accepted")
 	}
 }
+
+func TestReasonRefusesLogprobs(t *testing.T) {
+	for _, tc := range []struct {
+		d    Dialect
+		body string
+		want bool
+	}{
+		{Chat, `{"logprobs":true}`, true},
+		{Chat, `{"top_logprobs":5}`, true},
+		{Chat, `{"logprobs":false}`, false},
+		{Chat, `{"logprobs":null,"top_logprobs":0}`, false},
+		{Responses, `{"top_logprobs":1}`, true},
+		{Responses, `{"include":["reasoning.encrypted_content","message.output_text.logprobs"]}`, true},
+		{Responses, `{"include":["reasoning.encrypted_content"]}`, false},
+		{Messages, `{"logprobs":true}`, false},
+	} {
+		_, err := Reason(tc.d, []byte(tc.body))
+		if got := errors.Is(err, ErrLogprobs); got != tc.want {
+			t.Errorf("%v %s: refused %v (err %v), want %v", tc.d, tc.body, got, err, tc.want)
+		}
+	}
+}
