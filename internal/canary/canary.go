@@ -406,6 +406,11 @@ func (c *Canary) RecordCluster(at time.Time, rate float64) *Event {
 	c.clusters[c.cHead] = rate
 	c.cHead = (c.cHead + 1) % len(c.clusters)
 	c.cN = min(c.cN+1, len(c.clusters))
+	if c.guard.ClusterRate <= 0 {
+		// Kept for display only: without a limit the rate breaks nothing,
+		// and the rest of the window is unchanged since the last judge.
+		return nil
+	}
 	if j := c.judge(); j.broken {
 		return c.rollback(at, j)
 	}
