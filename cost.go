@@ -320,22 +320,7 @@ func (f *fleetState) queueReasoning(ctx context.Context, pipe redis.Pipeliner, r
 		if _, ok := reasoningKeys.Load(k); !ok {
 			continue
 		}
-		own, _ := ledger.Own(k, r.now)
-		if own.Day.Start.IsZero() { // no request here yet: read the fleet's
-			own.Day.Start, own.Month.Start = usage.Day.Start(r.now), usage.Month.Start(r.now)
-		}
-		for _, w := range []struct {
-			p usage.Period
-			usage.WindowState
-		}{{usage.Day, own.Day}, {usage.Month, own.Month}} {
-			op := &hashOp{key: f.reasoningKey(k, w.p, w.Start)}
-			if w.Reasoning > 0 {
-				op.pairs = []string{f.instance, strconv.FormatInt(w.Reasoning, 10)}
-				op.expireAt = w.p.Next(w.Start).Add(time.Hour)
-			}
-			r.ops = append(r.ops, op.queue(ctx, pipe, scripted))
-			r.reasoning = append(r.reasoning, spendRead{key: k, period: w.p, start: w.Start, own: w.Reasoning, op: op})
-		}
+		r.reasoning = f.queueOwn(ctx, pipe, r, scripted, k, r.reasoning, f.reasoningKey, func(w usage.WindowState) int64 { return w.Reasoning })
 	}
 }
 
