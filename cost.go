@@ -88,21 +88,33 @@ func (h *Relay) compileCost() error {
 		}
 	}
 	h.targetModels = map[[2]string]bool{}
-	add := func(rt *route) {
-		for _, t := range rt.targets {
-			h.targetModels[[2]string{t.up.name, t.model}] = true
-		}
+	h.targetPrices = map[[2]string]targetPrice{}
+	add := func(rt *route, alias string) {
+		ts := rt.targets
 		if c := rt.canary; c != nil {
-			h.targetModels[[2]string{c.target.up.name, c.target.model}] = true
+			ts = append(ts[:len(ts):len(ts)], c.target)
+		}
+		for _, t := range ts {
+			h.targetModels[[2]string{t.up.name, t.model}] = true
+			if t.model != "" { // else the client's model: priced per request
+				p, info := h.priceFor(t.model, alias)
+				h.targetPrices[[2]string{t.model, alias}] = targetPrice{p, info.From != priceNone}
+			}
 		}
 	}
 	for _, rt := range h.routesInOrder() {
-		add(rt)
+		add(rt, rt.alias)
 		if rt.handoff != nil {
-			add(rt.handoff.reason)
+			add(rt.handoff.reason, rt.alias)
 		}
 	}
 	return nil
+}
+
+// targetPrice is a configured target's price (priced false: none).
+type targetPrice struct {
+	price  usage.Price
+	priced bool
 }
 
 // reasoningKeys are the key names that had a reasoning budget in a config
@@ -308,22 +320,7 @@ func (f *fleetState) queueReasoning(ctx context.Context, pipe redis.Pipeliner, r
 		if _, ok := reasoningKeys.Load(k); !ok {
 			continue
 		}
-		own, _ := ledger.Own(k, r.now)
-		if own.Day.Start.IsZero() { // no request here yet: read the fleet's
-			own.Day.Start, own.Month.Start = usage.Day.Start(r.now), usage.Month.Start(r.now)
-		}
-		for _, w := range []struct {
-			p usage.Period
-			usage.WindowState
-		}{{usage.Day, own.Day}, {usage.Month, own.Month}} {
-			op := &hashOp{key: f.reasoningKey(k, w.p, w.Start)}
-			if w.Reasoning > 0 {
-				op.pairs = []string{f.instance, strconv.FormatInt(w.Reasoning, 10)}
-				op.expireAt = w.p.Next(w.Start).Add(time.Hour)
-			}
-			r.ops = append(r.ops, op.queue(ctx, pipe, scripted))
-			r.reasoning = append(r.reasoning, spendRead{key: k, period: w.p, start: w.Start, own: w.Reasoning, op: op})
-		}
+		r.reasoning = f.queueOwn(ctx, pipe, r, scripted, k, r.reasoning, f.reasoningKey, func(w usage.WindowState) int64 { return w.Reasoning })
 	}
 }
 

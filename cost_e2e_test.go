@@ -177,26 +177,6 @@ func TestCostHeaderBuiltinPricesOverrideAndOff(t *testing.T) {
 // costComment is the comment a priced stream ends with.
 var costComment = regexp.MustCompile(`\n: relay-cost-usd=([0-9.]+)\n\n$`)
 
-// lastRelayed is the log's last "relayed" line.
-func lastRelayed(t *testing.T, logFile string, n int) map[string]any {
-	t.Helper()
-	var lines []string
-	waitFor(t, 5*time.Second, "the request's log line", func() bool {
-		lines = lines[:0]
-		for _, l := range strings.Split(readLog(t, logFile), "\n") {
-			if strings.Contains(l, `"msg":"relayed"`) {
-				lines = append(lines, l)
-			}
-		}
-		return len(lines) >= n
-	})
-	var m map[string]any
-	if err := json.Unmarshal([]byte(lines[n-1]), &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func TestCostCommentEndsStreams(t *testing.T) {
 	logFile := startRelay(t, costRelay(""), costSim)
 	n := 0
@@ -216,7 +196,7 @@ func TestCostCommentEndsStreams(t *testing.T) {
 			if i, j := strings.LastIndex(body, tc.end), strings.LastIndex(body, ": relay-cost-usd="); i < 0 || i > j {
 				t.Errorf("the comment is not after the stream's end (%q)", tc.end)
 			}
-			line := lastRelayed(t, logFile, n)
+			line := relayedLog(t, logFile, n)
 			p, c := int(line["prompt_tokens"].(float64)), int(line["completion_tokens"].(float64))
 			if want := wantCost(p, c, 1.25, 10); m[1] != want || line["cost_usd"] != want {
 				t.Errorf("comment %s, log cost_usd %v; want %s (%d in, %d out at gpt-5's built-in price)", m[1], line["cost_usd"], want, p, c)
@@ -232,7 +212,7 @@ func TestCostCommentEndsStreams(t *testing.T) {
 		resp := postPath(t, tc.path, tc.body, "Authorization", "Bearer sk-cost")
 		readAll(t, resp)
 		n++
-		line := lastRelayed(t, logFile, n)
+		line := relayedLog(t, logFile, n)
 		p, c := int(line["prompt_tokens"].(float64)), int(line["completion_tokens"].(float64))
 		if got, want := resp.Header.Get("X-Relay-Cost-USD"), wantCost(p, c, 1.25, 10); got != want || line["cost_usd"] != want {
 			t.Errorf("%s whole answer: X-Relay-Cost-USD %q, log cost_usd %v; want %s", tc.path, got, line["cost_usd"], want)

@@ -68,3 +68,45 @@ func TestKeyReasoningBudgets(t *testing.T) {
 		t.Error("two reasoning budgets for one name load")
 	}
 }
+
+// TestTargetPricesAtProvision: a configured target's price is resolved
+// once at provision, as priceFor gives it (a price block, the built-in
+// list, none); a client's model forwarded unchanged is priced per
+// request.
+func TestTargetPricesAtProvision(t *testing.T) {
+	h := startParityRelay(t, `llm_relay {
+	state off
+	upstream tp-a http://127.0.0.1:1/v1
+	price tp-priced {
+		input 3
+		output 9
+	}
+	model tp-alias {
+		to tp-a gpt-5-2025-08-07
+		to tp-a tp-priced
+		to tp-a tp-local
+		to tp-a
+	}
+}`)
+	for _, c := range []struct {
+		model  string
+		priced bool
+		input  float64
+	}{{"gpt-5-2025-08-07", true, 1.25}, {"tp-priced", true, 3}, {"tp-local", false, 0}} {
+		tp, ok := h.targetPrices[[2]string{c.model, "tp-alias"}]
+		if !ok {
+			t.Errorf("%s: not resolved at provision", c.model)
+			continue
+		}
+		want, info := h.priceFor(c.model, "tp-alias")
+		if tp.priced != c.priced || tp.price != want || tp.price.Input != c.input || (info.From != priceNone) != c.priced {
+			t.Errorf("%s: resolved %+v; priceFor %+v %s; want priced %v input %v", c.model, tp, want, info.From, c.priced, c.input)
+		}
+	}
+	if len(h.targetPrices) != 3 {
+		t.Errorf("targetPrices %v: want the 3 configured models only", h.targetPrices)
+	}
+	if p, ok := h.priceOf("claude-sonnet-4-5-20250929", "tp-alias"); !ok || p.Input == 0 {
+		t.Errorf("a forwarded client model: %+v %v; want the built-in price", p, ok)
+	}
+}

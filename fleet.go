@@ -433,23 +433,33 @@ func (f *fleetState) queueRollouts(ctx context.Context, pipe redis.Pipeliner, r 
 // absolute figure: idempotent) and reads every instance's.
 func (f *fleetState) queueSpend(ctx context.Context, pipe redis.Pipeliner, r *round, scripted bool) {
 	for _, k := range r.keys {
-		own, _ := ledger.Own(k, r.now)
-		if own.Day.Start.IsZero() { // no request here yet: read the fleet's
-			own.Day.Start, own.Month.Start = usage.Day.Start(r.now), usage.Month.Start(r.now)
-		}
-		for _, w := range []struct {
-			p usage.Period
-			usage.WindowState
-		}{{usage.Day, own.Day}, {usage.Month, own.Month}} {
-			op := &hashOp{key: f.spendKey(k, w.p, w.Start)}
-			if w.NanoUSD > 0 {
-				op.pairs = []string{f.instance, strconv.FormatInt(w.NanoUSD, 10)}
-				op.expireAt = w.p.Next(w.Start).Add(time.Hour)
-			}
-			r.ops = append(r.ops, op.queue(ctx, pipe, scripted))
-			r.spend = append(r.spend, spendRead{key: k, period: w.p, start: w.Start, own: w.NanoUSD, op: op})
-		}
+		r.spend = f.queueOwn(ctx, pipe, r, scripted, k, r.spend, f.spendKey, func(w usage.WindowState) int64 { return w.NanoUSD })
 	}
+}
+
+// queueOwn writes this instance's own figure (of, from its ledger window)
+// for key k, per period, in the hash hashKey names, and reads every
+// instance's: each read is appended to reads. Spend and reasoning
+// tokens (cost.go) are shared so.
+func (f *fleetState) queueOwn(ctx context.Context, pipe redis.Pipeliner, r *round, scripted bool, k string, reads []spendRead,
+	hashKey func(string, usage.Period, time.Time) string, of func(usage.WindowState) int64) []spendRead {
+	own, _ := ledger.Own(k, r.now)
+	if own.Day.Start.IsZero() { // no request here yet: read the fleet's
+		own.Day.Start, own.Month.Start = usage.Day.Start(r.now), usage.Month.Start(r.now)
+	}
+	for _, w := range []struct {
+		p usage.Period
+		usage.WindowState
+	}{{usage.Day, own.Day}, {usage.Month, own.Month}} {
+		op, v := &hashOp{key: hashKey(k, w.p, w.Start)}, of(w.WindowState)
+		if v > 0 {
+			op.pairs = []string{f.instance, strconv.FormatInt(v, 10)}
+			op.expireAt = w.p.Next(w.Start).Add(time.Hour)
+		}
+		r.ops = append(r.ops, op.queue(ctx, pipe, scripted))
+		reads = append(reads, spendRead{key: k, period: w.p, start: w.Start, own: v, op: op})
+	}
+	return reads
 }
 
 // limitStale is how long another instance's requests in flight count

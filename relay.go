@@ -141,10 +141,12 @@ type Relay struct {
 	capacity    capacityPolicy
 
 	// Cost (cost.go): each key name's reasoning token budget (names with
-	// one), and the (upstream, model) of every configured target, the
-	// only model labels of the cost metric.
+	// one), the (upstream, model) of every configured target, the only
+	// model labels of the cost metric, and the price of every configured
+	// target's (model, alias), resolved once (priceOf).
 	reasoningBudgets map[string]usage.ReasoningBudget
 	targetModels     map[[2]string]bool
+	targetPrices     map[[2]string]targetPrice
 }
 
 // CaddyModule returns the Caddy module information.

@@ -153,7 +153,12 @@ func (h *Relay) costOf(req *requestState, u usage.Usage) (cost float64, priced b
 
 // priceOf is the price of a model sent upstream (priceFor): the price
 // table's for the model, else for the alias, else the built-in list's.
+// A configured target's was resolved at provision (compileCost); only a
+// client's model forwarded unchanged is looked up here.
 func (h *Relay) priceOf(model, alias string) (usage.Price, bool) {
+	if tp, ok := h.targetPrices[[2]string{model, alias}]; ok {
+		return tp.price, tp.priced
+	}
 	p, info := h.priceFor(model, alias)
 	return p, info.From != priceNone
 }
