@@ -152,6 +152,7 @@ func setReasoningSLO(rt *route, m *ModelRoute, c reasoninghealth.Config) {
 	if rt.canary != nil {
 		rt.canary.target.rslo = c
 	}
+	rt.judgesEffort = c.On() || (rt.canary != nil && m.Canary.Guard.ReasoningFloor > 0)
 	if sr := rt.shadow; sr != nil {
 		sr.target.rslo = c
 		sr.alias = rt.alias

@@ -35,6 +35,10 @@ type route struct {
 	handoff *handoffRoute
 	// pin is the model's region_pin ("": none; regions.go).
 	pin string
+	// judgesEffort: something reads a request's effort key (the targets'
+	// reasoning SLO or the canary guard's reasoning_floor), so serve
+	// works it out (setReasoningSLO).
+	judgesEffort bool
 }
 
 // target is a compiled Target.

@@ -159,7 +159,9 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	pol.cfg.ReasoningBudget, pol.cfg.BudgetAction = reason.budget, reason.action
 	assembleFromStream(body, ep, reason.budget)
 	req.effort = applyEffort(body, raw, reason.effort, ep)
-	req.effortKey = requestEffort(body)
+	if rt.judgesEffort {
+		req.effortKey = requestEffort(body) // a JSON read: only when judged
+	}
 	req.canary = rt.canary
 	switch {
 	case !ep.understood():
