@@ -172,13 +172,7 @@ func TestPythonFailoverSplitRatio(t *testing.T) {
 	if testing.Short() {
 		t.Skip("caddytest end-to-end test; skipped with -short")
 	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("RELAY_REQUIRE_PYTHON") == "1" {
-			t.Fatal("python3 is not on PATH (RELAY_REQUIRE_PYTHON=1)")
-		}
-		t.Skip("python3 is not on PATH")
-	}
+	python := requirePython(t)
 	strict := newStrictUpstream(t)
 	logFile := startRelay(t, knobsRelay(strict.v1()), knobsSimSite)
 	if t.Failed() {

@@ -563,10 +563,7 @@ func TestRegionsPin(t *testing.T) {
 // once, kix after 150 ms, icn after 300 ms; sin is down; fra has no
 // upstream. The chain puts nrt last, so only the hint brings it first.
 func TestRegionsPythonPicker(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
+	py := requirePython(t)
 	sin := newFakeUpstream(t, down)
 	startRelay(t, fmt.Sprintf(`llm_relay {
 		key %s
