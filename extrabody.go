@@ -1,6 +1,7 @@
 package llmrelay
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -68,11 +69,7 @@ func isExtraBody(m jsonobj.Member) bool { return m.Key == fieldExtraBody }
 // encoding/json decodes it).
 func renderEdited(b []byte, members []jsonobj.Member, fields map[string]json.RawMessage, edits []jsonobj.Edit) ([]byte, error) {
 	if jsonobj.Unique(members) {
-		var out []byte
-		for _, p := range jsonobj.Pieces(nil, b, members, edits) {
-			out = append(out, p...)
-		}
-		return out, nil
+		return bytes.Join(jsonobj.Pieces(nil, b, members, edits), nil), nil
 	}
 	for _, e := range edits {
 		if e.Value == nil {

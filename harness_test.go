@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -237,4 +238,19 @@ func mustContain(t *testing.T, s string, want ...string) {
 			t.Errorf("missing %q in:\n%s", w, s)
 		}
 	}
+}
+
+// requirePython returns the path of python3, skipping the test when it is
+// not on PATH, or failing it when RELAY_REQUIRE_PYTHON=1 (.ci/run installs
+// it and must run the test).
+func requirePython(t *testing.T) string {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("RELAY_REQUIRE_PYTHON") == "1" {
+			t.Fatal("python3 is not on PATH (RELAY_REQUIRE_PYTHON=1)")
+		}
+		t.Skip("python3 is not on PATH")
+	}
+	return python
 }

@@ -8,13 +8,11 @@ package llmrelay_test
 // split ratio measured on a backlogged simulator stream.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -172,13 +170,7 @@ func TestPythonFailoverSplitRatio(t *testing.T) {
 	if testing.Short() {
 		t.Skip("caddytest end-to-end test; skipped with -short")
 	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("RELAY_REQUIRE_PYTHON") == "1" {
-			t.Fatal("python3 is not on PATH (RELAY_REQUIRE_PYTHON=1)")
-		}
-		t.Skip("python3 is not on PATH")
-	}
+	python := requirePython(t)
 	strict := newStrictUpstream(t)
 	logFile := startRelay(t, knobsRelay(strict.v1()), knobsSimSite)
 	if t.Failed() {
@@ -225,20 +217,7 @@ func TestPythonFailoverSplitRatio(t *testing.T) {
 // merge it the same way, and an extra_body that is not an object is a
 // 400 in the client's dialect, naming it.
 func TestNodeExtraBody(t *testing.T) {
-	if testing.Short() {
-		t.Skip("caddytest end-to-end test; skipped with -short")
-	}
-	if _, err := os.Stat(filepath.Join("e2e", "node", "node_modules", "openai", "package.json")); err != nil {
-		msg := "e2e/node/node_modules is missing: run `npm ci --prefix e2e/node` to install the openai Node SDK"
-		if os.Getenv("RELAY_REQUIRE_NODE") == "1" {
-			t.Fatal(msg + " (RELAY_REQUIRE_NODE=1)")
-		}
-		t.Skip(msg)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
-	}
+	node := requireNode(t, "openai", "the openai Node SDK")
 	strict := newStrictUpstream(t)
 	logFile := startRelay(t, knobsRelay(strict.v1()), knobsSimSite)
 	if t.Failed() {
@@ -317,16 +296,13 @@ func TestNodeExtraBody(t *testing.T) {
 func sseKinds(t *testing.T, body string) []bool {
 	t.Helper()
 	resp := post(t, body, "Authorization", "Bearer sk-knobs")
-	defer resp.Body.Close()
+	stream := readAll(t, resp)
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d: %s", resp.StatusCode, readAll(t, resp))
+		t.Fatalf("status %d: %s", resp.StatusCode, stream)
 	}
 	var kinds []bool
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok || data == "[DONE]" {
+	for _, data := range sseDatas(stream) {
+		if data == "[DONE]" {
 			continue
 		}
 		var c struct {
@@ -348,9 +324,6 @@ func sseKinds(t *testing.T, body string) []bool {
 				kinds = append(kinds, false)
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return kinds
 }

@@ -208,12 +208,12 @@ func requestMode(r *http.Request, body *requestBody) (pace.Mode, bool, error) {
 // relayOptions is the body's `relay` object: the relay's own per-request
 // options, removed before the upstream sees the body.
 type relayOptions struct {
-	Mode string `json:"mode"`
+	Mode string
 	// SplitRatio is the reasoning lane's share of the emissions while
 	// both lanes have text queued, in split-reasoning (see
 	// pace.Config.SplitRatio); other modes ignore it, so a client may
 	// send it with every request. nil: none asked.
-	SplitRatio *float64 `json:"-"`
+	SplitRatio *float64
 }
 
 // parseRelayOptions reads the `relay` field of a request body.

@@ -568,10 +568,9 @@ func (p *Pacer) tick(now time.Time) {
 	}
 	if p.head < len(p.items) && p.items[p.head].text {
 		first := p.items[p.head].lane
-		switch {
-		case p.share != nil:
-			p.tickShared(now, horizon)
-		default:
+		if p.share != nil {
+			p.tickShared(first, now, horizon)
+		} else {
 			p.serve(first, now, horizon, false)
 			if p.cfg.Mode == ModeSplit {
 				p.serve(1-first, now, horizon, false)

@@ -68,12 +68,12 @@ func (s *share) took(ln uint8) {
 	s.acc = min(max(s.acc, 0), shareScale-1)
 }
 
-// tickShared is tick for a split-reasoning stream with a share: the lane
-// the share picks sends its due text and its rate piece, the other its
-// due text only; when neither lane is queued ahead of the first barrier,
-// or only one is, it is an ordinary tick.
-func (p *Pacer) tickShared(now, horizon time.Time) {
-	first := p.items[p.head].lane
+// tickShared is tick for a split-reasoning stream with a share (first:
+// the lane of the oldest text): the lane the share picks sends its due
+// text and its rate piece, the other its due text only; when neither lane
+// is queued ahead of the first barrier, or only one is, it is an ordinary
+// tick.
+func (p *Pacer) tickShared(first uint8, now, horizon time.Time) {
 	if !p.queuedAhead(1 - first) {
 		p.serve(first, now, horizon, false)
 		return

@@ -202,7 +202,9 @@ func TestSplitRatioShare(t *testing.T) {
 			// At the edges the losing lane sends only what falls due:
 			// on this stream, about one event in seven.
 			t.Errorf("ratio %v: reasoning share %.3f", ratio, got)
-		case ratio > 0 && ratio < 1 && math.Abs(got-ratio) > 0.1:
+		case ratio > 0 && ratio < 1 && math.Abs(got-ratio) > 0.05:
+			// Within 0.05: without a yielded tick's credit (lane.accrue)
+			// the share drifts towards half, 0.28 for 0.2, 0.41 for 0.35.
 			t.Errorf("ratio %v: reasoning share %.3f", ratio, got)
 		}
 	}
