@@ -557,20 +557,6 @@ func TestRegionsPin(t *testing.T) {
 	}
 }
 
-// requirePython returns python3's path; without it the test skips, or
-// fails under RELAY_REQUIRE_PYTHON=1 (.ci/run sets it).
-func requirePython(t *testing.T) string {
-	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("RELAY_REQUIRE_PYTHON") == "1" {
-			t.Fatal("python3 is not on PATH (RELAY_REQUIRE_PYTHON=1)")
-		}
-		t.Skip("python3 is not on PATH")
-	}
-	return py
-}
-
 // TestRegionsPythonPicker: a client written like the published sample
 // (Python, urllib only) times GET /v1/ping for nrt, kix, icn, sin and
 // fra, picks the fastest healthy region and chats there. nrt answers at

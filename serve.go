@@ -100,7 +100,10 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	defer buf.release() // the handler's hold; upstream requests and shadows hold their own
+	defer func() {
+		req.raw = nil // it may point into buf: nothing after serve (finishRequest) reads a recycled buffer
+		buf.release() // the handler's hold; upstream requests and shadows hold their own
+	}()
 	body, err := parseRequestBody(raw)
 	if err != nil {
 		e, _ := asAPIError(err)
