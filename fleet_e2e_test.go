@@ -385,10 +385,8 @@ func TestFleetSharesKeyLimits(t *testing.T) {
 }
 
 // syncWait is long enough for a change on one instance to reach another
-// (a write and a read at sync_interval 250ms, and a tick), with room for
-// a 2-core machine running the whole suite under -race: at 1.2s,
-// TestFleetSharesKeyLimits once saw B's bucket not yet drained there.
-const syncWait = 2 * time.Second
+// (a write and a read at sync_interval 250ms, and a tick).
+const syncWait = 1200 * time.Millisecond
 
 // fleet is two relay instances, A and B, sharing a redis-server.
 type fleet struct {

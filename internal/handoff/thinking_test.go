@@ -85,8 +85,8 @@ func TestReasonShowsThinking(t *testing.T) {
 func TestAnswerDropsReasoningInclude(t *testing.T) {
 	for _, tc := range []struct{ include, want string }{
 		{`["reasoning.encrypted_content"]`, ``},
-		{`["reasoning.encrypted_content","message.output_text.logprobs"]`, `["message.output_text.logprobs"]`},
-		{`["message.output_text.logprobs"]`, `["message.output_text.logprobs"]`},
+		{`["reasoning.encrypted_content","file_search_call.results"]`, `["file_search_call.results"]`},
+		{`["file_search_call.results"]`, `["file_search_call.results"]`},
 		{`"odd"`, `"odd"`},
 	} {
 		body := `{"model":"m","reasoning":{"summary":"auto"},"include":` + tc.include + `,"input":"hi"}`
