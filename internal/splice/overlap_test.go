@@ -8,10 +8,10 @@ func TestOverlap(t *testing.T) {
 		max, want  int
 	}{
 		{"The answer is forty-two", "is forty-two, because", 0, len("is forty-two")},
-		{"The answer is 1", "1 more", 0, 0},       // shorter than MinOverlap: kept
-		{"Hello there ", "  world", 0, 2},         // the seam's space once
-		{"Hello there", " world", 0, 0},           // no space sent: kept
-		{"abcdefghij", "abcdefghij and on", 0, 0}, // sent's head, not its tail
+		{"The answer is 1", "1 more", 0, 0},        // shorter than MinOverlap: kept
+		{"Hello there ", "  world", 0, 2},          // the seam's space once
+		{"Hello there", " world", 0, 0},            // no space sent: kept
+		{"abcdefghij", "abcdefghij and on", 0, 10}, // all of sent repeated
 		{"xx abcdefghij", "abcdefghij and on", 0, len("abcdefghij")},
 		{"xx abcdefghij", "abcdefghij and on", 5, 0},                  // beyond max
 		{"xx abcdefghij", "abcdefghij and on", -1, 0},                 // off
