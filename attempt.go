@@ -142,6 +142,13 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		}
 		return fail(classStatus, fmt.Errorf("rewriting body: %w", err))
 	}
+	if body.mark != nil && x.upstream == dialectChat {
+		b, err := body.mark(payload.Bytes())
+		if err != nil {
+			return fail(classStatus, fmt.Errorf("marking the continuation's prefix: %w", err))
+		}
+		payload = bytesPayload(b)
+	}
 	req, err := t.up.newRequest(actx, http.MethodPost, t.up.url(x.rest, x.query(r.URL.RawQuery)), r.Header, payload)
 	if err != nil {
 		return fail(classConnect, err)

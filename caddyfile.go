@@ -286,6 +286,20 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 			if d.NextArg() {
 				return nil, d.ArgErr()
 			}
+		case "continue_with":
+			if u.ContinueWith != "" {
+				return nil, d.Errf("upstream %q: continue_with is already specified", u.Name)
+			}
+			if !d.NextArg() {
+				return nil, d.Errf("upstream %q: expected `continue_with prefill|prefix|continue_final_message|instruct`", u.Name)
+			}
+			u.ContinueWith = d.Val()
+			if err := checkContinueWith(u.ContinueWith); err != nil {
+				return nil, d.Errf("upstream %q: %v", u.Name, err)
+			}
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
 		case "api_key":
 			if !d.NextArg() {
 				return nil, d.ArgErr()
@@ -488,8 +502,20 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 				return nil, nil, d.Errf("model %q: region_pin takes one region code, got another: %q", m.Alias, d.Val())
 			}
 			m.regionPinAt = fmt.Sprintf("%s:%d", d.File(), d.Line()) // checked once every upstream is read
+		case "failover":
+			if m.Failover != nil {
+				return nil, nil, d.Errf("model %q: failover is already specified", m.Alias)
+			}
+			f, err := parseFailover(d)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := f.checkModelLevel(); err != nil {
+				return nil, nil, d.Errf("model %q: failover: %v", m.Alias, err)
+			}
+			m.Failover = f
 		default:
-			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, reason, handoff, smoothing, slo, canary, shadow, reasoning_budget, reasoning_field, adaptive_effort or region_pin", d.Val())
+			return nil, nil, d.Errf("unrecognized model subdirective %q; expected to, reason, handoff, smoothing, slo, canary, shadow, reasoning_budget, reasoning_field, adaptive_effort, region_pin or failover", d.Val())
 		}
 	}
 	if len(m.Targets) == 0 && len(m.Reason) > 0 {
@@ -718,8 +744,22 @@ func parseFailover(d *caddyfile.Dispenser) (*Failover, error) {
 			default:
 				f.StreamIdleTimeout = dur
 			}
+		case "after_commit", "continue_reasoning":
+			name := d.Val()
+			var v string
+			if !d.Args(&v) || d.NextArg() {
+				return nil, d.Errf("%s: expected one value, e.g. `%s`", name, map[string]string{"after_commit": "after_commit continue", "continue_reasoning": "continue_reasoning mark"}[name])
+			}
+			if name == "after_commit" {
+				f.AfterCommit = v
+			} else {
+				f.ContinueReasoning = v
+			}
+			if err := f.checkContinuation(); err != nil {
+				return nil, d.Err(err.Error())
+			}
 		default:
-			return nil, d.Errf("unrecognized failover subdirective %q; expected on, attempts, backoff, first_byte_timeout, try_duration or stream_idle_timeout", d.Val())
+			return nil, d.Errf("unrecognized failover subdirective %q; expected on, attempts, backoff, first_byte_timeout, try_duration, stream_idle_timeout, after_commit or continue_reasoning", d.Val())
 		}
 	}
 	return f, nil

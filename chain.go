@@ -177,7 +177,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	}
 	x, ok := exchangeFor(c.req.ep, t.up, t.think, c.rt.reasoningField)
 	x.request = body.raw
-	x.pivot = c.leg != nil
+	x.pivot = c.leg != nil && !c.leg.native
 	if !ok {
 		c.req.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.req.ep.rest)
 		// Nothing was tried, and nothing will be: the slot goes to the
@@ -313,6 +313,8 @@ func (c *chainRun) step(st step) chainOutcome {
 // chain goes on on the same, committed stream: its reasoning ran over the
 // budget with the failover action.
 func (c *chainRun) commit(t *target, res *attemptResult) (retryOnStream bool) {
+	c.req.run = c // a stream that breaks walks the rest of the chain (continuation.go)
+	defer func() { c.req.run = nil }()
 	if c.takeWriter() {
 		// An early commit or an earlier stream already sent the headers.
 		if res.events == nil {

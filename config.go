@@ -106,6 +106,20 @@ type Upstream struct {
 	//     OpenAI clients' /v1/chat/completions requests are translated to it.
 	API string `json:"api,omitempty"`
 
+	// `continue_with prefill|prefix|continue_final_message|instruct`: how
+	// this upstream is asked to continue an answer that broke on another
+	// target (failover `after_commit continue`, docs/continuation.md):
+	//   - `prefill`: the answer so far as a trailing assistant turn, which
+	//     the model continues (Anthropic's Messages API does).
+	//   - `prefix`: the same, marked `"prefix": true` (DeepSeek's and
+	//     Mistral's chat prefix completion).
+	//   - `continue_final_message`: the same, with vLLM's and SGLang's
+	//     `continue_final_message: true, add_generation_prompt: false`.
+	//   - `instruct`: the answer so far as an assistant turn, then a user
+	//     turn asking to continue exactly where it stopped (any provider).
+	// Default: `prefill` for `api anthropic`, `instruct` for the others.
+	ContinueWith string `json:"continue_with,omitempty"`
+
 	// `api_key <key>` is sent upstream as `Authorization: Bearer <key>`
 	// (`x-api-key: <key>` for `api anthropic`).
 	// Use `{env.X}` or `{file./path}`: it is resolved at load, and an empty
@@ -253,6 +267,12 @@ type ModelRoute struct {
 	// Default: none (a client may still pin with `X-Region-Hint: <code>!`).
 	RegionPin string `json:"region_pin,omitempty"`
 
+	// `failover { after_commit ...; continue_reasoning ... }`: this model's
+	// continuation after the commit point, overriding the relay-level
+	// block's (only these two settings; the rest of failover is the
+	// relay's). Default: the relay-level values.
+	Failover *Failover `json:"failover,omitempty"`
+
 	regionPinAt string // where the Caddyfile line was, for load errors
 }
 
@@ -360,6 +380,27 @@ type Failover struct {
 	// do not count as activity. At least `100ms`. Default: `5m` (Envoy's stream idle
 	// default).
 	StreamIdleTimeout caddy.Duration `json:"stream_idle_timeout,omitempty"`
+
+	// `after_commit continue|error`: what a stream that breaks after the
+	// commit point (a dropped connection, stream_idle_timeout, an upstream
+	// error event with a 5xx, 429 or overloaded code) does
+	// (docs/continuation.md). `continue`: the next target of the chain
+	// (the same order, attempts, backoff and health) is asked to continue
+	// the answer, and its stream is spliced into the client's; tool calls
+	// are held until the end of the message, so a break never sends half
+	// of one. `error`: the stream ends with one in-band error event, as
+	// before. Also in a `model` block's `failover { }`, for that model.
+	// Default: `continue` (the relay's failover is meant to be invisible,
+	// and a client that gets the in-band error can only start over and
+	// pay for the whole answer again).
+	AfterCommit string `json:"after_commit,omitempty"`
+
+	// `continue_reasoning mark|hide`: when the break falls in the
+	// reasoning, the next target reasons again from the start: `mark`
+	// sends a separator on the client's reasoning lane, then the new
+	// reasoning; `hide` sends none of the new reasoning, only the answer.
+	// Also in a `model` block. Default: `mark`.
+	ContinueReasoning string `json:"continue_reasoning,omitempty"`
 }
 
 // HealthCheck actively probes an upstream, feeding the same health state

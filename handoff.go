@@ -179,6 +179,7 @@ func handoffDialect(d dialect) handoff.Dialect {
 // its target, or why it failed.
 type legResult struct {
 	ctx     context.Context // the leg's attempts' context (nil: the request's)
+	native  bool            // answers in the client's dialect, not the Chat pivot (a continuation: continuation.go)
 	res     *attemptResult
 	t       *target
 	release func() // gives back the target's max_concurrent slot, when the leg is over

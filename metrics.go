@@ -88,7 +88,19 @@ var (
 	})
 )
 
-var collectors = []prometheus.Collector{metricRequests, metricAttempts, metricFailovers, metricTTFT,
+// metricContinuations counts streams continued after their commit point
+// (continuation.go).
+var metricContinuations = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "llm_relay", Name: "continuations_total",
+	Help: "Streams that broke after the commit point and were continued on another target, by model alias, the upstream that continued, and where the break fell (reasoning, answer, tool_call).",
+}, []string{"alias", "upstream", "where"})
+
+// countContinuation counts one continuation.
+func countContinuation(alias, upstream, where string) {
+	metricContinuations.WithLabelValues(alias, upstream, where).Inc()
+}
+
+var collectors = []prometheus.Collector{metricContinuations, metricRequests, metricAttempts, metricFailovers, metricTTFT,
 	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricCluster, metricCapacity, metricStateErrors, metricHandoffs, metricHandoffGap, metricReasoningDegraded, stateCollector{}, shadowCollector{}}
 
 // countHandoff counts one hand-off alias request's outcome.
@@ -262,6 +274,8 @@ func outcomeOf(rl *requestLog) string {
 		return "idle_timeout"
 	case rl.streamError != "":
 		return "stream_error"
+	case len(rl.continued) > 0:
+		return "continued"
 	case rl.status >= 500:
 		return "upstream_error"
 	case rl.status == 429:

@@ -53,6 +53,10 @@ type requestState struct {
 	effortKey string // the request's reasoning effort, for its target's reasoning baseline
 
 	canary *canaryRuntime // the route's canary, whose guard may compare reasoning (canaryreasoning.go)
+
+	// run is the chain whose answer is being committed: a broken stream
+	// walks the rest of it (continuation.go). nil: none.
+	run *chainRun
 }
 
 func newRequestState(ep endpoint) *requestState {
@@ -107,6 +111,9 @@ type requestLog struct {
 	// splitRatio is the split ratio a split-reasoning stream was paced
 	// with (the request's, else the operator's); nil: none.
 	splitRatio *float64
+	// continued lists the continuations of a stream that broke after
+	// its commit point (continuation.go); nil: none.
+	continued []continuation
 }
 
 // note records the outcome of an attempt or skip.
@@ -224,6 +231,9 @@ func (h *Relay) finishRequest(r *http.Request, req *requestState) {
 	}
 	if len(rl.outcomes) > 0 {
 		fields = append(fields, zap.Strings("failures", rl.outcomes))
+	}
+	if len(rl.continued) > 0 {
+		fields = append(fields, zap.Array("continued", continuations(rl.continued)))
 	}
 	if rl.smooth != nil {
 		fields = append(fields, zap.String("smoothing", rl.mode), zap.Object("smoothness", smoothFields{rl.smooth}))

@@ -118,8 +118,20 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, req *requestSt
 		// for an upstream that holds its connection open after it.
 		pol.cfg.Tail, pol.cfg.TailBytes = offTail, pace.DefaultTailBytes
 	}
-	result := pace.Run(r.Context(), pol.cfg, res.first, res.events, out, res.finish)
+	first, src, abort := res.first, res.events, res.finish
+	k := req.run.newContinuer(t, res)
+	if k != nil {
+		first, src, abort = k.passFirst(first), k, k.abort
+	}
+	result := pace.Run(r.Context(), pol.cfg, first, src, out, abort)
 	res.release() // Run has read its last event
+	if k != nil && len(k.conts) > 0 {
+		// Continued: what follows reads the attempt that ended the
+		// stream (its meter, tags and cause); the first was closed at
+		// the break.
+		defer k.finish()
+		res, t = k.res, k.t
+	}
 	if res.tags != nil && res.tags.State().Unclosed {
 		// Sent as reasoning, all of it: never dumped into the answer.
 		req.note(t, "the reasoning never ended (no closing tag): all of it went out as reasoning")

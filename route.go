@@ -39,6 +39,8 @@ type route struct {
 	// reasoning SLO or the canary guard's reasoning_floor), so serve
 	// works it out (setReasoningSLO).
 	judgesEffort bool
+	// cont is the model's after_commit (continuation.go).
+	cont continuePolicy
 }
 
 // target is a compiled Target.
@@ -136,6 +138,7 @@ func (h *Relay) compileRoutes() error {
 			return err
 		}
 		rt.pin = m.RegionPin
+		rt.cont = resolveContinue(h.Failover, m.Failover)
 		if rt.handoff != nil {
 			rt.handoff.reason.pin = m.RegionPin // both legs keep to it
 		}
@@ -257,6 +260,10 @@ type requestBody struct {
 	// splitRatio is relay.split_ratio, the client's share for the
 	// reasoning lane in split-reasoning; nil: none asked.
 	splitRatio *float64
+	// mark, for a continuation's body (continuation.go), edits the Chat
+	// payload sent upstream: DeepSeek's prefix flag, vLLM's
+	// continue_final_message. nil: none.
+	mark func([]byte) ([]byte, error)
 }
 
 // parseRequestBody parses a client body, its extra_body merged in first

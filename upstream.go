@@ -46,6 +46,9 @@ type upstreamRuntime struct {
 	// reasoning in fields.
 	inline InlineReasoning
 	think  *thinktag.Syntax
+	// continueWith is its continue_with ("": the api's default; see
+	// continueHow).
+	continueWith string
 	// probeURI and probeTimeout are its health probe's (health_check's
 	// uri and timeout, or their defaults): what GET /v1/ping sends it too.
 	probeURI     string
@@ -74,6 +77,8 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		api:     cmp.Or(u.API, apiOpenAI),
 		dialect: dialectOfAPI(u.API),
 		inline:  u.InlineReasoning,
+
+		continueWith: u.ContinueWith,
 		headers: make(http.Header, len(u.Headers)),
 		cleanup: func() {},
 

@@ -83,6 +83,9 @@ func (h *Relay) checkConfig() error {
 			if err := u.InlineReasoning.check(); err != nil {
 				return fmt.Errorf("upstream %q: %w", u.Name, err)
 			}
+			if err := checkContinueWith(u.ContinueWith); err != nil {
+				return fmt.Errorf("upstream %q: %w", u.Name, err)
+			}
 		}
 		if u != nil && u.HealthCheck != nil {
 			if err := checkAPI(u.API); err != nil {
@@ -105,6 +108,9 @@ func (h *Relay) checkConfig() error {
 		}
 		if err := m.checkHandoff(); err != nil {
 			return err // its errors name the model (the Caddyfile's too)
+		}
+		if err := m.Failover.checkModelLevel(); err != nil {
+			return fmt.Errorf("model %q: failover: %w", m.Alias, err)
 		}
 	}
 	return nil
@@ -245,6 +251,9 @@ func (f *Failover) check() error {
 		return fmt.Errorf("attempts %d is negative; give a positive whole number, or leave it out for the chain's length", f.Attempts)
 	}
 	if err := checkAttempts(f.Attempts); err != nil {
+		return err
+	}
+	if err := f.checkContinuation(); err != nil {
 		return err
 	}
 	for _, d := range []struct {
