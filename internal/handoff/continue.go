@@ -82,9 +82,8 @@ var ErrNotPrefilled = errors.New("the last message is not an assistant turn: the
 // The answer goes in a trailing assistant turn, after the conversation's
 // last turn (tool results included). A conversation that already ends
 // with an assistant turn (the client's own prefill, which the target
-// continued without repeating it) gets the answer appended to it: a
-// string content is concatenated with it, an array gets it as a new last
-// text part (a cache marker on the client's part keeps its place).
+// continued without repeating it) gets the answer appended to it: to its
+// string content, or to the text of its last part (see extendPrefill).
 //
 // PrefillTurn, Prefix and ContinueFinal give the same body (the marks go
 // on the Chat payload after translation: How.Mark). The turn's text is
@@ -166,13 +165,7 @@ func continueTurns(d Dialect, top object, answer string, how How) error {
 	var calls []json.RawMessage
 	_ = json.Unmarshal(last["tool_calls"], &calls)
 	prefilled := n > 0 && role(last) == "assistant" && len(calls) == 0
-	if prefilled {
-		prefilled, err = extendPrefill(d, last, answer, how != Instruct)
-		if err != nil {
-			return err
-		}
-	}
-	if prefilled {
+	if prefilled && extendPrefill(d, last, answer, how != Instruct) {
 		msgs[n-1] = mustJSON(last)
 	} else {
 		if how != Instruct {
@@ -194,27 +187,40 @@ func continueTurns(d Dialect, top object, answer string, how How) error {
 }
 
 // extendPrefill appends the answer to the client's own trailing assistant
-// turn m: a string content is concatenated (right-trimmed when trim), an
-// array gets a new last text part. ok false for a content of another
-// shape (null, absent), which a new turn then follows.
-func extendPrefill(d Dialect, m object, answer string, trim bool) (ok bool, err error) {
-	var s string
-	if json.Unmarshal(m["content"], &s) == nil {
+// turn m, so that the target reads the client's prefill and the answer as
+// the one text they were: a string content, or the text of a last text
+// part, is concatenated with it (right-trimmed when trim); an array that
+// ends with another part gets a new last text part. (Not a part of its
+// own after a text part: the translation from Messages to Chat joins a
+// turn's text blocks with a blank line, and vLLM's templates join text
+// parts with a newline.) ok false for a content of another shape (null,
+// absent): a new turn follows it.
+func extendPrefill(d Dialect, m object, answer string, trim bool) (ok bool) {
+	join := func(s string) string {
 		if s += answer; trim {
 			s = trimRight(s)
 		}
-		m["content"] = mustJSON(s)
-		return true, nil
+		return s
+	}
+	var s string
+	if json.Unmarshal(m["content"], &s) == nil {
+		m["content"] = mustJSON(join(s))
+		return true
 	}
 	var parts []json.RawMessage
 	if json.Unmarshal(m["content"], &parts) != nil || parts == nil {
-		return false, nil
+		return false
 	}
-	if trim {
-		answer = trimRight(answer)
+	var last object
+	if n := len(parts); n > 0 && json.Unmarshal(parts[n-1], &last) == nil && str(last["type"]) == "text" &&
+		json.Unmarshal(last["text"], &s) == nil {
+		last["text"] = mustJSON(join(s))
+		parts[n-1] = mustJSON(last)
+	} else {
+		parts = append(parts, mustJSON(textPart(d, join(""), "assistant")))
 	}
-	m["content"] = mustJSON(append(parts, mustJSON(textPart(d, answer, "assistant"))))
-	return true, nil
+	m["content"] = mustJSON(parts)
+	return true
 }
 
 // continueResponses adds the answer to a Responses input: an assistant

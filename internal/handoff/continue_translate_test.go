@@ -130,10 +130,14 @@ func TestContinueChatToAnthropic(t *testing.T) {
 // A Messages client whose chain reaches a Chat provider:
 // anthropic.ToChatRequest, then How.Mark.
 func TestContinueMessagesToChat(t *testing.T) {
-	bodies := map[string]struct{ body, before string }{
-		"plain": {`{"model":"m","max_tokens":100,"thinking":{"type":"enabled","budget_tokens":4096},"system":"s","messages":[{"role":"user","content":"hi"}]}`, "user"},
+	bodies := map[string]struct {
+		body, before string
+		effort       bool // the body asks for reasoning
+	}{
+		"plain":       {`{"model":"m","max_tokens":100,"thinking":{"type":"enabled","budget_tokens":4096},"system":"s","messages":[{"role":"user","content":"hi"}]}`, "user", true},
+		"own prefill": {`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"Sure:"}]}]}`, "user", false},
 		"tool results": {`{"model":"m","max_tokens":100,"thinking":{"type":"adaptive"},"output_config":{"effort":"high"},"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"4"}]}]}`,
-			"tool"},
+			"tool", true},
 	}
 	for name, b := range bodies {
 		for _, how := range hows {
@@ -146,9 +150,13 @@ func TestContinueMessagesToChat(t *testing.T) {
 			if how == Instruct {
 				want = ansW
 			}
+			if name == "own prefill" {
+				// one text: the translation joins blocks with a blank line
+				want = "Sure:" + want
+			}
 			wantEnd(t, name+" "+how.String(), out, how, want, b.before)
 			_, effort := members(t, out)["reasoning_effort"]
-			if effort != (how == Instruct) {
+			if effort != (how == Instruct && b.effort) {
 				t.Errorf("%s %v: reasoning_effort %v: %s", name, how, effort, out)
 			}
 			marked, err := how.Mark(out)
