@@ -165,15 +165,7 @@ func Answer(d Dialect, body []byte, reasoning string, where Inject) ([]byte, err
 	if err := stripHistory(d, top); err != nil {
 		return nil, err
 	}
-	for _, k := range knobs[d] {
-		delete(top, k)
-	}
-	switch d {
-	case Messages:
-		dropThinkingEdits(top)
-	case Responses:
-		dropReasoningInclude(top)
-	}
+	dropKnobs(d, top)
 	streamOn(d, top)
 	if strings.TrimSpace(reasoning) != "" {
 		if err := inject(d, top, reasoning, where); err != nil {
@@ -188,6 +180,21 @@ var knobs = [...][]string{
 	Chat:      {"reasoning_effort", "reasoning", "thinking"},
 	Messages:  {"thinking"},
 	Responses: {"reasoning"},
+}
+
+// dropKnobs removes the request's reasoning knobs (knobs) and what needs
+// them: Messages context edits (dropThinkingEdits), the Responses
+// reasoning's encrypted content (dropReasoningInclude).
+func dropKnobs(d Dialect, top object) {
+	for _, k := range knobs[d] {
+		delete(top, k)
+	}
+	switch d {
+	case Messages:
+		dropThinkingEdits(top)
+	case Responses:
+		dropReasoningInclude(top)
+	}
 }
 
 // dropThinkingEdits removes the context edits that manage thinking blocks

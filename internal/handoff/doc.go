@@ -16,4 +16,13 @@
 //     chunks (the relay's pivot) and makes one stream of them: the
 //     reasoning leg's reasoning up to the hand-off point, then the answer
 //     leg's answer, one id, one model, one usage that sums both legs.
+//
+// It also builds the body of a continuation (issue 30: a committed stream
+// broke, and the next target is asked to continue the answer), in the
+// client's dialect too: Continue adds the answer so far as a trailing
+// assistant turn (How: a prefill, with DeepSeek's or Mistral's prefix
+// flag or vLLM's continue_final_message set on the translated Chat
+// payload by MarkPrefix and MarkContinueFinal), or as an assistant turn
+// and a user turn holding ContinueInstruction for targets that never
+// continue an assistant turn.
 package handoff
