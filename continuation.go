@@ -121,15 +121,15 @@ func resolveContinue(relay, model *Failover) continuePolicy {
 // prefill (a 400 naming it: Claude 4.6 and later) gets the instruction.
 func continueHow(t *target) handoff.How {
 	if how, ok := handoff.ParseHow(t.up.continueWith); ok {
-		if how != handoff.HowInstruct && t.noPrefill != nil && t.noPrefill.Load() {
-			return handoff.HowInstruct
+		if how != handoff.Instruct && t.noPrefill != nil && t.noPrefill.Load() {
+			return handoff.Instruct
 		}
 		return how
 	}
 	if t.up.api == apiAnthropic && (t.noPrefill == nil || !t.noPrefill.Load()) {
-		return handoff.HowPrefill
+		return handoff.PrefillTurn
 	}
-	return handoff.HowInstruct
+	return handoff.Instruct
 }
 
 // spliceDialect is the splice package's name for a client dialect; ok is
@@ -363,13 +363,8 @@ func (k *continuer) continueStream(why string) bool {
 			bodyErr = err
 			return c.body
 		}
-		if answer != "" {
-			switch how {
-			case handoff.HowPrefix:
-				b.mark = handoff.MarkPrefix
-			case handoff.HowContinueFinal:
-				b.mark = handoff.MarkContinueFinal
-			}
+		if answer != "" && (how == handoff.Prefix || how == handoff.ContinueFinal) {
+			b.mark = how.Mark
 		}
 		bodies[how] = b
 		return b
@@ -388,6 +383,7 @@ func (k *continuer) continueStream(why string) bool {
 		c.req.noteText("no target continued the stream: it ends with an in-band error")
 		return false
 	}
+	from := k.conts0()
 	k.res, k.t, k.src = leg.res, leg.t, leg.res.events
 	k.cur.Store(leg.res)
 	k.first, k.fi = leg.res.first, 0
@@ -401,7 +397,7 @@ func (k *continuer) continueStream(why string) bool {
 	k.spl = seam.Splicer(opts)
 	c.req.usageEstimated = true
 	k.conts = append(k.conts, continuation{
-		from: k.conts0(), to: leg.t.up.name + " (" + c.req.modelFor(leg.t) + ")", toUpstream: leg.t.up.name,
+		from: from, to: leg.t.up.name + " (" + c.req.modelFor(leg.t) + ")", toUpstream: leg.t.up.name,
 		atToken: seam.OutputTokens, where: where, why: why, afterMS: ms(brokeAt.Sub(c.req.start)),
 	})
 	c.req.continued = k.conts
@@ -423,7 +419,7 @@ func (k *continuer) conts0() string {
 // and the chain is asked again.
 func (k *continuer) refusedPrefill(leg *legResult, bodyFor func(*target) *requestBody) bool {
 	res := leg.res
-	if res.events != nil || res.resp.StatusCode != 400 || leg.t.noPrefill == nil || continueHow(leg.t) == handoff.HowInstruct {
+	if res.events != nil || res.resp.StatusCode != 400 || leg.t.noPrefill == nil || continueHow(leg.t) == handoff.Instruct {
 		return false
 	}
 	if !bytes.Contains(bytes.ToLower(res.wholeBody()), []byte("prefill")) {

@@ -64,7 +64,7 @@ func (h How) String() string {
 // Instruct continuation. It asks for the rest only: no repeat (the seam's
 // Overlap drops a short one anyway), no comment on the cut, no
 // greeting, the next character first.
-const ContinueInstruction = "Your reply above was cut off. Continue it exactly where it stopped, starting with the next character: do not repeat any of it, and do not comment on the interruption."
+const ContinueInstruction = "Your previous reply was cut off. Continue it exactly where it stopped, starting with the next character: do not repeat any of it, and do not comment on the interruption."
 
 // ErrNotPrefilled is a Chat payload whose last message is not an
 // assistant turn: there is nothing for MarkPrefix or MarkContinueFinal
