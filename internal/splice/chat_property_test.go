@@ -83,7 +83,7 @@ func lastRunes(s string, n int) string {
 // chunk, one id, the usage of both attempts. Variants: no overlap
 // handling; a continuation that repeats the last 20 runes sent (dropped);
 // the reasoning hidden; a continuation that breaks in turn and is
-// continued again.
+// continued again; a break inside a text chunk (half its text handed).
 func TestChatSpliceRecordings(t *testing.T) {
 	early := usage.Usage{Prompt: 100, Completion: 50, Reasoning: 5, Cached: 3}
 	points := 60 // break points per recording at most, spread over it
@@ -99,7 +99,7 @@ func TestChatSpliceRecordings(t *testing.T) {
 		}
 		name := filepath.Base(filepath.Dir(path)) + "/" + filepath.Base(path)
 		for k := 0; k < len(evs); k += max(1, len(evs)/points) {
-			for _, variant := range []string{"plain", "overlap", "hide", "twice"} {
+			for _, variant := range []string{"plain", "overlap", "hide", "twice", "mid"} {
 				if msg := spliceRecording(t, evs, full, k, variant, early); msg != "" {
 					t.Errorf("%s, break before event %d, %s: %s", name, k, variant, msg)
 				}
@@ -114,6 +114,14 @@ func spliceRecording(t *testing.T, evs []sse.Event, full *client, k int, variant
 	rec := NewRecorder(Chat, 1<<20)
 	cl := newClient()
 	cl.read(feed(rec, evs[:k]...)...)
+	if variant == "mid" {
+		// The break falls inside event k: the client had half its text.
+		half, ok := halfText(t, evs[k])
+		if !ok {
+			return ""
+		}
+		cl.read(feed(rec, half)...)
+	}
 	if rec.Overflow() {
 		if full.content.String() != "" && strings.Contains(string(evs[0].Data), "ABfw2KKFuVXmEJgVwYfBvejMAdWtq") {
 			return "" // chat-three-choices: n > 1 is not continued
@@ -202,4 +210,31 @@ func spliceRecording(t *testing.T, evs []sse.Event, full *client, k int, variant
 		return fmt.Sprintf("usage %v", cl.usage)
 	}
 	return ""
+}
+
+// halfText is ev, a chunk of answer text (a string content of 2 runes or
+// more, no finish), with the first half of its text; false for another.
+func halfText(t *testing.T, ev sse.Event) (sse.Event, bool) {
+	d := json.NewDecoder(strings.NewReader(string(ev.Data)))
+	d.UseNumber()
+	var m map[string]any
+	if d.Decode(&m) != nil {
+		return ev, false
+	}
+	choices, _ := m["choices"].([]any)
+	if len(choices) != 1 {
+		return ev, false
+	}
+	choice, _ := choices[0].(map[string]any)
+	delta, _ := choice["delta"].(map[string]any)
+	text, _ := delta["content"].(string)
+	if choice["finish_reason"] != nil || utf8.RuneCountInString(text) < 2 {
+		return ev, false
+	}
+	delta["content"] = string([]rune(text)[:utf8.RuneCountInString(text)/2])
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return block(t, "data: "+string(b)+"\n\n"), true
 }

@@ -239,7 +239,7 @@ func (s *chatSplicer) render(c *chatChunk, keepRole bool) {
 	}
 	data := c.data
 	for _, m := range c.top {
-		b = appendKey(b, &first, string(data[m.ks:m.ke]))
+		b = appendKey(b, &first, data[m.ks:m.ke])
 		v := data[m.vs:m.ve]
 		switch jsonscan.MatchKey(data[m.ks:m.ke], topKeys) {
 		case topID:
@@ -281,7 +281,7 @@ func (s *chatSplicer) appendChoice(b []byte, c *chatChunk, keepRole bool) []byte
 	b = append(b, "[{"...)
 	first := true
 	for n, m := range c.choice {
-		b = appendKey(b, &first, string(data[m.ks:m.ke]))
+		b = appendKey(b, &first, data[m.ks:m.ke])
 		if n != c.deltaAt {
 			b = append(b, data[m.vs:m.ve]...)
 			continue
@@ -290,7 +290,7 @@ func (s *chatSplicer) appendChoice(b []byte, c *chatChunk, keepRole bool) []byte
 		dfirst := true
 		if keepRole {
 			r := c.delta[c.roleAt]
-			b = appendKey(b, &dfirst, string(data[r.ks:r.ke]))
+			b = appendKey(b, &dfirst, data[r.ks:r.ke])
 			b = append(b, data[r.vs:r.ve]...)
 		}
 		b = appendTexts(b, &dfirst, s.cs.style, c.reasoning, c.content, c.refusal)
@@ -298,7 +298,7 @@ func (s *chatSplicer) appendChoice(b []byte, c *chatChunk, keepRole bool) []byte
 			if jsonscan.MatchKey(data[dm.ks:dm.ke], deltaKeys) >= 0 {
 				continue // written above, or dropped
 			}
-			b = appendKey(b, &dfirst, string(data[dm.ks:dm.ke]))
+			b = appendKey(b, &dfirst, data[dm.ks:dm.ke])
 			b = append(b, data[dm.vs:dm.ve]...)
 		}
 		b = append(b, '}')
@@ -343,7 +343,7 @@ func appendTexts(b []byte, first *bool, style reasoningStyle, reasoning, content
 
 // appendKey writes a member's key literal and colon, after a comma but
 // for the first.
-func appendKey(b []byte, first *bool, lit string) []byte {
+func appendKey[S ~string | ~[]byte](b []byte, first *bool, lit S) []byte {
 	if !*first {
 		b = append(b, ',')
 	}
@@ -407,7 +407,7 @@ func appendCounted(b, v []byte, cs []counter) []byte {
 	var seen uint64
 	for _, m := range ms {
 		key, val := v[m.ks:m.ke], v[m.vs:m.ve]
-		b = appendKey(b, &first, string(key))
+		b = appendKey(b, &first, key)
 		k := slices.IndexFunc(cs, func(c counter) bool { return c.key == string(key) })
 		if k < 0 || seen&(1<<k) != 0 {
 			b = append(b, val...)
