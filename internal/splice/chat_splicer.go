@@ -221,8 +221,9 @@ func or(v []byte, def string) []byte {
 	return v
 }
 
-// render writes c as a data block: the first stream's head, the usage
-// with the earlier attempts', the one choice's delta written anew.
+// render writes c as a data block: the first stream's head (the members
+// c lacks: id, created and model first, system_fingerprint last), the
+// usage with the earlier attempts', the one choice's delta written anew.
 func (s *chatSplicer) render(c *chatChunk, keepRole bool) {
 	start := len(s.buf)
 	b := append(s.buf, "data: {"...)
@@ -231,7 +232,7 @@ func (s *chatSplicer) render(c *chatChunk, keepRole bool) {
 	for _, hm := range [...]struct {
 		k int
 		v []byte
-	}{{topID, h.id}, {topCreated, h.created}, {topModel, h.model}, {topFingerprint, h.fingerprint}} {
+	}{{topID, h.id}, {topCreated, h.created}, {topModel, h.model}} {
 		if hm.v != nil && c.at[hm.k] < 0 {
 			b = appendKey(b, &first, `"`+topKeys[hm.k]+`"`)
 			b = append(b, hm.v...)
@@ -262,6 +263,10 @@ func (s *chatSplicer) render(c *chatChunk, keepRole bool) {
 			}
 		}
 		b = append(b, v...)
+	}
+	if h.fingerprint != nil && c.at[topFingerprint] < 0 {
+		b = appendKey(b, &first, `"system_fingerprint"`)
+		b = append(b, h.fingerprint...)
 	}
 	b = append(b, "}\n\n"...)
 	// A chunk is one data line: a line break in it can only be white

@@ -222,6 +222,14 @@ func TestChatSplicerRole(t *testing.T) {
 	if c.roles != 1 || c.content.String() != "Hi" {
 		t.Fatalf("no role handed: %q, want one role chunk", datas(out))
 	}
+	// Text was handed without a role (a provider that sends none): the
+	// continuation's role goes out.
+	_, s = seamOf(t, chunkEv(t, `{"content":"Hi"}`, "null"))
+	out = splice(s.Splicer(Options{MaxOverlap: -1}), nil, contEv(t, `{"role":"assistant","content":" there"}`, "null"))
+	c = newClient()
+	if c.read(out...); c.roles != 1 {
+		t.Fatalf("text without a role handed: %q, want the role kept", datas(out))
+	}
 }
 
 func TestChatSplicerComment(t *testing.T) {
