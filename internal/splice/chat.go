@@ -61,12 +61,7 @@ func (r *chatRecorder) Pass(ev sse.Event) []sse.Event {
 		if !r.holding {
 			return r.one(ev)
 		}
-		r.out = append(append(r.out[:0], r.held...), ev)
-		for _, h := range r.held {
-			r.record(h)
-		}
-		r.dropHeld()
-		return r.out
+		return r.release(ev)
 	}
 	hold, multi, failed := false, false, ev.Type == "error"
 	if ev.HasData {
@@ -81,13 +76,7 @@ func (r *chatRecorder) Pass(ev sse.Event) []sse.Event {
 		// The relay hands the recorder an error event only when the
 		// client is to get it: the stream ends there, without [DONE],
 		// and what was held goes out before the error.
-		r.out = append(append(r.out[:0], r.held...), ev)
-		for _, h := range r.held {
-			r.record(h)
-		}
-		r.dropHeld()
-		r.record(ev)
-		return r.out
+		return r.release(ev)
 	}
 	if r.holding || hold {
 		r.holding = true
@@ -102,6 +91,21 @@ func (r *chatRecorder) Pass(ev sse.Event) []sse.Event {
 	}
 	r.record(ev)
 	return r.one(ev)
+}
+
+// release hands out what is held, then ev (the stream's end): they join
+// the journal, as everything handed does.
+func (r *chatRecorder) release(ev sse.Event) []sse.Event {
+	r.out = append(append(r.out[:0], r.held...), ev)
+	r.heldSize = 0
+	for _, h := range r.held {
+		r.record(h)
+	}
+	if !ev.IsDone() {
+		r.record(ev)
+	}
+	r.dropHeld()
+	return r.out
 }
 
 // record appends the data of an event handed to the client to the

@@ -111,6 +111,14 @@ func TestChatRecorderSeam(t *testing.T) {
 	if want := usage.EstimateTokens([]byte("The answer is")) + usage.EstimateTokens([]byte("Plan.")); s.OutputTokens != want {
 		t.Fatalf("OutputTokens %d, want %d", s.OutputTokens, want)
 	}
+
+	// Tool calls count once handed, at [DONE] (Mistral's have no index).
+	for path, want := range map[string]int{"openai/chat-parallel-tool-calls.sse": 2, "mistral/tool-call.sse": 1, "alibaba/tool-call.sse": 1} {
+		_, s = seamOf(t, readRecording(t, "../../testdata/recordings/"+path)...)
+		if s.ToolCalls != want || s.Discarded != 0 {
+			t.Errorf("%s, whole: %d tool calls, %d discarded; want %d, 0", path, s.ToolCalls, s.Discarded, want)
+		}
+	}
 }
 
 func TestChatRecorderOverflow(t *testing.T) {
