@@ -90,6 +90,7 @@ func TestChatSpliceRecordings(t *testing.T) {
 	if testing.Short() || chatRace {
 		points = 12
 	}
+	mids := 0 // breaks inside a text chunk
 	for _, path := range chatRecordingFiles(t) {
 		evs := readRecording(t, path)
 		full := newClient()
@@ -99,12 +100,18 @@ func TestChatSpliceRecordings(t *testing.T) {
 		}
 		name := filepath.Base(filepath.Dir(path)) + "/" + filepath.Base(path)
 		for k := 0; k < len(evs); k += max(1, len(evs)/points) {
+			if _, ok := halfText(t, evs[k]); ok {
+				mids++
+			}
 			for _, variant := range []string{"plain", "overlap", "hide", "twice", "mid"} {
 				if msg := spliceRecording(t, evs, full, k, variant, early); msg != "" {
 					t.Errorf("%s, break before event %d, %s: %s", name, k, variant, msg)
 				}
 			}
 		}
+	}
+	if mids < 20 {
+		t.Errorf("%d breaks inside a text chunk, want 20 or more", mids)
 	}
 }
 

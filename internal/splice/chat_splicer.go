@@ -214,6 +214,21 @@ func (s *chatSplicer) marker() {
 	s.items = append(s.items, chatItem{start: start, end: len(b), kind: itemData})
 }
 
+// member is the head's value of the top-level member k (nil: none).
+func (h *chatHead) member(k int) []byte {
+	switch k {
+	case topID:
+		return h.id
+	case topCreated:
+		return h.created
+	case topModel:
+		return h.model
+	case topFingerprint:
+		return h.fingerprint
+	}
+	return nil
+}
+
 func or(v []byte, def string) []byte {
 	if v == nil {
 		return []byte(def)
@@ -229,28 +244,21 @@ func (s *chatSplicer) render(c *chatChunk, keepRole bool) {
 	b := append(s.buf, "data: {"...)
 	first := true
 	h := &s.cs.head
-	for _, hm := range [...]struct {
-		k int
-		v []byte
-	}{{topID, h.id}, {topCreated, h.created}, {topModel, h.model}} {
-		if hm.v != nil && c.at[hm.k] < 0 {
-			b = appendKey(b, &first, `"`+topKeys[hm.k]+`"`)
-			b = append(b, hm.v...)
+	for _, k := range [...]int{topID, topCreated, topModel} {
+		if hv := h.member(k); hv != nil && c.at[k] < 0 {
+			b = appendKey(b, &first, `"`+topKeys[k]+`"`)
+			b = append(b, hv...)
 		}
 	}
 	data := c.data
 	for _, m := range c.top {
 		b = appendKey(b, &first, data[m.ks:m.ke])
 		v := data[m.vs:m.ve]
-		switch jsonscan.MatchKey(data[m.ks:m.ke], topKeys) {
-		case topID:
-			v = or(h.id, string(v))
-		case topCreated:
-			v = or(h.created, string(v))
-		case topModel:
-			v = or(h.model, string(v))
-		case topFingerprint:
-			v = or(h.fingerprint, string(v))
+		switch k := jsonscan.MatchKey(data[m.ks:m.ke], topKeys); k {
+		case topID, topCreated, topModel, topFingerprint:
+			if hv := h.member(k); hv != nil {
+				v = hv
+			}
 		case topUsage:
 			if v[0] == '{' {
 				b = appendUsage(b, v, s.o.Earlier)
