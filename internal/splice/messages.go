@@ -88,7 +88,8 @@ func (r *messagesRecorder) Pass(ev sse.Event) []sse.Event {
 	}
 	if ev.IsComment() || ev.Type == "ping" || ev.Type == "error" || r.overflow {
 		r.hand(ev)
-		return append(r.out, ev)
+		r.out = append(r.out, ev)
+		return r.out
 	}
 	switch ev.Type {
 	case "content_block_start":
@@ -118,7 +119,8 @@ func (r *messagesRecorder) Pass(ev sse.Event) []sse.Event {
 	}
 	if r.hold == holdNone {
 		r.hand(ev)
-		return append(r.out, ev)
+		r.out = append(r.out, ev)
+		return r.out
 	}
 	r.held = append(r.held, ev.Clone())
 	r.heldBytes += len(ev.Raw) + len(ev.Data)
@@ -138,7 +140,8 @@ func (r *messagesRecorder) release(last sse.Event) []sse.Event {
 		r.out = append(r.out, h)
 	}
 	r.hand(last)
-	return append(r.out, last)
+	r.out = append(r.out, last)
+	return r.out
 }
 
 // bound reports (and records) that the journals and the held events

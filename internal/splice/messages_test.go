@@ -736,8 +736,11 @@ func TestMessagesSpliceRecordings(t *testing.T) {
 	for name, evs := range messagesRecordings(t) {
 		want := recordingOf(t, evs)
 		stride := 1
-		if testing.Short() && len(evs) > 40 {
+		switch {
+		case testing.Short() && len(evs) > 40:
 			stride = 5
+		case messagesRace && len(evs) > 40:
+			stride = 3
 		}
 		for k := 0; k < len(evs); k += stride {
 			for _, variant := range []string{"exact", "repeat", "twice"} {
@@ -826,5 +829,30 @@ func checkThinking(t *testing.T, where string, before *clientMessage, s *Seam, o
 	}
 	if got.thinking() != want {
 		t.Fatalf("%s: thinking %q, want %q", where, got.thinking(), want)
+	}
+}
+
+// BenchmarkMessagesPass is the cost of the recorder on a stream that
+// never breaks: one text delta per op, in a long text block.
+func BenchmarkMessagesPass(b *testing.B) {
+	r := NewRecorder(Messages, 64<<20)
+	pass(r, mStart("msg_1", 5), mBlock(0, "text"))
+	ev := mText(0, " token")
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(r.Pass(ev)) != 1 {
+			b.Fatal("held")
+		}
+	}
+}
+
+// TestMessagesPassAllocs: a forwarded delta costs no allocation but the
+// journal's amortised growth.
+func TestMessagesPassAllocs(t *testing.T) {
+	r := NewRecorder(Messages, 64<<20)
+	pass(r, mStart("msg_1", 5), mBlock(0, "text"))
+	ev, ping := mText(0, " token"), mPing()
+	if a := testing.AllocsPerRun(2000, func() { r.Pass(ev); r.Pass(ping) }); a > 0.05 {
+		t.Fatalf("%v allocations per delta", a)
 	}
 }
