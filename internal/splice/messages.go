@@ -18,17 +18,19 @@ import (
 //     released with it, in order. A break never leaves the client half a
 //     tool call (its input_json_delta pieces are not valid JSON until the
 //     block's stop) nor a message_delta (stop_reason, final usage)
-//     followed by more content. The cost: a tool call reaches the client
-//     at the end of the message, not as its arguments stream (Claude Code
-//     shows the call when it is complete anyway).
+//     followed by more content. The latency cost: a tool call (and
+//     anything after it) reaches the client at the end of the message,
+//     not as its arguments stream; a client runs a call only once it is
+//     complete, so it waits at most for the message's last events.
 //   - a server tool call (server_tool_use, mcp_tool_use) is held with the
 //     block after it (its result: web_search_tool_result,
 //     mcp_tool_result, ...) and released at that block's stop. The client
-//     does not run these, but a half server_tool_use, or one without its
-//     result, is a message Anthropic refuses when a client (Claude Code)
-//     sends it back in the next turn's history. Holding them to the end
-//     of the message, as tool_use, would hold a web search's whole answer
-//     (the text after the results) to the end: the pair is enough.
+//     does not run these, but a cut one would stay in its message (and in
+//     the history it sends back next turn) as a call with partial input
+//     and no result, which the continuation cannot complete (it does not
+//     redo the search). Holding them to the end of the message, as
+//     tool_use, would hold a web search's whole answer (the text after
+//     the results) to the end: the pair is enough.
 //   - ping events and comments are never held (forwarded at once, even
 //     while a group is held), nor is an error event: the stream ends with
 //     it, and the held events would never be released.
@@ -37,9 +39,10 @@ import (
 // scan of a content_block_start for its type and index, and of a text or
 // thinking delta for its string, whose escaped bytes are appended to the
 // answer's or the reasoning's journal; JSON is parsed only by Seam and the
-// Splicer. The journals and the held events are bounded by maxBytes: past
-// it Overflow is true, the held events are released and nothing more is
-// held or journaled.
+// Splicer. The journals and the held events are bounded by maxBytes (no
+// bound when maxBytes <= 0): past it Overflow is true, the held events
+// are released and nothing more is held or journaled (a stream that can
+// no longer be continued has no use for holding).
 type messagesRecorder struct {
 	max      int // bound of journal + held bytes; <= 0: none
 	overflow bool
@@ -52,8 +55,7 @@ type messagesRecorder struct {
 
 	// Client view (what was handed).
 	start       []byte // the message_start's data
-	blocks      int    // content_block_starts handed
-	nextIndex   int    // 1 + the largest index handed
+	nextIndex   int    // 1 + the largest index handed: the blocks the client saw opened
 	open        bool   // a block is open
 	openIndex   int
 	openType    string
@@ -169,7 +171,6 @@ func (r *messagesRecorder) hand(ev sse.Event) {
 		if !ok {
 			i = r.nextIndex
 		}
-		r.blocks++
 		r.nextIndex = max(r.nextIndex, i+1)
 		r.open, r.openIndex, r.openType = true, i, typ
 		if isThinking(typ) {
