@@ -26,7 +26,7 @@ func fuzzEvents(t *testing.T, s string) []sse.Event {
 		case json.Valid([]byte(p)):
 			evs = append(evs, block(t, string(sse.AppendData(nil, []byte(p)))))
 		default:
-			evs = append(evs, chunkEv(t, `{"content":`+jsonString(p)+`}`, "null"))
+			evs = append(evs, chunkEv(t, `{"content":`+chatQuote(p)+`}`, "null"))
 		}
 	}
 	return evs

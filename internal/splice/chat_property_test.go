@@ -25,26 +25,26 @@ func contStream(t testing.TB, id, reasoning, text string, want *client, seed int
 	}
 	evs := []sse.Event{ev(`{"role":"assistant","content":""}`, "null")}
 	for i, p := range pieces(reasoning, 3+seed%3) {
-		evs = append(evs, ev(`{"reasoning":`+jsonString(p)+`}`, "null"))
+		evs = append(evs, ev(`{"reasoning":`+chatQuote(p)+`}`, "null"))
 		if i == 0 {
 			evs = append(evs, block(t, ": keep-alive\n\n"))
 		}
 	}
 	for _, p := range pieces(text, 2+seed%5) {
-		evs = append(evs, ev(`{"content":`+jsonString(p)+`}`, "null"))
+		evs = append(evs, ev(`{"content":`+chatQuote(p)+`}`, "null"))
 	}
 	if r := want.refusal.String(); r != "" {
-		evs = append(evs, ev(`{"refusal":`+jsonString(r)+`}`, "null"))
+		evs = append(evs, ev(`{"refusal":`+chatQuote(r)+`}`, "null"))
 	}
 	for _, i := range want.sortedCalls() {
 		c := want.calls[i]
-		evs = append(evs, ev(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":""}}]}`, i, jsonString(c.ID), jsonString(c.Name)), "null"))
+		evs = append(evs, ev(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":""}}]}`, i, chatQuote(c.ID), chatQuote(c.Name)), "null"))
 		for _, p := range pieces(c.Args, 1+len(c.Args)/2) {
-			evs = append(evs, ev(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":%s}}]}`, i, jsonString(p)), "null"))
+			evs = append(evs, ev(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":%s}}]}`, i, chatQuote(p)), "null"))
 		}
 	}
 	if want.finish != "" {
-		evs = append(evs, ev(`{}`, jsonString(want.finish)))
+		evs = append(evs, ev(`{}`, chatQuote(want.finish)))
 	}
 	evs = append(evs, block(t, "data: "+head+`],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}}`+"\n\n"), doneEv(t))
 	return evs

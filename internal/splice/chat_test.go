@@ -256,10 +256,10 @@ func TestChatSplicerReasoning(t *testing.T) {
 		first  string // the first stream's reasoning delta
 		marker string // the marker chunk's delta
 	}{
-		{"reasoning_content", `{"reasoning_content":"Let me"}`, `{"reasoning_content":` + jsonString(Marker) + `}`},
-		{"reasoning", `{"reasoning":"Let me","channel":"analysis"}`, `{"reasoning":` + jsonString(Marker) + `}`},
+		{"reasoning_content", `{"reasoning_content":"Let me"}`, `{"reasoning_content":` + chatQuote(Marker) + `}`},
+		{"reasoning", `{"reasoning":"Let me","channel":"analysis"}`, `{"reasoning":` + chatQuote(Marker) + `}`},
 		{"thinking", `{"content":[{"type":"thinking","thinking":[{"type":"text","text":"Let me"}]}]}`,
-			`{"content":[{"type":"thinking","thinking":[{"type":"text","text":` + jsonString(Marker) + `}]}]}`},
+			`{"content":[{"type":"thinking","thinking":[{"type":"text","text":` + chatQuote(Marker) + `}]}]}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, s := seamOf(t, chunkEv(t, `{"role":"assistant","content":""}`, "null"), chunkEv(t, c.first, "null"))
@@ -301,7 +301,7 @@ func TestChatSplicerReasoning(t *testing.T) {
 	}
 }
 
-func jsonString(s string) string {
+func chatQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
@@ -312,7 +312,7 @@ func TestChatSplicerOverlap(t *testing.T) {
 	cont := []string{"is ", "forty", "-two", ", because", " of this."}
 	var out []sse.Event
 	for i, text := range cont {
-		got := splice(sp, nil, contEv(t, `{"content":`+jsonString(text)+`}`, "null"))
+		got := splice(sp, nil, contEv(t, `{"content":`+chatQuote(text)+`}`, "null"))
 		if i < 3 && len(got) != 0 {
 			t.Fatalf("text %d (%q): %q, want it held while it may repeat the seam", i, text, datas(got))
 		}

@@ -128,7 +128,7 @@ func FuzzMessagesSplice(f *testing.F) {
 		sp := s.Splicer(opts)
 		if flags&64 != 0 && len(cont) > 1 {
 			j := int(g.next()) % len(cont)
-			client = append(client, splice(r, sp, cont[:j]...)...)
+			client = append(client, msgSplice(r, sp, cont[:j]...)...)
 			mid, err := reassemble(client, false)
 			s2 := r.Seam()
 			if err == nil && !g.chaos && !r.Overflow() && s2.Answer != mid.text() {
@@ -137,7 +137,7 @@ func FuzzMessagesSplice(f *testing.F) {
 			cont, sp, s = g.stream("msg_3"), s2.Splicer(opts), s2
 			contText = streamText(cont)
 		}
-		client = append(client, splice(r, sp, cont...)...)
+		client = append(client, msgSplice(r, sp, cont...)...)
 		checkEvents(t, client)
 		if g.chaos || r.Overflow() {
 			return

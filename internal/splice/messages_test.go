@@ -60,7 +60,7 @@ func pass(r Recorder, evs ...sse.Event) []sse.Event {
 }
 
 // splice feeds evs through sp, then r.
-func splice(r Recorder, sp Splicer, evs ...sse.Event) []sse.Event {
+func msgSplice(r Recorder, sp Splicer, evs ...sse.Event) []sse.Event {
 	var out []sse.Event
 	for _, ev := range evs {
 		for _, o := range sp.Next(ev) {
@@ -280,7 +280,7 @@ func (m *clientMessage) toolInputs() []any {
 	return ins
 }
 
-func readRecording(t testing.TB, path string) []sse.Event {
+func msgReadRecording(t testing.TB, path string) []sse.Event {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -305,7 +305,7 @@ func messagesRecordings(t testing.TB) map[string][]sse.Event {
 	}
 	recs := map[string][]sse.Event{}
 	for _, p := range paths {
-		recs[filepath.Base(p)] = readRecording(t, p)
+		recs[filepath.Base(p)] = msgReadRecording(t, p)
 	}
 	return recs
 }
@@ -444,7 +444,7 @@ func TestMessagesSpliceContinuesTheOpenTextBlock(t *testing.T) {
 	r, s, client := brokenText(t)
 	sp := s.Splicer(Options{MaxOverlap: -1})
 	cont := []sse.Event{mStart("msg_2", 20), mPing(), mBlock(0, "text"), mText(0, "ld"), mText(0, "!"), mStop(0), mMessageDelta("end_turn", 4), mMessageStop()}
-	out := splice(r, sp, cont...)
+	out := msgSplice(r, sp, cont...)
 	client = append(client, out...)
 	m, err := reassemble(client, true)
 	if err != nil {
@@ -466,7 +466,7 @@ func TestMessagesSpliceRenumbersAfterTheClientsBlocks(t *testing.T) {
 	// The continuation starts with a tool call: the open text block is
 	// closed first.
 	cont := []sse.Event{mStart("msg_2", 20), mBlock(0, "tool_use"), mJSON(0, `{"a":1}`), mStop(0), mBlock(1, "text"), mText(1, "after"), mStop(1), mMessageDelta("tool_use", 4), mMessageStop()}
-	client = append(client, splice(r, sp, cont...)...)
+	client = append(client, msgSplice(r, sp, cont...)...)
 	m, err := reassemble(client, true)
 	if err != nil {
 		t.Fatal(err)
@@ -478,7 +478,7 @@ func TestMessagesSpliceRenumbersAfterTheClientsBlocks(t *testing.T) {
 
 func TestMessagesSpliceClosesOpenBlockWithoutContent(t *testing.T) {
 	r, s, client := brokenText(t)
-	client = append(client, splice(r, s.Splicer(Options{}), mStart("msg_2", 20), mMessageDelta("end_turn", 0), mMessageStop())...)
+	client = append(client, msgSplice(r, s.Splicer(Options{}), mStart("msg_2", 20), mMessageDelta("end_turn", 0), mMessageStop())...)
 	if _, err := reassemble(client, true); err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestMessagesSpliceDropsThinkingAfterTheAnswer(t *testing.T) {
 		r, s, client := brokenText(t)
 		cont := []sse.Event{mStart("msg_2", 20), mBlock(0, "thinking"), mThink(0, "again"), mSig(0, "sig"), mStop(0),
 			mBlock(1, "text"), mText(1, "ld"), mStop(1), mMessageDelta("end_turn", 4), mMessageStop()}
-		client = append(client, splice(r, s.Splicer(Options{Reasoning: o}), cont...)...)
+		client = append(client, msgSplice(r, s.Splicer(Options{Reasoning: o}), cont...)...)
 		m, err := reassemble(client, true)
 		if err != nil {
 			t.Fatal(err)
@@ -520,7 +520,7 @@ func TestMessagesSpliceMarksRestartedReasoning(t *testing.T) {
 	// The cut block gets the marker and is closed unsigned; the new one
 	// keeps its signature.
 	r, s, client := brokenThinking(t, false)
-	client = append(client, splice(r, s.Splicer(Options{Reasoning: Mark}), restart...)...)
+	client = append(client, msgSplice(r, s.Splicer(Options{Reasoning: Mark}), restart...)...)
 	m, err := reassemble(client, true)
 	if err != nil {
 		t.Fatal(err)
@@ -532,7 +532,7 @@ func TestMessagesSpliceMarksRestartedReasoning(t *testing.T) {
 	// A closed (signed) block is left as it is: the marker has a block of
 	// its own.
 	r, s, client = brokenThinking(t, true)
-	client = append(client, splice(r, s.Splicer(Options{Reasoning: Mark}), restart...)...)
+	client = append(client, msgSplice(r, s.Splicer(Options{Reasoning: Mark}), restart...)...)
 	m, err = reassemble(client, true)
 	if err != nil {
 		t.Fatal(err)
@@ -546,7 +546,7 @@ func TestMessagesSpliceMarksRestartedReasoning(t *testing.T) {
 func TestMessagesSpliceHidesRestartedReasoning(t *testing.T) {
 	for _, closed := range []bool{false, true} {
 		r, s, client := brokenThinking(t, closed)
-		client = append(client, splice(r, s.Splicer(Options{Reasoning: Hide}), restart...)...)
+		client = append(client, msgSplice(r, s.Splicer(Options{Reasoning: Hide}), restart...)...)
 		m, err := reassemble(client, true)
 		if err != nil {
 			t.Fatal(err)
@@ -565,11 +565,11 @@ func TestMessagesSpliceDropsTheRepeatedTail(t *testing.T) {
 	// "brown fox " repeated, in pieces: held until decided.
 	var out []sse.Event
 	for i, ev := range []sse.Event{mStart("msg_2", 20), mBlock(0, "text"), mText(0, "brown"), mText(0, " fo")} {
-		if got := splice(r, sp, ev); len(got) != 0 {
+		if got := msgSplice(r, sp, ev); len(got) != 0 {
 			t.Fatalf("event %d forwarded while the overlap is undecided: %q", i, got[0].Raw)
 		}
 	}
-	out = splice(r, sp, mText(0, "x jumps"), mText(0, " over"), mStop(0), mMessageDelta("end_turn", 3), mMessageStop())
+	out = msgSplice(r, sp, mText(0, "x jumps"), mText(0, " over"), mStop(0), mMessageDelta("end_turn", 3), mMessageStop())
 	client = append(client, out...)
 	m, err := reassemble(client, true)
 	if err != nil {
@@ -581,7 +581,7 @@ func TestMessagesSpliceDropsTheRepeatedTail(t *testing.T) {
 	// The seam's space is sent once, decided at the first non-space.
 	r = NewRecorder(Messages, 1<<20)
 	client = pass(r, mStart("msg_1", 10), mBlock(0, "text"), mText(0, "Hi "))
-	client = append(client, splice(r, r.Seam().Splicer(Options{}), mStart("msg_2", 20), mBlock(0, "text"), mText(0, " "), mText(0, " there"), mStop(0), mMessageDelta("end_turn", 3), mMessageStop())...)
+	client = append(client, msgSplice(r, r.Seam().Splicer(Options{}), mStart("msg_2", 20), mBlock(0, "text"), mText(0, " "), mText(0, " there"), mStop(0), mMessageDelta("end_turn", 3), mMessageStop())...)
 	if m, err = reassemble(client, true); err != nil || m.text() != "Hi there" {
 		t.Fatalf("text %q, %v", m.text(), err)
 	}
@@ -589,7 +589,7 @@ func TestMessagesSpliceDropsTheRepeatedTail(t *testing.T) {
 
 func TestMessagesSpliceComment(t *testing.T) {
 	r, s, _ := brokenText(t)
-	out := splice(r, s.Splicer(Options{Comment: "continued on b"}), mStart("msg_2", 20), mPing(), mBlock(0, "text"), mText(0, "ld"))
+	out := msgSplice(r, s.Splicer(Options{Comment: "continued on b"}), mStart("msg_2", 20), mPing(), mBlock(0, "text"), mText(0, "ld"))
 	if len(out) == 0 || string(out[0].Raw) != ": continued on b\n\n" || !out[0].IsComment() {
 		t.Fatalf("first event %q", out[0].Raw)
 	}
@@ -608,7 +608,7 @@ func TestMessagesSpliceUsage(t *testing.T) {
 	delta := mev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":25,"server_tool_use":{"web_search_requests":1}}}`)
 	earlier := usage.Usage{Prompt: 100, Cached: 20, CacheWrite: 5, Completion: 40}
 	sp := s.Splicer(Options{Earlier: earlier})
-	out := splice(r, sp, cont, delta, mMessageStop())
+	out := msgSplice(r, sp, cont, delta, mMessageStop())
 	var got struct {
 		Usage map[string]any `json:"usage"`
 	}
@@ -626,7 +626,7 @@ func TestMessagesSpliceUsage(t *testing.T) {
 	r = NewRecorder(Messages, 1<<20)
 	pass(r, mStart("msg_1", 10), mBlock(0, "text"), mText(0, "Hello"))
 	delta = mev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":31,"output_tokens":25}}`)
-	out = splice(r, r.Seam().Splicer(Options{Earlier: earlier}), cont, delta, mMessageStop())
+	out = msgSplice(r, r.Seam().Splicer(Options{Earlier: earlier}), cont, delta, mMessageStop())
 	json.Unmarshal(out[len(out)-2].Data, &got)
 	if got.Usage["input_tokens"] != 31.0+75 {
 		t.Fatalf("usage %v", got.Usage)
@@ -635,7 +635,7 @@ func TestMessagesSpliceUsage(t *testing.T) {
 	r = NewRecorder(Messages, 1<<20)
 	pass(r, mStart("msg_1", 10), mBlock(0, "text"), mText(0, "Hello"))
 	s = r.Seam()
-	out = splice(r, s.Splicer(Options{}), cont, delta, mMessageStop())
+	out = msgSplice(r, s.Splicer(Options{}), cont, delta, mMessageStop())
 	json.Unmarshal(out[len(out)-2].Data, &got)
 	if got.Usage["input_tokens"] != 31.0+10 || got.Usage["output_tokens"] != 25.0+float64(max(1, s.OutputTokens)) {
 		t.Fatalf("usage %v", got.Usage)
@@ -645,7 +645,7 @@ func TestMessagesSpliceUsage(t *testing.T) {
 func TestMessagesSplicePassesErrors(t *testing.T) {
 	r, s, _ := brokenText(t)
 	errEv := mev("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
-	out := splice(r, s.Splicer(Options{}), mStart("msg_2", 20), errEv)
+	out := msgSplice(r, s.Splicer(Options{}), mStart("msg_2", 20), errEv)
 	if len(out) != 1 || !bytes.Equal(out[0].Raw, errEv.Raw) {
 		t.Fatalf("%d events", len(out))
 	}
@@ -653,13 +653,13 @@ func TestMessagesSplicePassesErrors(t *testing.T) {
 
 func TestMessagesSpliceSecondBreak(t *testing.T) {
 	r, s, client := brokenText(t)
-	client = append(client, splice(r, s.Splicer(Options{MaxOverlap: -1}), mStart("msg_2", 20), mBlock(0, "text"), mText(0, "ld, "),
+	client = append(client, msgSplice(r, s.Splicer(Options{MaxOverlap: -1}), mStart("msg_2", 20), mBlock(0, "text"), mText(0, "ld, "),
 		mStop(0), mBlock(1, "text"), mText(1, "and more"))...)
 	s2 := r.Seam()
 	if s2.Answer != "Hello world, and more" || s2.InReasoning {
 		t.Fatalf("second seam %+v", s2)
 	}
-	client = append(client, splice(r, s2.Splicer(Options{MaxOverlap: -1}), mStart("msg_3", 20), mBlock(0, "text"), mText(0, "!"),
+	client = append(client, msgSplice(r, s2.Splicer(Options{MaxOverlap: -1}), mStart("msg_3", 20), mBlock(0, "text"), mText(0, "!"),
 		mStop(0), mMessageDelta("end_turn", 1), mMessageStop())...)
 	m, err := reassemble(client, true)
 	if err != nil {
@@ -772,7 +772,7 @@ func TestMessagesSpliceRecordings(t *testing.T) {
 					sp := s.Splicer(opts)
 					if variant == "twice" {
 						half := len(cont) / 2
-						client = append(client, splice(r, sp, cont[:half]...)...)
+						client = append(client, msgSplice(r, sp, cont[:half]...)...)
 						mid, err := reassemble(client, false)
 						if err != nil {
 							t.Fatalf("%s: at the second break: %v", where, err)
@@ -783,7 +783,7 @@ func TestMessagesSpliceRecordings(t *testing.T) {
 						}
 						cont, sp = continuation(t, want, s2, "", "msg_cont2"), s2.Splicer(opts)
 					}
-					client = append(client, splice(r, sp, cont...)...)
+					client = append(client, msgSplice(r, sp, cont...)...)
 					got, err := reassemble(client, true)
 					if err != nil {
 						t.Fatalf("%s: %v", where, err)
