@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -155,12 +157,31 @@ const maxJournal = 8 << 20
 
 // continuation is one splice, for the log line, metrics and status page.
 type continuation struct {
-	from, to   string // "upstream (model)"
-	toUpstream string
-	atToken    int    // the tokens the client had been handed (estimated)
-	where      string // reasoning, answer or tool_call: where the break fell
-	why        string
-	afterMS    float64 // since the request's start
+	from, to     string // "upstream (model)"
+	fromUpstream string
+	toUpstream   string
+	atToken      int    // the tokens the client had been handed (estimated)
+	where        string // reasoning, answer or tool_call: where the break fell
+	why          string
+	afterMS      float64 // since the request's start
+}
+
+// setContinuedHeader marks a whole answer assembled from a continued
+// stream, as the seam's SSE comment marks a stream: one entry per
+// continuation, `upstream=<name>; from=<name>; at_token=<n>; where=<w>`,
+// comma-separated.
+func setContinuedHeader(hdr http.Header, cs []continuation) {
+	if len(cs) == 0 {
+		return
+	}
+	var b strings.Builder
+	for i, ct := range cs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("upstream=" + ct.toUpstream + "; from=" + ct.fromUpstream + "; at_token=" + strconv.Itoa(ct.atToken) + "; where=" + ct.where)
+	}
+	hdr.Set("X-Relay-Continued", b.String())
 }
 
 // continuer is the source of a committed stream that may be continued.
@@ -383,7 +404,7 @@ func (k *continuer) continueStream(why string) bool {
 		c.req.noteText("no target continued the stream: it ends with an in-band error")
 		return false
 	}
-	from := k.conts0()
+	from, fromUp := k.conts0(), k.t.up.name
 	k.res, k.t, k.src = leg.res, leg.t, leg.res.events
 	k.cur.Store(leg.res)
 	k.first, k.fi = leg.res.first, 0
@@ -397,7 +418,7 @@ func (k *continuer) continueStream(why string) bool {
 	k.spl = seam.Splicer(opts)
 	c.req.usageEstimated = true
 	k.conts = append(k.conts, continuation{
-		from: from, to: leg.t.up.name + " (" + c.req.modelFor(leg.t) + ")", toUpstream: leg.t.up.name,
+		from: from, fromUpstream: fromUp, to: leg.t.up.name + " (" + c.req.modelFor(leg.t) + ")", toUpstream: leg.t.up.name,
 		atToken: seam.OutputTokens, where: where, why: why, afterMS: ms(brokeAt.Sub(c.req.start)),
 	})
 	c.req.continued = k.conts

@@ -167,7 +167,19 @@ func (c *chainRun) assemble(t *target, res *attemptResult) chainOutcome {
 		budget: pace.BudgetCount{Limit: c.pol.cfg.ReasoningBudget, Action: c.pol.cfg.BudgetAction},
 		hiding: c.pol.cfg.HideReasoning,
 	}
+	// Nothing is sent before the answer is whole, so a stream that breaks
+	// could start over; with after_commit continue it is continued as a
+	// client's stream would be (continuation.go), and the reasoning and
+	// answer already read are not paid for twice.
+	k := c.newContinuer(t, res)
+	if k != nil {
+		res.first, res.events = k.passFirst(res.first), k
+	}
 	end, err := s.read(res)
+	if k != nil && len(k.conts) > 0 {
+		defer k.finish()
+		t, res = k.t, k.res // the attempt that ended the stream; the first was closed at the break
+	}
 	res.release()
 	if end == pace.EndDone {
 		// Closed before it is cancelled, so its connection is reused.
@@ -227,6 +239,7 @@ func (c *chainRun) writeAssembled(ans *assembledAnswer) {
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(len(ans.body)))
 	setRelayHeaders(hdr, ans.t, c.req)
+	setContinuedHeader(hdr, c.req.continued)
 	c.h.setAnswerCost(hdr, c.req, ans.body)
 	c.w.WriteHeader(http.StatusOK)
 	_, _ = c.w.Write(ans.body)
