@@ -125,6 +125,9 @@ func nonNull(b []byte) []byte {
 func (s *rspSplicer) Next(ev sse.Event) []sse.Event {
 	s.out = s.out[:0]
 	if ev.IsComment() {
+		if ev.Unterminated {
+			return s.out // cut off by the end: the client's stream goes on
+		}
 		s.begin()
 		return append(s.out, ev)
 	}
@@ -247,11 +250,11 @@ func (s *rspSplicer) route(typ string, data []byte, sc *rspScan) {
 		if !s.decided {
 			s.flush()
 		}
-		s.resolve(false, -1)
-		s.final(typ, data)
-		if sc.typ != rtFailed {
+		if sc.typ != rtFailed { // a failure passes as it is, but for the response's ids and output
+			s.resolve(false, -1)
 			s.doneClosed = true
 		}
+		s.final(typ, data)
 		return
 	case rtError:
 		s.emit(typ, data)
@@ -316,7 +319,7 @@ func (s *rspSplicer) route(typ string, data []byte, sc *rspScan) {
 	key := [2]int{ci, part}
 	switch sc.typ {
 	case rtTextDelta:
-		if ci == s.merged || key == s.lead {
+		if (ci == s.merged || key == s.lead) && sc.ds >= 0 {
 			t := s.track(key)
 			*t = append(*t, unquote(data[sc.ds:sc.de])...)
 		}
@@ -452,7 +455,7 @@ func (s *rspSplicer) resolve(message bool, ci int) bool {
 	if !o.ok {
 		return false
 	}
-	if message && o.typ == itemMessage && (o.partKind == partText || o.partKind == partNone) {
+	if message && o.typ == itemMessage && (o.partKind == partText && o.part >= 0 || o.partKind == partNone) {
 		s.merged = ci
 		s.idx[ci] = o.idx
 		s.partBase = len(o.parts)
