@@ -422,3 +422,38 @@ func TestResponsesSecondSeam(t *testing.T) {
 		t.Fatalf("second seam %q", s2.Answer)
 	}
 }
+
+// Odd events of the first stream (a delta that is no string, a text part
+// without a content_index) leave a seam the splicer can use.
+func TestResponsesSpliceOddEvents(t *testing.T) {
+	first := []sse.Event{
+		sse.NewEvent("response.created", []byte(`{"type":"response.created","sequence_number":0,"response":{"id":"r1"}}`)),
+		sse.NewEvent("response.output_item.added", []byte(`{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"message","id":"m1"}}`)),
+		sse.NewEvent("response.output_text.delta", []byte(`{"type":"response.output_text.delta","sequence_number":2,"output_index":0,"delta":"Hello"}`)),
+		sse.NewEvent("response.output_text.delta", []byte(`{"type":"response.output_text.delta","sequence_number":3,"output_index":0,"content_index":0,"delta":7}`)),
+	}
+	cont := rspBuild("resp_2", []rspItem{{typ: "message", id: "m2", text: " world"}}, 3)
+	cont = append(cont[:5], append([]sse.Event{sse.NewEvent("response.output_text.delta",
+		[]byte(`{"type":"response.output_text.delta","sequence_number":9,"output_index":0,"content_index":0,"delta":null}`))}, cont[5:]...)...)
+	for k := range first {
+		rec := NewRecorder(Responses, 1<<20)
+		passAll(rec, first[:k+1])
+		for _, e := range spliceAll(rec, rec.Seam().Splicer(Options{}), cont) {
+			checkBlock(t, e)
+		}
+	}
+}
+
+// BenchmarkResponsesRecorder: the cost per event of a stream that never
+// breaks (the web search recording: reasoning, a server-side call, text).
+func BenchmarkResponsesRecorder(b *testing.B) {
+	evs := rspRecordings(b)["responses-web-search.sse"]
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := NewRecorder(Responses, 1<<20)
+		for _, e := range evs {
+			rec.Pass(e)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+}
