@@ -50,6 +50,12 @@ func tailRunes(s string, n int) string {
 func rspStreams(t *testing.T) map[string][]sse.Event {
 	streams := rspRecordings(t)
 	streams["synthetic"] = rspSynthetic()
+	// The same without event: lines (the data's type is what counts).
+	var bare []sse.Event
+	for _, e := range rspSynthetic() {
+		bare = append(bare, sse.NewEvent("", e.Data))
+	}
+	streams["synthetic, no event lines"] = bare
 	return streams
 }
 

@@ -143,10 +143,7 @@ func (s *rspSplicer) Next(ev sse.Event) []sse.Event {
 			return s.out // a second start
 		}
 	}
-	typ := ev.Type
-	if typ == "" {
-		typ = typeName(ev.Data)
-	}
+	typ := ev.Type // "" when the stream has no event: lines (kept so)
 	if !s.decided {
 		if s.isLead(&sc) {
 			s.lead = [2]int{sc.outIdx, sc.part}
@@ -175,15 +172,6 @@ func (s *rspSplicer) isLead(sc *rspScan) bool {
 		return false
 	}
 	return s.lead[0] < 0 || s.lead == [2]int{sc.outIdx, sc.part}
-}
-
-// typeName is the data's "type" (for an event without an event: line).
-func typeName(data []byte) string {
-	var t struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(data, &t)
-	return t.Type
 }
 
 // flush decides the overlap with what is held and sends it.

@@ -457,3 +457,44 @@ func BenchmarkResponsesRecorder(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
 }
+
+// A break in raw reasoning text (reasoning_text deltas, as open models
+// send): the item is closed with a reasoning_text.done and its content.
+func TestResponsesSpliceClosesReasoningText(t *testing.T) {
+	first := []sse.Event{
+		sse.NewEvent("response.created", []byte(`{"type":"response.created","sequence_number":0,"response":{"id":"r1","created_at":5,"model":"m"}}`)),
+		sse.NewEvent("response.output_item.added", []byte(`{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"reasoning","id":"rs1","summary":[]}}`)),
+		sse.NewEvent("response.reasoning_text.delta", []byte(`{"type":"response.reasoning_text.delta","sequence_number":2,"item_id":"rs1","output_index":0,"content_index":0,"delta":"Hmm, "}`)),
+		sse.NewEvent("response.reasoning_text.delta", []byte(`{"type":"response.reasoning_text.delta","sequence_number":3,"item_id":"rs1","output_index":0,"content_index":0,"delta":"let me see"}`)),
+	}
+	got, s := splice(t, first, len(first), reasoningCont(), Options{Reasoning: Hide})
+	if !s.InReasoning || s.Reasoning != "Hmm, let me see" {
+		t.Fatalf("seam %+v", s)
+	}
+	v := view(t, got)
+	var done bool
+	for _, e := range got {
+		if e.Type == "response.reasoning_text.done" {
+			d := dataOf(t, e)
+			done = d["text"] == "Hmm, let me see" && d["item_id"] == "rs1" && d["content_index"] == float64(0)
+		}
+	}
+	c := list(v.items[0].done["content"])
+	if !done || len(c) != 1 || c[0].(map[string]any)["text"] != "Hmm, let me see" || len(v.items) != 2 {
+		t.Fatalf("reasoning_text.done %v, item %v, %d items", done, v.items[0].done, len(v.items))
+	}
+}
+
+// response.incomplete ends a continuation as response.completed does.
+func TestResponsesSpliceIncomplete(t *testing.T) {
+	evs := rspBuild("resp_1", msgOnly, 5)
+	k := at(t, evs, "response.output_text.delta", 2)
+	cont := rspBuild("resp_2", []rspItem{{typ: "message", id: "msg_2", text: "cut"}}, 5)
+	last := len(cont) - 1
+	cont[last] = sse.NewEvent("response.incomplete", []byte(strings.Replace(string(cont[last].Data), "response.completed", "response.incomplete", 1)))
+	got, s := splice(t, evs, k, cont, Options{MaxOverlap: -1})
+	v := view(t, got)
+	if got[len(got)-1].Type != "response.incomplete" || v.final["id"] != "resp_1" || v.text() != s.Answer+"cut" {
+		t.Fatalf("end %s, id %v, text %q", got[len(got)-1].Type, v.final["id"], v.text())
+	}
+}
