@@ -24,7 +24,16 @@ import (
 // are never held; neither are error and response.failed (what is held
 // then stays held: the relay breaks there, and a Seam discards it).
 //
-// Cost: per event, one walk over the top level of its data (scanRsp), a
+// The seam: Answer is the output_text deltas handed (every message item,
+// in order), Reasoning the reasoning summary and reasoning_text deltas.
+// InReasoning: a reasoning item was handed and neither a message item nor
+// a call the client runs; a message item counts as the answer begun from
+// its output_item.added on, before its first text (the continuation's
+// reasoning would otherwise follow an empty message). ToolCalls is 0: the
+// calls are held to the end.
+//
+// Cost: per event, one walk over its data (scanRsp: the top-level
+// members, nested values skipped byte by byte), a
 // string decode for a text delta, and copies of the few events whose
 // content the splice needs (response.created, the output_item.done items,
 // the open item's added item and done parts). maxBytes bounds those

@@ -107,9 +107,10 @@ func TestResponsesSpliceProperty(t *testing.T) {
 				runs++
 
 				// A second break in the continuation, at every other of
-				// its events (every fourth, for the recordings).
+				// its events (every fourth, for the recordings; every
+				// sixth with -short or -race).
 				for j := 0; j < len(cont) && !repeat; j++ {
-					if name != "synthetic" && j%4 != 0 || j%2 != 0 || testing.Short() && j%6 != 0 {
+					if name != "synthetic" && j%4 != 0 || j%2 != 0 || (testing.Short() || rspRace) && j%6 != 0 {
 						continue
 					}
 					label2 := fmt.Sprintf("%s, second break before event %d", label, j)
