@@ -1,6 +1,7 @@
 package splice
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 
@@ -310,10 +311,14 @@ func unquote(lit []byte) string {
 	return string(out)
 }
 
-// quote is s as a JSON string literal.
+// quote is s as a JSON string literal, <, > and & as they are (as
+// providers write them; encoding/json would escape them for HTML).
 func quote(s string) []byte {
-	b, _ := json.Marshal(s)
-	return b
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 func itoa(n int64) []byte { return strconv.AppendInt(nil, n, 10) }

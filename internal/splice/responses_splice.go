@@ -400,15 +400,17 @@ func rawParts(b [][]byte) []json.RawMessage {
 	return out
 }
 
+// marshalRaw is the JSON array of v, written as it is (encoding/json
+// would compact and HTML-escape every element again).
 func marshalRaw(v []json.RawMessage) []byte {
-	if v == nil {
-		return []byte("[]")
+	b := []byte{'['}
+	for i, r := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, r...)
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return []byte("[]")
-	}
-	return b
+	return append(b, ']')
 }
 
 func summaryPart(text string) []byte {

@@ -498,3 +498,16 @@ func TestResponsesSpliceIncomplete(t *testing.T) {
 		t.Fatalf("end %s, id %v, text %q", got[len(got)-1].Type, v.final["id"], v.text())
 	}
 }
+
+// Text is written as providers write it: <, > and & not escaped.
+func TestResponsesSpliceNoHTMLEscape(t *testing.T) {
+	evs := rspBuild("resp_1", msgOnly, 5)
+	k := at(t, evs, "response.output_text.delta", 2)
+	cont := rspBuild("resp_2", []rspItem{{typ: "message", id: "msg_2", text: "<b>&</b>"}}, 20)
+	got, _ := splice(t, evs, k, cont, Options{MaxOverlap: -1})
+	for _, e := range got[k:] {
+		if e.Type == "response.output_text.done" && !strings.Contains(string(e.Data), "<b>&</b>") {
+			t.Fatalf("%s", e.Data)
+		}
+	}
+}
