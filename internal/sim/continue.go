@@ -76,6 +76,9 @@ func turnText(raw json.RawMessage) string {
 // p ends in (when either is non-empty); then the following pieces.
 func continuePieces(pieces []string, p string, overlap int) ([]string, bool) {
 	full := strings.Join(pieces, "")
+	if p == "" {
+		return nil, false
+	}
 	if !strings.HasPrefix(full, p) {
 		p = strings.TrimRightFunc(p, unicode.IsSpace)
 		if p == "" || !strings.HasPrefix(full, p) {
