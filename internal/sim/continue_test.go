@@ -330,4 +330,3 @@ func TestContinuationAnyRequestNumber(t *testing.T) {
 		t.Errorf("%d requests", s.Requests())
 	}
 }
-
