@@ -3,7 +3,11 @@
 // Messages with deterministic, seeded text (the same in every dialect), paced like a
 // real model (steady or in clustered bursts), calls a tool when the
 // request forces one, and injects faults (error statuses, overload,
-// stalls, dropped connections, in-band stream errors) on demand.
+// stalls, dropped connections, in-band stream errors, at a count of
+// events, in the middle of a phase or before the end) on demand, and
+// continues an answer it is asked to continue (see ContinueMarker), so
+// two simulators with one seed play both sides of a relay's
+// continuation after a broken stream.
 //
 // It exists so an LLM relay can be run, demonstrated, tested and
 // benchmarked on one machine without API keys. It has no Caddy imports;

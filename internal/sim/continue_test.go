@@ -330,3 +330,50 @@ func TestContinuationAnyRequestNumber(t *testing.T) {
 		t.Errorf("%d requests", s.Requests())
 	}
 }
+
+// FuzzContinuePieces: for any answer so far p, continuePieces accepts p
+// exactly when the answer starts with it (or with it right-trimmed), and
+// then the matched p, the rest after the overlap, and the overlap (the
+// last runes of p) make the answer.
+func FuzzContinuePieces(f *testing.F) {
+	f.Add(int64(1), 10, 0, "")
+	f.Add(int64(7), 0, 3, "")
+	f.Add(int64(11), 33, 5, " \n")
+	f.Add(int64(2), 5, 1, "x")
+	f.Fuzz(func(t *testing.T, seed int64, cut, overlap int, junk string) {
+		if overlap < 0 || overlap > 64 {
+			return
+		}
+		pieces := pieces(seed, 2, 12)
+		full := strings.Join(pieces, "")
+		if cut < 0 || cut > len(full) {
+			return
+		}
+		p := full[:cut] + junk
+		out, ok := continuePieces(pieces, p, overlap)
+		matched := p
+		if !strings.HasPrefix(full, p) {
+			matched = strings.TrimRightFunc(p, unicode.IsSpace)
+		}
+		want := matched != "" && strings.HasPrefix(full, matched) && utf8.ValidString(matched)
+		if !utf8.ValidString(p) {
+			return // a client's JSON never carries it
+		}
+		if ok != want {
+			t.Fatalf("p %q: ok %v, want %v", p, ok, want)
+		}
+		if !ok {
+			return
+		}
+		ov := lastRunes(matched, overlap)
+		rest, cutOK := strings.CutPrefix(strings.Join(out, ""), ov)
+		if !cutOK || matched+rest != full || utf8.RuneCountInString(ov) != min(overlap, utf8.RuneCountInString(matched)) {
+			t.Fatalf("p %q overlap %d: %q", p, overlap, out)
+		}
+		for _, d := range out {
+			if d == "" || !utf8.ValidString(d) {
+				t.Fatalf("p %q: delta %q", p, d)
+			}
+		}
+	})
+}
