@@ -34,6 +34,7 @@ func parseSimulatorCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 //	    content_tokens <n>
 //	    reasoning_form fields|tags|tags_unopened
 //	    echo handoff
+//	    continue_overlap <runes>
 //
 //	    # pacing (pattern sets both phases; later lines override earlier ones)
 //	    pattern steady [<tokens_per_sec>]
@@ -48,6 +49,10 @@ func parseSimulatorCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 //	    stall [<rate>]
 //	    drop_after <events> [<rate>]
 //	    error_after <events> [<rate>]
+//	    drop_in reasoning|answer|tool_args [<rate>]
+//	    error_in reasoning|answer|tool_args [<rate>]
+//	    drop_before_end [<rate>]
+//	    error_before_end [<rate>]
 //	}
 //
 // `reasoning_tokens 0` removes the reasoning phase. `pattern steady 0`
@@ -55,6 +60,15 @@ func parseSimulatorCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 // the reasoning a hand-off injected into it, as
 // `handoff:<prefill|user|system|none>:<reasoning>`, and no reasoning (a
 // request's `X-Sim-Echo: handoff` header does the same for one request).
+// A request that ends with the answer so far as an assistant turn (a
+// prefill, or that turn and then a user turn starting "Your previous
+// reply was cut off") gets the rest of the answer only, no reasoning;
+// `continue_overlap` makes it first repeat the last <runes> runes of the
+// answer so far. `drop_after 1` cuts right after the first data event;
+// `drop_in <phase>` in the middle of that phase (about half its deltas,
+// drawn by seed and request); `drop_before_end` after everything but the
+// end event ([DONE], message_stop, response.completed); the error_
+// variants send the in-band error event there instead.
 func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the directive name
 	if d.NextArg() {
@@ -64,7 +78,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		switch name {
-		case "seed", "reasoning_tokens", "content_tokens", "reasoning_form", "echo", "ttfb", "latency":
+		case "seed", "reasoning_tokens", "content_tokens", "reasoning_form", "echo", "ttfb", "latency", "continue_overlap":
 			if seen[name] {
 				return d.Errf("%s already specified", name)
 			}
@@ -125,6 +139,17 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("echo: must be %s, got %q", sim.EchoHandoff, v)
 			}
 			s.Echo = v
+
+		case "continue_overlap":
+			v, err := simOneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return d.Errf("continue_overlap: must be a whole number of runes >= 0, got %q", v)
+			}
+			s.ContinueOverlap = n
 
 		case "pattern", "reasoning_pattern", "content_pattern":
 			p, err := simParsePattern(d, name)
@@ -211,8 +236,15 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			s.Faults = append(s.Faults, f)
 
+		case "drop_in", "error_in", "drop_before_end", "error_before_end":
+			f, err := simParsePlaced(d, name)
+			if err != nil {
+				return err
+			}
+			s.Faults = append(s.Faults, f)
+
 		default:
-			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, reasoning_form, echo, pattern, reasoning_pattern, content_pattern, ttfb, latency, fail, overloaded, stall, drop_after or error_after", name)
+			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, reasoning_form, echo, continue_overlap, pattern, reasoning_pattern, content_pattern, ttfb, latency, fail, overloaded, stall, drop_after, error_after, drop_in, error_in, drop_before_end or error_before_end", name)
 		}
 	}
 	return nil
@@ -276,6 +308,41 @@ func simParsePattern(d *caddyfile.Dispenser, name string) (*SimulatorPattern, er
 		return nil, d.Errf("%s: kind must be steady or clustered, got %q", name, p.Kind)
 	}
 	return p, nil
+}
+
+// simParsePlaced parses `drop_in|error_in <phase> [<rate>]` and
+// `drop_before_end|error_before_end [<rate>]`.
+func simParsePlaced(d *caddyfile.Dispenser, name string) (SimulatorFault, error) {
+	kind, place, _ := strings.Cut(name, "_")
+	f := SimulatorFault{Kind: sim.FaultDrop}
+	if kind == "error" {
+		f.Kind = sim.FaultError
+	}
+	args := d.RemainingArgs()
+	if place == "in" {
+		if len(args) == 0 || len(args) > 2 {
+			return f, d.Errf("%s: expected `%s reasoning|answer|tool_args [<rate>]`", name, name)
+		}
+		switch args[0] {
+		case sim.InReasoning, sim.InAnswer, sim.InToolArgs:
+		default:
+			return f, d.Errf("%s: phase must be %s, %s or %s, got %q", name, sim.InReasoning, sim.InAnswer, sim.InToolArgs, args[0])
+		}
+		f.In, args = args[0], args[1:]
+	} else {
+		if len(args) > 1 {
+			return f, d.Errf("%s: expected `%s [<rate>]`", name, name)
+		}
+		f.BeforeEnd = true
+	}
+	if len(args) == 1 {
+		rate, err := simParseRate(d, name, args[0])
+		if err != nil {
+			return f, err
+		}
+		f.Rate = rate
+	}
+	return f, nil
 }
 
 // simParseFail parses `fail <status> [<rate>] [retry_after <value>]`.

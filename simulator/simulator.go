@@ -112,7 +112,29 @@ type Simulator struct {
 	// each round trip (ttfb comes after it). Default: 0.
 	Latency caddy.Duration `json:"latency,omitempty"`
 
-	// `fail`, `overloaded`, `stall`, `drop_after` and `error_after`:
+	// `continue_overlap <runes>`: how a continuation starts. A request
+	// that asks to continue an answer (its conversation ends with an
+	// assistant turn holding the answer so far: a Messages prefill, a
+	// Chat assistant message, with or without DeepSeek's and Mistral's
+	// `"prefix": true` or vLLM's `"continue_final_message": true`, a
+	// Responses assistant message item; or with that turn and then a user
+	// turn whose text starts with "Your previous reply was cut off", the
+	// relay's continue instruction) gets, when the answer the simulator
+	// gives the conversation without that tail starts with it (or with
+	// it right-trimmed of white space, as a relay sends an Anthropic
+	// prefill), the rest of that answer only: no reasoning, the rest of
+	// the text, the usual end and usage. Since the text depends on the
+	// seed only (or, with `echo handoff`, on the conversation without
+	// the tail), a second simulator with the same seed continues what a
+	// first one sent. `continue_overlap` makes the continuation first
+	// repeat the last `<runes>` runes of the answer so far (all of it
+	// when shorter), as a model that restarts a few tokens back does,
+	// for tests of a relay's overlap trimming. Otherwise the request is
+	// answered as usual. Default: 0.
+	ContinueOverlap int `json:"continue_overlap,omitempty"`
+
+	// `fail`, `overloaded`, `stall`, `drop_after`, `error_after`,
+	// `drop_in`, `error_in`, `drop_before_end` and `error_before_end`:
 	// faults, evaluated in the order written for every chat completion,
 	// responses, messages and count_tokens request (one counter for all); the
 	// first whose rate draw hits is applied. On the Messages endpoints
@@ -158,10 +180,13 @@ type SimulatorFault struct {
 	//   - `stall` (`stall [<rate>]`): accepts the request and never
 	//     answers, not even headers, until the client goes away or the
 	//     config is unloaded;
-	//   - `drop` (`drop_after <events> [<rate>]`): streams `after` data
-	//     events, then aborts the connection with no `[DONE]`; a
-	//     non-streaming request gets its connection closed;
-	//   - `error` (`error_after <events> [<rate>]`): streams `after` data
+	//   - `drop` (`drop_after <events> [<rate>]`, `drop_in <phase>
+	//     [<rate>]`, `drop_before_end [<rate>]`): streams `after` data
+	//     events (or up to the middle of phase `in`, or all but the end
+	//     event with `before_end`), then aborts the connection with no
+	//     `[DONE]`; a non-streaming request gets its connection closed;
+	//   - `error` (`error_after <events> [<rate>]`, `error_in <phase>
+	//     [<rate>]`, `error_before_end [<rate>]`): streams `after` data
 	//     events, then an in-band `data: {"error":{...}}` event, and ends
 	//     without `[DONE]` (on Messages: `event: error` with Anthropic's
 	//     overloaded_error, and no message_stop; on Responses: `event:
@@ -177,11 +202,34 @@ type SimulatorFault struct {
 	RetryAfter string `json:"retry_after,omitempty"`
 
 	// `drop` and `error` only: the number of data events (the role chunk
-	// and token deltas) sent before the fault; 0 means before any data.
+	// and token deltas) sent before the fault, which trips right after
+	// the `after`-th (`drop_after 1`: the first data event and nothing
+	// else); 0 means before any data; beyond the last delta, before the
+	// finish.
 	// On Messages the same positions count: message_start and each
 	// thinking, text or input_json delta; on Responses response.created
 	// and each reasoning summary, output text or arguments delta.
 	After int `json:"after,omitempty"`
+
+	// `drop` and `error` only (`drop_in <phase>`, `error_in <phase>`):
+	// cut the stream in the middle of a phase instead of after `after`
+	// events: `reasoning` (reasoning_content, thinking or reasoning
+	// summary deltas), `answer` (text deltas) or `tool_args` (a tool
+	// call's argument deltas). The fault trips right after m of the
+	// phase's k deltas, m drawn by seed and request number between k/4
+	// and 3k/4 (at least 1, below k when k > 1), so a tool call is left
+	// half sent. A request whose answer has no such phase (no reasoning
+	// asked for, a tool call for `answer`, text for `tool_args`, a
+	// continuation for `reasoning`) is answered whole. `after` must then
+	// be 0. Default: none.
+	In string `json:"in,omitempty"`
+
+	// `drop` and `error` only (`drop_before_end`, `error_before_end`):
+	// send everything but the stream's end event, then the fault: Chat
+	// after the finish chunk and the usage chunk, before `[DONE]`;
+	// Messages after message_delta, before message_stop; Responses
+	// before response.completed. Not with `in` or `after`. Default: false.
+	BeforeEnd bool `json:"before_end,omitempty"`
 
 	// The probability, in (0, 1], that the fault applies to a request.
 	// Default: 1 (every request).
@@ -206,6 +254,7 @@ func (s *Simulator) Provision(caddy.Context) error {
 		ContentTokens:    s.ContentTokens,
 		ReasoningForm:    s.ReasoningForm,
 		Echo:             s.Echo,
+		ContinueOverlap:  s.ContinueOverlap,
 		ReasoningPattern: s.ReasoningPattern.simPattern(),
 		ContentPattern:   s.ContentPattern.simPattern(),
 		TTFB:             time.Duration(s.TTFB),
@@ -217,6 +266,8 @@ func (s *Simulator) Provision(caddy.Context) error {
 			Status:     f.Status,
 			RetryAfter: f.RetryAfter,
 			After:      f.After,
+			In:         f.In,
+			BeforeEnd:  f.BeforeEnd,
 			Rate:       f.Rate,
 		})
 	}

@@ -31,8 +31,17 @@ type chatRequest struct {
 	form string
 
 	// reasoning and content are the answer's pieces: the Server's, or
-	// none and the echo in the handoff echo mode.
+	// none and the echo in the handoff echo mode, or none and the rest
+	// of the answer in a continuation.
 	reasoning, content []string
+
+	// continued is set when the request continues an answer (see
+	// continueChat): content is the rest, sent without tags in every
+	// reasoning form, and there is no tool call.
+	continued bool
+
+	// call is the tool call the answer makes, or nil.
+	call *toolCall
 }
 
 // promptTokens estimates the prompt's tokens as ceil(characters / 4) of
@@ -55,6 +64,18 @@ func (req *chatRequest) promptTokens() int {
 		}
 	}
 	return max(1, (chars+3)/4)
+}
+
+// shape is the answer's stream shape counted in pieces: a stream in a
+// tags form has other deltas, but the same phases.
+func (req *chatRequest) shape() streamShape {
+	sh := streamShape{lead: 1, reasoning: len(req.reasoning)}
+	if req.call != nil {
+		sh.toolHead, sh.toolArgs = 1, len(ToolInputFragments)
+	} else {
+		sh.answer = len(req.content)
+	}
+	return sh
 }
 
 // chat answers POST .../chat/completions: it draws the request's fault,
@@ -93,6 +114,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if req.Model == "" {
 		req.Model = s.cfg.Models[0]
 	}
+	s.continueChat(&req, echo == EchoHandoff)
+	if !req.continued {
+		req.call = req.chatToolCall()
+	}
 
 	f := s.pickFault(uint64(n))
 	switch {
@@ -104,7 +129,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	case req.Stream:
 		err = s.stream(w, r, &req, n, f)
 	default:
-		err = s.complete(w, r, &req, n, f)
+		err = s.complete(w, r, &req, n, s.place(f, n, req.shape()))
 	}
 	if errors.Is(err, errDrop) || errors.Is(err, errClosed) {
 		// net/http (and Caddy) close the connection without finishing
@@ -169,7 +194,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, req *chatReque
 		return nil
 	}
 	head := s.head(req, n, "chat.completion")
-	tool := req.chatToolCall()
+	tool := req.call
 	resp := completion{
 		ID: head.ID, Object: head.Object, Created: head.Created, Model: head.Model,
 		Choices: []completionChoice{{FinishReason: finishStop}},
@@ -186,12 +211,15 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, req *chatReque
 		}}
 	}
 	u := newUsage(req.promptTokens(), len(req.reasoning), answerTokens)
-	if req.form == ReasoningFields {
+	if req.form == ReasoningFields || req.continued {
 		msg.ReasoningContent = strings.Join(req.reasoning, "")
 		if tool == nil {
 			msg.Content = &answer
 		}
 		resp.Usage = u
+		if req.form != ReasoningFields {
+			resp.Usage = u.plain()
+		}
 	} else {
 		content := TaggedContent(req.form, strings.Join(req.reasoning, ""), answer)
 		msg.Content = &content

@@ -3,7 +3,11 @@
 // Messages with deterministic, seeded text (the same in every dialect), paced like a
 // real model (steady or in clustered bursts), calls a tool when the
 // request forces one, and injects faults (error statuses, overload,
-// stalls, dropped connections, in-band stream errors) on demand.
+// stalls, dropped connections, in-band stream errors, at a count of
+// events, in the middle of a phase or before the end) on demand, and
+// continues an answer it is asked to continue (see ContinueMarker), so
+// two simulators with one seed play both sides of a relay's
+// continuation after a broken stream.
 //
 // It exists so an LLM relay can be run, demonstrated, tested and
 // benchmarked on one machine without API keys. It has no Caddy imports;
@@ -103,6 +107,13 @@ type Config struct {
 	// (TTFB comes after it). Default: 0.
 	Latency time.Duration
 
+	// ContinueOverlap is, for a request that asks the simulator to
+	// continue an answer (see ContinueMarker), the number of runes at
+	// the end of the answer so far that the continuation repeats before
+	// the rest, as a model that restarts a few tokens back does: what a
+	// relay's splice must trim. Default: 0.
+	ContinueOverlap int
+
 	// Faults are evaluated in order for every chat completion, messages,
 	// count_tokens and responses request (one counter for all);
 	// the first whose Rate draw hits is applied. Default: none.
@@ -166,15 +177,34 @@ type Fault struct {
 	RetryAfter string
 
 	// After is, for "drop" and "error", the number of data events (the
-	// role chunk and the token deltas) sent before the fault; 0 means
-	// before any data. A value beyond the last token delta means just
-	// after it, before the finish chunk. On Messages streams the same
+	// role chunk and the token deltas) sent before the fault, which
+	// trips right after the After-th (1: right after the first data
+	// event, nothing else sent); 0 means before any data. A value beyond
+	// the last token delta means just after it, before the finish chunk. On Messages streams the same
 	// positions count: message_start (the role chunk's twin) and each
 	// thinking_delta, text_delta and input_json_delta; ping, block
 	// start and stop and signature_delta do not count. On Responses
 	// streams: response.created and each reasoning_summary_text,
 	// output_text and function_call_arguments delta.
 	After int
+
+	// In, for "drop" and "error", puts the fault in the middle of one
+	// phase of a stream instead of after After events: "reasoning" (the
+	// reasoning, thinking or summary deltas), "answer" (the text deltas)
+	// or "tool_args" (a tool call's argument deltas). The fault trips
+	// right after m of the phase's k deltas, m drawn by (seed, request)
+	// between k/4 and 3k/4 (at least 1, below k when k > 1). A request
+	// whose answer has no such phase (no reasoning asked for, a tool
+	// call instead of text, a continuation, ...) gets no fault. After
+	// must then be 0. Default: "" (After counts).
+	In string
+
+	// BeforeEnd, for "drop" and "error", trips the fault after every
+	// event but the stream's last: Chat after the finish chunk (and
+	// the usage chunk) instead of [DONE]; Messages after message_delta
+	// instead of message_stop; Responses instead of response.completed.
+	// In and After must then be unset.
+	BeforeEnd bool
 
 	// Rate is the probability, 0 < Rate <= 1, that the fault applies to
 	// a request. 0 means 1 (always).
@@ -246,6 +276,9 @@ func (c Config) validate() error {
 	if c.Latency < 0 {
 		errs = append(errs, fmt.Errorf("latency: must be >= 0, got %v", c.Latency))
 	}
+	if c.ContinueOverlap < 0 {
+		errs = append(errs, fmt.Errorf("continue overlap: must be >= 0 runes, got %d", c.ContinueOverlap))
+	}
 	if c.TTFB < 0 {
 		errs = append(errs, fmt.Errorf("ttfb: must be >= 0, got %v", c.TTFB))
 	}
@@ -292,6 +325,9 @@ func (f Fault) validate() error {
 	if f.Rate < 0 || f.Rate > 1 {
 		return fmt.Errorf("rate must be a probability in (0, 1], got %v", f.Rate)
 	}
+	if f.Kind != FaultDrop && f.Kind != FaultError && (f.In != "" || f.BeforeEnd) {
+		return fmt.Errorf("%s: in and before_end apply to drop and error faults only", f.Kind)
+	}
 	switch f.Kind {
 	case FaultStatus:
 		if f.Status < 400 || f.Status > 599 {
@@ -301,6 +337,7 @@ func (f Fault) validate() error {
 		if f.After < 0 {
 			return fmt.Errorf("%s: after must be >= 0 events, got %d", f.Kind, f.After)
 		}
+		return f.validatePlace()
 	case FaultStall, FaultOverloaded:
 	default:
 		return fmt.Errorf("unknown kind %q (want %q, %q, %q, %q or %q)", f.Kind, FaultStatus, FaultStall, FaultDrop, FaultError, FaultOverloaded)

@@ -134,6 +134,20 @@ func (p *msgPlan) stopReason() string {
 	return stopEndTurn
 }
 
+// shape is the answer's stream shape.
+func (p *msgPlan) shape() streamShape {
+	sh := streamShape{lead: 1}
+	if p.thinking {
+		sh.reasoning = len(p.reasoning)
+	}
+	if p.tool != nil {
+		sh.toolArgs = len(ToolInputFragments)
+	} else {
+		sh.answer = len(p.content)
+	}
+	return sh
+}
+
 // outputTokens counts one token per delta the answer streams.
 func (p *msgPlan) outputTokens() int {
 	n := len(p.content)
@@ -188,8 +202,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if echo == EchoHandoff {
 		plan.reasoning, plan.content = nil, echoPieces(req.echo())
 	}
+	s.continueMessages(&req, plan, echo == EchoHandoff)
 	plan.thinking = req.wantsThinking() && len(plan.reasoning) > 0
-	f := s.pickFault(uint64(n))
+	f := s.place(s.pickFault(uint64(n)), n, plan.shape())
 	switch {
 	case f != nil && (f.Kind == FaultStatus || f.Kind == FaultOverloaded):
 		writeAnthropicFault(w, f)

@@ -133,14 +133,17 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, p *msgPla
 		}
 	}
 
-	if mw.fault != nil { // a pending fault trips before the end, as in Chat
-		return mw.trip()
+	if err := mw.beforeFinish(); err != nil { // as in Chat
+		return err
 	}
 	var md evMessageDelta
 	md.Type = "message_delta"
 	md.Delta.StopReason = p.stopReason()
 	md.Usage.OutputTokens = p.outputTokens()
 	if err := mw.event("message_delta", md); err != nil {
+		return err
+	}
+	if err := mw.beforeEnd(); err != nil {
 		return err
 	}
 	return mw.event("message_stop", evType{"message_stop"})

@@ -92,6 +92,20 @@ func (p *respPlan) messageID() string   { return "msg_" + p.suffix() }
 func (p *respPlan) callItemID() string  { return "fc_" + p.suffix() }
 func (p *respPlan) callID() string      { return "call_" + p.suffix() }
 
+// shape is the answer's stream shape.
+func (p *respPlan) shape() streamShape {
+	sh := streamShape{lead: 1}
+	if p.reasoning {
+		sh.reasoning = len(p.summary)
+	}
+	if p.tool != nil {
+		sh.toolArgs = len(ToolInputFragments)
+	} else {
+		sh.answer = len(p.content)
+	}
+	return sh
+}
+
 // respUsage is the Responses usage object.
 type respUsage struct {
 	InputTokens        int `json:"input_tokens"`
@@ -271,8 +285,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	if echo == EchoHandoff {
 		plan.summary, plan.content = nil, echoPieces(req.echo())
 	}
+	s.continueResponses(&req, plan, echo == EchoHandoff)
 	plan.reasoning = req.wantsReasoning() && len(plan.summary) > 0
-	f := s.pickFault(uint64(n))
+	f := s.place(s.pickFault(uint64(n)), n, plan.shape())
 	switch {
 	case f != nil && (f.Kind == FaultStatus || f.Kind == FaultOverloaded):
 		writeStatusFault(w, f)

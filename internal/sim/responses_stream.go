@@ -130,8 +130,11 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, p *respP
 	}
 	output = append(output, item)
 
-	if rw.fault != nil { // a pending fault trips before the end, as in Chat
-		return rw.trip()
+	if err := rw.beforeFinish(); err != nil { // as in Chat
+		return err
+	}
+	if err := rw.beforeEnd(); err != nil {
+		return err
 	}
 	return rw.event("response.completed", evResponse{"response.completed", p.object(s, "completed", output)})
 }

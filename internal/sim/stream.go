@@ -94,9 +94,10 @@ type sseWriter struct {
 	sent         int    // data events sent
 }
 
-// choice sends one chunk with a single choice.
+// choice sends one chunk with a single choice. A fault placed by After
+// trips right after the After-th (before the first when After is 0).
 func (sw *sseWriter) choice(d delta, finish *string) error {
-	if sw.fault != nil && sw.sent >= sw.fault.After {
+	if tripsAt(sw.fault, sw.sent) {
 		return sw.trip()
 	}
 	c := sw.head
@@ -108,13 +109,17 @@ func (sw *sseWriter) choice(d delta, finish *string) error {
 		return err
 	}
 	sw.sent++
+	if tripsAt(sw.fault, sw.sent) {
+		return sw.trip()
+	}
 	return nil
 }
 
 // finish sends the finish chunk, the usage chunk if requested, and
-// [DONE]. A fault still pending trips before the finish chunk.
+// [DONE]. A fault still pending trips before the finish chunk, or, when
+// placed BeforeEnd, instead of [DONE].
 func (sw *sseWriter) finish(reason *string, u any) error {
-	if sw.fault != nil {
+	if sw.fault != nil && !sw.fault.BeforeEnd {
 		return sw.trip()
 	}
 	c := sw.head
@@ -135,6 +140,9 @@ func (sw *sseWriter) finish(reason *string, u any) error {
 		if err := sw.event(c); err != nil {
 			return err
 		}
+	}
+	if sw.fault != nil {
+		return sw.trip()
 	}
 	return sw.raw("[DONE]")
 }
@@ -200,19 +208,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest
 		rc:           http.NewResponseController(w),
 		head:         s.head(req, n, "chat.completion.chunk"),
 		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		fault:        f,
-	}
-	empty := ""
-	if err := sw.choice(delta{Role: "assistant", Content: &empty}, nil); err != nil {
-		return err
 	}
 	var reasoning, answer []delta
-	tool := req.chatToolCall()
+	tool := req.call
 	var answerText []string // in content
 	if tool == nil {
 		answerText = req.content
 	}
-	if req.form == ReasoningFields {
+	if req.form == ReasoningFields || req.continued {
 		for _, piece := range req.reasoning {
 			reasoning = append(reasoning, delta{ReasoningContent: &piece})
 		}
@@ -228,8 +231,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *chatRequest
 			answer = append(answer, delta{Content: &piece})
 		}
 	}
+	sh := streamShape{lead: 1, reasoning: len(reasoning), answer: len(answer)}
 	if tool != nil {
 		answer = append(answer, chatToolDeltas("call_sim_"+strconv.FormatInt(n, 10), tool.name)...)
+		sh.toolHead, sh.toolArgs = 1, len(ToolInputFragments)
+	}
+	sw.fault = s.place(f, n, sh)
+	empty := ""
+	if err := sw.choice(delta{Role: "assistant", Content: &empty}, nil); err != nil {
+		return err
 	}
 	phases := []struct {
 		deltas  []delta

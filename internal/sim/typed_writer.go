@@ -32,15 +32,37 @@ func newTypedWriter(w http.ResponseWriter, f *Fault, errData any, numbered bool)
 	return &typedWriter{w: w, rc: http.NewResponseController(w), fault: f, errData: errData, numbered: numbered}
 }
 
-// counted sends an event that counts toward a fault's After.
+// counted sends an event that counts toward a fault's After: the fault
+// trips right after the After-th (before the first when After is 0).
 func (tw *typedWriter) counted(typ string, v any) error {
-	if tw.fault != nil && tw.sent >= tw.fault.After {
+	if tripsAt(tw.fault, tw.sent) {
 		return tw.trip()
 	}
 	if err := tw.event(typ, v); err != nil {
 		return err
 	}
 	tw.sent++
+	if tripsAt(tw.fault, tw.sent) {
+		return tw.trip()
+	}
+	return nil
+}
+
+// beforeFinish trips a fault still pending that After placed beyond the
+// last counted event: before the events that end the answer.
+func (tw *typedWriter) beforeFinish() error {
+	if tw.fault != nil && !tw.fault.BeforeEnd {
+		return tw.trip()
+	}
+	return nil
+}
+
+// beforeEnd trips a fault placed BeforeEnd, instead of the stream's
+// last event.
+func (tw *typedWriter) beforeEnd() error {
+	if tw.fault != nil {
+		return tw.trip()
+	}
 	return nil
 }
 
