@@ -58,7 +58,7 @@ type rspItem struct {
 }
 
 // rspBuild writes a Responses stream as OpenAI does: events with an
-// event: line, sequence_number from 0, each text in pieces of up to n
+// event: line, sequence_number from 0, each text in rsp_pieces of up to n
 // runes.
 func rspBuild(respID string, items []rspItem, n int) []sse.Event {
 	var evs []sse.Event
@@ -107,25 +107,25 @@ func rspBuild(respID string, items []rspItem, n int) []sse.Event {
 		switch it.typ {
 		case "reasoning":
 			emit("response.reasoning_summary_part.added", with("summary_index", 0, "part", map[string]any{"type": "summary_text", "text": ""}))
-			for _, p := range pieces(it.text, n) {
+			for _, p := range rsp_pieces(it.text, n) {
 				emit("response.reasoning_summary_text.delta", with("summary_index", 0, "delta", p))
 			}
 			emit("response.reasoning_summary_text.done", with("summary_index", 0, "text", it.text))
 			emit("response.reasoning_summary_part.done", with("summary_index", 0, "part", map[string]any{"type": "summary_text", "text": it.text}))
 		case "message":
 			emit("response.content_part.added", with("content_index", 0, "part", map[string]any{"type": "output_text", "annotations": []any{}, "logprobs": []any{}, "text": ""}))
-			for _, p := range pieces(it.text, n) {
+			for _, p := range rsp_pieces(it.text, n) {
 				emit("response.output_text.delta", with("content_index", 0, "delta", p, "logprobs", []any{}))
 			}
 			emit("response.output_text.done", with("content_index", 0, "text", it.text, "logprobs", []any{}))
 			emit("response.content_part.done", with("content_index", 0, "part", map[string]any{"type": "output_text", "annotations": []any{}, "logprobs": []any{}, "text": it.text}))
 		case "function_call":
-			for _, p := range pieces(it.text, n) {
+			for _, p := range rsp_pieces(it.text, n) {
 				emit("response.function_call_arguments.delta", with("delta", p))
 			}
 			emit("response.function_call_arguments.done", with("arguments", it.text))
 		case "custom_tool_call":
-			for _, p := range pieces(it.text, n) {
+			for _, p := range rsp_pieces(it.text, n) {
 				emit("response.custom_tool_call_input.delta", with("delta", p))
 			}
 			emit("response.custom_tool_call_input.done", with("input", it.text))
@@ -139,7 +139,7 @@ func rspBuild(respID string, items []rspItem, n int) []sse.Event {
 	return evs
 }
 
-func pieces(s string, n int) []string {
+func rsp_pieces(s string, n int) []string {
 	r := []rune(s)
 	var out []string
 	for len(r) > 0 {

@@ -224,7 +224,7 @@ func plainInt(b []byte) int {
 
 // member is a JSON object member to set: val is its raw JSON value, nil
 // to delete it.
-type member struct {
+type rspMember struct {
 	key string
 	val []byte
 }
@@ -233,7 +233,7 @@ type member struct {
 // replaced (in place, so the order of the others is kept), deleted (val
 // nil) or, when absent, appended. obj must be a valid object (scanned
 // before); a member key is matched exactly.
-func setMembers(dst, obj []byte, kv ...member) []byte {
+func setMembers(dst, obj []byte, kv ...rspMember) []byte {
 	done := make([]bool, len(kv))
 	i := jsonscan.SkipWS(obj, 0)
 	it := jsonscan.NewObjIter(obj, i, 1)
@@ -313,7 +313,7 @@ func unquote(lit []byte) string {
 
 // quote is s as a JSON string literal, <, > and & as they are (as
 // providers write them; encoding/json would escape them for HTML).
-func quote(s string) []byte {
+func rspQuote(s string) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

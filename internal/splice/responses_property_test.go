@@ -11,7 +11,7 @@ import (
 )
 
 // rspSynthetic is a reasoning, a message, a function call and a custom
-// tool call (Codex CLI's apply_patch), texts in pieces of 4 runes.
+// tool call (Codex CLI's apply_patch), texts in rsp_pieces of 4 runes.
 func rspSynthetic() []sse.Event {
 	return rspBuild("resp_orig", []rspItem{
 		{typ: "reasoning", id: "rs_1", text: "First I think about the question, then about the answer."},
@@ -139,10 +139,10 @@ func checkSpliced(t *testing.T, label string, orig *rspView, seam *Seam, id stri
 	t.Helper()
 	v, err := viewStream(got)
 	if err != nil {
-		t.Fatalf("%s: %v\n%s", label, err, dump(got))
+		t.Fatalf("%s: %v\n%s", label, err, rsp_dump(got))
 	}
 	if v.text() != orig.text() {
-		t.Fatalf("%s: text\n%q, want\n%q\n%s", label, v.text(), orig.text(), dump(got))
+		t.Fatalf("%s: text\n%q, want\n%q\n%s", label, v.text(), orig.text(), rsp_dump(got))
 	}
 	var final strings.Builder
 	for _, it := range list(v.final["output"]) {
@@ -182,7 +182,7 @@ func checkSpliced(t *testing.T, label string, orig *rspView, seam *Seam, id stri
 	}
 }
 
-func dump(evs []sse.Event) string {
+func rsp_dump(evs []sse.Event) string {
 	var b strings.Builder
 	for _, e := range evs {
 		s := string(e.Raw)

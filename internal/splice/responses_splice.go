@@ -190,7 +190,7 @@ func (s *rspSplicer) flush() {
 				cut -= len(text)
 				continue
 			}
-			data = setMembers(nil, data, member{key: "delta", val: quote(text[cut:])})
+			data = setMembers(nil, data, rspMember{key: "delta", val: rspQuote(text[cut:])})
 			cut = 0
 			sc = scanRsp(data)
 		}
@@ -212,19 +212,19 @@ func (s *rspSplicer) begin() {
 
 // emit sends data (a JSON object) as an event of type typ, with the next
 // sequence_number and the members of kv set.
-func (s *rspSplicer) emit(typ string, data []byte, kv ...member) {
+func (s *rspSplicer) emit(typ string, data []byte, kv ...rspMember) {
 	s.begin()
-	kv = append(kv, member{key: "sequence_number", val: itoa(s.seq)})
+	kv = append(kv, rspMember{key: "sequence_number", val: itoa(s.seq)})
 	if s.respID != nil && getMember(data, "response_id") != nil {
-		kv = append(kv, member{key: "response_id", val: s.respID})
+		kv = append(kv, rspMember{key: "response_id", val: s.respID})
 	}
 	s.seq++
 	s.out = append(s.out, sse.NewEvent(typ, setMembers(nil, data, kv...)))
 }
 
 // emitNew sends an event the splicer makes: typ with the members of kv.
-func (s *rspSplicer) emitNew(typ string, kv ...member) {
-	s.emit(typ, []byte(`{"type":`+string(quote(typ))+`}`), kv...)
+func (s *rspSplicer) emitNew(typ string, kv ...rspMember) {
+	s.emit(typ, []byte(`{"type":`+string(rspQuote(typ))+`}`), kv...)
 }
 
 // dropReasoning: the continuation's reasoning items are not shown.
@@ -268,7 +268,7 @@ func (s *rspSplicer) route(typ string, data []byte, sc *rspScan) {
 		}
 		s.idx[ci] = s.nextIdx
 		s.nextIdx++
-		s.emit(typ, data, member{key: "output_index", val: itoa(int64(s.idx[ci]))})
+		s.emit(typ, data, rspMember{key: "output_index", val: itoa(int64(s.idx[ci]))})
 		if sc.itemTyp == itemReasoning && s.seam.InReasoning && s.o.Reasoning == Mark && s.marked < 0 {
 			s.marked = ci
 			s.markerPart(s.idx[ci], s.itemID[ci])
@@ -290,19 +290,19 @@ func (s *rspSplicer) route(typ string, data []byte, sc *rspScan) {
 	if m < 0 {
 		return // a dropped item's
 	}
-	kv := []member{{key: "output_index", val: itoa(int64(m))}}
+	kv := []rspMember{{key: "output_index", val: itoa(int64(m))}}
 	part := sc.part
 	if ci == s.merged {
-		kv = append(kv, member{key: "item_id", val: quote(s.st.open.id)})
+		kv = append(kv, rspMember{key: "item_id", val: rspQuote(s.st.open.id)})
 		if part >= 0 {
 			if part == 0 && s.mergePart && sc.typ == rtPartAdded {
 				return
 			}
-			kv = append(kv, member{key: "content_index", val: itoa(int64(part + s.partBase))})
+			kv = append(kv, rspMember{key: "content_index", val: itoa(int64(part + s.partBase))})
 		}
 	}
 	if ci == s.marked && part >= 0 && (sc.typ == rtSummaryPartAdded || sc.typ == rtSummaryPartDone || sc.typ == rtSummaryDelta || sc.typ == rtSummaryDone) {
-		kv = append(kv, member{key: "summary_index", val: itoa(int64(part + 1))})
+		kv = append(kv, rspMember{key: "summary_index", val: itoa(int64(part + 1))})
 	}
 	key := [2]int{ci, part}
 	switch sc.typ {
@@ -313,16 +313,16 @@ func (s *rspSplicer) route(typ string, data []byte, sc *rspScan) {
 		}
 	case rtTextDone:
 		if s.isTracked(key) {
-			kv = append(kv, member{key: "text", val: quote(s.fullText(key))})
+			kv = append(kv, rspMember{key: "text", val: rspQuote(s.fullText(key))})
 		}
 	case rtPartDone:
 		if s.isTracked(key) && sc.ps >= 0 {
-			kv = append(kv, member{key: "part", val: setMembers(nil, data[sc.ps:sc.pe], member{key: "text", val: quote(s.fullText(key))})})
+			kv = append(kv, rspMember{key: "part", val: setMembers(nil, data[sc.ps:sc.pe], rspMember{key: "text", val: rspQuote(s.fullText(key))})})
 		}
 	case rtItemDone:
 		if sc.is >= 0 {
 			item := s.doneItem(ci, data[sc.is:sc.ie])
-			kv = append(kv, member{key: "item", val: item})
+			kv = append(kv, rspMember{key: "item", val: item})
 			s.items = append(s.items, doneItem{m, item})
 		}
 	}
@@ -355,13 +355,13 @@ func (s *rspSplicer) fullText(key [2]int) string {
 // doneItem rewrites a continuation item of output_item.done: the merged
 // message's id and parts, the tracked parts' text, the marker part.
 func (s *rspSplicer) doneItem(ci int, item []byte) []byte {
-	var kv []member
+	var kv []rspMember
 	if content := getMember(item, "content"); len(content) > 0 && content[0] == '[' {
 		var parts []json.RawMessage
 		if json.Unmarshal(content, &parts) == nil {
 			for j := range parts {
 				if s.isTracked([2]int{ci, j}) && len(parts[j]) > 0 && parts[j][0] == '{' {
-					parts[j] = setMembers(nil, parts[j], member{key: "text", val: quote(s.fullText([2]int{ci, j}))})
+					parts[j] = setMembers(nil, parts[j], rspMember{key: "text", val: rspQuote(s.fullText([2]int{ci, j}))})
 				}
 			}
 			if ci == s.merged {
@@ -372,11 +372,11 @@ func (s *rspSplicer) doneItem(ci int, item []byte) []byte {
 				}
 				parts = append(rawParts(before), parts...)
 			}
-			kv = append(kv, member{key: "content", val: marshalRaw(parts)})
+			kv = append(kv, rspMember{key: "content", val: marshalRaw(parts)})
 		}
 	}
 	if ci == s.merged {
-		kv = append(kv, member{key: "id", val: quote(s.st.open.id)})
+		kv = append(kv, rspMember{key: "id", val: rspQuote(s.st.open.id)})
 	}
 	if ci == s.marked {
 		var sum []json.RawMessage
@@ -384,7 +384,7 @@ func (s *rspSplicer) doneItem(ci int, item []byte) []byte {
 			_ = json.Unmarshal(raw, &sum)
 		}
 		sum = append([]json.RawMessage{summaryPart(Marker)}, sum...)
-		kv = append(kv, member{key: "summary", val: marshalRaw(sum)})
+		kv = append(kv, rspMember{key: "summary", val: marshalRaw(sum)})
 	}
 	if len(kv) == 0 {
 		return append([]byte(nil), item...)
@@ -414,22 +414,22 @@ func marshalRaw(v []json.RawMessage) []byte {
 }
 
 func summaryPart(text string) []byte {
-	return []byte(`{"type":"summary_text","text":` + string(quote(text)) + `}`)
+	return []byte(`{"type":"summary_text","text":` + string(rspQuote(text)) + `}`)
 }
 
 func textPart(text string) []byte {
-	return []byte(`{"type":"output_text","annotations":[],"logprobs":[],"text":` + string(quote(text)) + `}`)
+	return []byte(`{"type":"output_text","annotations":[],"logprobs":[],"text":` + string(rspQuote(text)) + `}`)
 }
 
 // markerPart sends the marker as the first summary part of the reasoning
 // item at the client's output_index idx.
 func (s *rspSplicer) markerPart(idx int, id string) {
-	head := []member{{key: "item_id", val: quote(id)}, {key: "output_index", val: itoa(int64(idx))}, {key: "summary_index", val: []byte("0")}}
-	with := func(kv ...member) []member { return append(append([]member(nil), head...), kv...) }
-	s.emitNew("response.reasoning_summary_part.added", with(member{key: "part", val: summaryPart("")})...)
-	s.emitNew("response.reasoning_summary_text.delta", with(member{key: "delta", val: quote(Marker)})...)
-	s.emitNew("response.reasoning_summary_text.done", with(member{key: "text", val: quote(Marker)})...)
-	s.emitNew("response.reasoning_summary_part.done", with(member{key: "part", val: summaryPart(Marker)})...)
+	head := []rspMember{{key: "item_id", val: rspQuote(id)}, {key: "output_index", val: itoa(int64(idx))}, {key: "summary_index", val: []byte("0")}}
+	with := func(kv ...rspMember) []rspMember { return append(append([]rspMember(nil), head...), kv...) }
+	s.emitNew("response.reasoning_summary_part.added", with(rspMember{key: "part", val: summaryPart("")})...)
+	s.emitNew("response.reasoning_summary_text.delta", with(rspMember{key: "delta", val: rspQuote(Marker)})...)
+	s.emitNew("response.reasoning_summary_text.done", with(rspMember{key: "text", val: rspQuote(Marker)})...)
+	s.emitNew("response.reasoning_summary_part.done", with(rspMember{key: "part", val: summaryPart(Marker)})...)
 }
 
 // resolve settles the item open at the break, at the continuation's first
@@ -464,53 +464,53 @@ func (s *rspSplicer) resolve(message bool, ci int) bool {
 // text the client was handed.
 func (s *rspSplicer) close() {
 	o := &s.st.open
-	id := quote(o.id)
+	id := rspQuote(o.id)
 	idx := itoa(int64(o.idx))
-	head := func(kv ...member) []member {
-		return append([]member{{key: "item_id", val: id}, {key: "output_index", val: idx}}, kv...)
+	head := func(kv ...rspMember) []rspMember {
+		return append([]rspMember{{key: "item_id", val: id}, {key: "output_index", val: idx}}, kv...)
 	}
 	item := o.added
 	if len(item) == 0 || item[0] != '{' {
 		item = []byte(`{}`)
 	}
-	var kv []member
+	var kv []rspMember
 	switch o.typ {
 	case itemMessage:
 		parts := rawParts(o.parts)
 		if o.partKind == partText {
 			text := string(s.st.answer[o.partStart:])
 			n := itoa(int64(o.part))
-			s.emitNew("response.output_text.done", head(member{key: "content_index", val: n}, member{key: "text", val: quote(text)}, member{key: "logprobs", val: []byte("[]")})...)
+			s.emitNew("response.output_text.done", head(rspMember{key: "content_index", val: n}, rspMember{key: "text", val: rspQuote(text)}, rspMember{key: "logprobs", val: []byte("[]")})...)
 			p := textPart(text)
-			s.emitNew("response.content_part.done", head(member{key: "content_index", val: n}, member{key: "part", val: p})...)
+			s.emitNew("response.content_part.done", head(rspMember{key: "content_index", val: n}, rspMember{key: "part", val: p})...)
 			parts = append(parts, p)
 		}
-		kv = append(kv, member{key: "content", val: marshalRaw(parts)}, member{key: "status", val: []byte(`"incomplete"`)})
+		kv = append(kv, rspMember{key: "content", val: marshalRaw(parts)}, rspMember{key: "status", val: []byte(`"incomplete"`)})
 	case itemReasoning:
 		summary, content := rawParts(o.summary), rawParts(o.parts)
 		text := string(s.st.reasoning[min(o.partStart, len(s.st.reasoning)):])
 		n := itoa(int64(o.part))
 		switch o.partKind {
 		case partSummary:
-			s.emitNew("response.reasoning_summary_text.done", head(member{key: "summary_index", val: n}, member{key: "text", val: quote(text)})...)
+			s.emitNew("response.reasoning_summary_text.done", head(rspMember{key: "summary_index", val: n}, rspMember{key: "text", val: rspQuote(text)})...)
 			p := summaryPart(text)
-			s.emitNew("response.reasoning_summary_part.done", head(member{key: "summary_index", val: n}, member{key: "part", val: p})...)
+			s.emitNew("response.reasoning_summary_part.done", head(rspMember{key: "summary_index", val: n}, rspMember{key: "part", val: p})...)
 			summary = append(summary, p)
 		case partRText:
-			s.emitNew("response.reasoning_text.done", head(member{key: "content_index", val: n}, member{key: "text", val: quote(text)})...)
-			content = append(content, []byte(`{"type":"reasoning_text","text":`+string(quote(text))+`}`))
+			s.emitNew("response.reasoning_text.done", head(rspMember{key: "content_index", val: n}, rspMember{key: "text", val: rspQuote(text)})...)
+			content = append(content, []byte(`{"type":"reasoning_text","text":`+string(rspQuote(text))+`}`))
 		}
-		kv = append(kv, member{key: "summary", val: marshalRaw(summary)})
+		kv = append(kv, rspMember{key: "summary", val: marshalRaw(summary)})
 		if len(content) > 0 {
-			kv = append(kv, member{key: "content", val: marshalRaw(content)})
+			kv = append(kv, rspMember{key: "content", val: marshalRaw(content)})
 		}
 	default:
 		if getMember(item, "status") != nil {
-			kv = append(kv, member{key: "status", val: []byte(`"incomplete"`)})
+			kv = append(kv, rspMember{key: "status", val: []byte(`"incomplete"`)})
 		}
 	}
 	done := setMembers(nil, item, kv...)
-	s.emitNew("response.output_item.done", member{key: "output_index", val: idx}, member{key: "item", val: done})
+	s.emitNew("response.output_item.done", rspMember{key: "output_index", val: idx}, rspMember{key: "item", val: done})
 	s.items = append(s.items, doneItem{o.idx, done})
 }
 
@@ -528,19 +528,19 @@ func (s *rspSplicer) final(typ string, data []byte) {
 	for i := range all {
 		out[i] = all[i].item
 	}
-	kv := []member{{key: "output", val: marshalRaw(out)}}
+	kv := []rspMember{{key: "output", val: marshalRaw(out)}}
 	for _, m := range []struct {
 		key string
 		val []byte
 	}{{"id", s.respID}, {"created_at", s.createdAt}, {"model", s.model}} {
 		if m.val != nil {
-			kv = append(kv, member{key: m.key, val: m.val})
+			kv = append(kv, rspMember{key: m.key, val: m.val})
 		}
 	}
 	if u := s.usage(getMember(resp, "usage")); u != nil {
-		kv = append(kv, member{key: "usage", val: u})
+		kv = append(kv, rspMember{key: "usage", val: u})
 	}
-	s.emit(typ, data, member{key: "response", val: setMembers(nil, resp, kv...)})
+	s.emit(typ, data, rspMember{key: "response", val: setMembers(nil, resp, kv...)})
 }
 
 // usage adds Options.Earlier to the continuation's usage object raw (nil:
@@ -571,13 +571,13 @@ func (s *rspSplicer) usage(raw []byte) []byte {
 		if len(obj) == 0 || obj[0] != '{' {
 			obj = []byte(`{}`)
 		}
-		return setMembers(nil, obj, member{key: field, val: num(n)})
+		return setMembers(nil, obj, rspMember{key: field, val: num(n)})
 	}
 	in, out := u.In+int64(e.Prompt), u.Out+int64(e.Completion)
 	return setMembers(nil, raw,
-		member{key: "input_tokens", val: num(in)},
-		member{key: "input_tokens_details", val: sub("input_tokens_details", "cached_tokens", u.InDet.Cached+int64(e.Cached))},
-		member{key: "output_tokens", val: num(out)},
-		member{key: "output_tokens_details", val: sub("output_tokens_details", "reasoning_tokens", u.OutDet.Reasoning+int64(e.Reasoning))},
-		member{key: "total_tokens", val: num(in + out)})
+		rspMember{key: "input_tokens", val: num(in)},
+		rspMember{key: "input_tokens_details", val: sub("input_tokens_details", "cached_tokens", u.InDet.Cached+int64(e.Cached))},
+		rspMember{key: "output_tokens", val: num(out)},
+		rspMember{key: "output_tokens_details", val: sub("output_tokens_details", "reasoning_tokens", u.OutDet.Reasoning+int64(e.Reasoning))},
+		rspMember{key: "total_tokens", val: num(in + out)})
 }

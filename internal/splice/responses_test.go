@@ -183,9 +183,9 @@ func TestResponsesRecorderOverflow(t *testing.T) {
 	}
 }
 
-// splice breaks evs before event k and splices cont with o; it returns the
+// rsp_splice breaks evs before event k and splices cont with o; it returns the
 // client's stream and the seam.
-func splice(t *testing.T, evs []sse.Event, k int, cont []sse.Event, o Options) ([]sse.Event, *Seam) {
+func rsp_splice(t *testing.T, evs []sse.Event, k int, cont []sse.Event, o Options) ([]sse.Event, *Seam) {
 	t.Helper()
 	rec := NewRecorder(Responses, 1<<20)
 	client := passAll(rec, evs[:k])
@@ -197,7 +197,7 @@ func view(t *testing.T, evs []sse.Event) *rspView {
 	t.Helper()
 	v, err := viewStream(evs)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, dump(evs))
+		t.Fatalf("%v\n%s", err, rsp_dump(evs))
 	}
 	return v
 }
@@ -208,7 +208,7 @@ func TestResponsesSpliceSequenceAndComment(t *testing.T) {
 	evs := rspBuild("resp_1", msgOnly, 5)
 	k := at(t, evs, "response.output_text.delta", 2)
 	cont := rspBuild("resp_2", []rspItem{{typ: "message", id: "msg_2", text: "rest."}}, 5)
-	got, _ := splice(t, evs, k, cont, Options{Comment: "continued on b"})
+	got, _ := rsp_splice(t, evs, k, cont, Options{Comment: "continued on b"})
 	if !got[k].IsComment() || string(got[k].Raw) != ": continued on b\n\n" {
 		t.Fatalf("event %d = %q, want the comment", k, got[k].Raw)
 	}
@@ -229,7 +229,7 @@ func TestResponsesSpliceContinuesOpenMessage(t *testing.T) {
 	evs := rspBuild("resp_1", withRs, 5)
 	k := at(t, evs, "response.output_text.delta", 3)
 	cont := rspBuild("resp_2", []rspItem{{typ: "message", id: "msg_2", text: "and the rest."}}, 4)
-	got, s := splice(t, evs, k, cont, Options{MaxOverlap: -1})
+	got, s := rsp_splice(t, evs, k, cont, Options{MaxOverlap: -1})
 	spliced := types(got[k:])
 	if strings.Contains(strings.Join(spliced, " "), "output_item.added") || strings.Contains(strings.Join(spliced, " "), "content_part.added") {
 		t.Fatalf("a second item or part added: %v", spliced)
@@ -253,7 +253,7 @@ func TestResponsesSpliceContinuesMessageAfterPart(t *testing.T) {
 	evs := rspBuild("resp_1", msgOnly, 5)
 	k := at(t, evs, "response.output_item.done", 0)
 	cont := rspBuild("resp_2", []rspItem{{typ: "message", id: "msg_2", text: " More."}}, 4)
-	got, _ := splice(t, evs, k, cont, Options{MaxOverlap: -1})
+	got, _ := rsp_splice(t, evs, k, cont, Options{MaxOverlap: -1})
 	v := view(t, got)
 	if len(v.items) != 1 || len(v.items[0].content) != 2 || v.text() != msgOnly[0].text+" More." {
 		t.Fatalf("items %+v text %q", v.items, v.text())
@@ -266,7 +266,7 @@ func TestResponsesSpliceClosesMessageBeforeCall(t *testing.T) {
 	evs := rspBuild("resp_1", msgOnly, 5)
 	k := at(t, evs, "response.output_text.delta", 2)
 	cont := rspBuild("resp_2", []rspItem{{typ: "function_call", id: "fc_2", name: "f", text: `{"a":1}`}}, 4)
-	got, s := splice(t, evs, k, cont, Options{MaxOverlap: -1})
+	got, s := rsp_splice(t, evs, k, cont, Options{MaxOverlap: -1})
 	v := view(t, got)
 	if len(v.items) != 2 || v.items[0].done["status"] != "incomplete" || v.items[1].typ != "function_call" || v.text() != s.Answer {
 		t.Fatalf("items %+v", v.items)
@@ -290,7 +290,7 @@ func reasoningCont() []sse.Event {
 func TestResponsesSpliceReasoningRestart(t *testing.T) {
 	evs := rspBuild("resp_1", withRs, 5)
 	k := at(t, evs, "response.reasoning_summary_text.delta", 2)
-	got, s := splice(t, evs, k, reasoningCont(), Options{Reasoning: Mark})
+	got, s := rsp_splice(t, evs, k, reasoningCont(), Options{Reasoning: Mark})
 	if !s.InReasoning {
 		t.Fatal("not InReasoning")
 	}
@@ -309,7 +309,7 @@ func TestResponsesSpliceReasoningRestart(t *testing.T) {
 		t.Fatalf("reasoning lane %q", v.reasoning)
 	}
 
-	got, _ = splice(t, evs, k, reasoningCont(), Options{Reasoning: Hide})
+	got, _ = rsp_splice(t, evs, k, reasoningCont(), Options{Reasoning: Hide})
 	v = view(t, got)
 	if len(v.items) != 2 || v.items[1].typ != "message" || v.reasoning != s.Reasoning {
 		t.Fatalf("Hide: items %+v, reasoning %q", v.items, v.reasoning)
@@ -320,7 +320,7 @@ func TestResponsesSpliceReasoningRestart(t *testing.T) {
 func TestResponsesSpliceDropsReasoningAfterAnswer(t *testing.T) {
 	evs := rspBuild("resp_1", withRs, 5)
 	k := at(t, evs, "response.output_text.delta", 1)
-	got, _ := splice(t, evs, k, reasoningCont(), Options{Reasoning: Mark, MaxOverlap: -1})
+	got, _ := rsp_splice(t, evs, k, reasoningCont(), Options{Reasoning: Mark, MaxOverlap: -1})
 	v := view(t, got)
 	if strings.Contains(v.reasoning, "New thoughts") || strings.Contains(v.reasoning, Marker) || len(v.items) != 2 {
 		t.Fatalf("reasoning %q, items %d", v.reasoning, len(v.items))
@@ -346,7 +346,7 @@ func TestResponsesSpliceOverlap(t *testing.T) {
 		max  int
 		want string
 	}{{0, answer + "new words."}, {-1, answer + repeat + "new words."}} {
-		got, _ := splice(t, evs, k, cont, Options{MaxOverlap: c.max})
+		got, _ := rsp_splice(t, evs, k, cont, Options{MaxOverlap: c.max})
 		if v := view(t, got); v.text() != c.want {
 			t.Errorf("MaxOverlap %d: %q, want %q", c.max, v.text(), c.want)
 		}
@@ -360,7 +360,7 @@ func TestResponsesSpliceOverlap(t *testing.T) {
 		t.Fatalf("answer %q", answer)
 	}
 	cont = rspBuild("resp_2", []rspItem{{typ: "message", id: "msg_2", text: "  spaced."}}, 1)
-	got, _ := splice(t, evs, k, cont, Options{})
+	got, _ := rsp_splice(t, evs, k, cont, Options{})
 	if v := view(t, got); v.text() != answer+"spaced." {
 		t.Errorf("%q, want %q", v.text(), answer+"spaced.")
 	}
@@ -372,7 +372,7 @@ func TestResponsesSpliceFinal(t *testing.T) {
 	evs := rspBuild("resp_1", withRs, 5)
 	k := at(t, evs, "response.output_item.added", 1)
 	cont := rspBuild("resp_2", []rspItem{{typ: "message", id: "msg_2", text: "Hi."}}, 4)
-	got, _ := splice(t, evs, k, cont, Options{Earlier: earlier})
+	got, _ := rsp_splice(t, evs, k, cont, Options{Earlier: earlier})
 	v := view(t, got)
 	f := v.final
 	if f["id"] != "resp_1" || f["model"] != "m-resp_1" || f["created_at"] != float64(1700000000) {
@@ -397,7 +397,7 @@ func TestResponsesSpliceErrorPasses(t *testing.T) {
 	cont = append(cont,
 		sse.NewEvent("error", []byte(`{"type":"error","sequence_number":2,"code":"server_error","message":"boom"}`)),
 		sse.NewEvent("response.failed", []byte(`{"type":"response.failed","sequence_number":3,"response":{"id":"resp_2","status":"failed","output":[]}}`)))
-	got, _ := splice(t, evs, k, cont, Options{})
+	got, _ := rsp_splice(t, evs, k, cont, Options{})
 	tail := got[len(got)-2:]
 	e, f := dataOf(t, tail[0]), dataOf(t, tail[1])
 	if e["type"] != "error" || e["sequence_number"] != float64(k) {
@@ -467,7 +467,7 @@ func TestResponsesSpliceClosesReasoningText(t *testing.T) {
 		sse.NewEvent("response.reasoning_text.delta", []byte(`{"type":"response.reasoning_text.delta","sequence_number":2,"item_id":"rs1","output_index":0,"content_index":0,"delta":"Hmm, "}`)),
 		sse.NewEvent("response.reasoning_text.delta", []byte(`{"type":"response.reasoning_text.delta","sequence_number":3,"item_id":"rs1","output_index":0,"content_index":0,"delta":"let me see"}`)),
 	}
-	got, s := splice(t, first, len(first), reasoningCont(), Options{Reasoning: Hide})
+	got, s := rsp_splice(t, first, len(first), reasoningCont(), Options{Reasoning: Hide})
 	if !s.InReasoning || s.Reasoning != "Hmm, let me see" {
 		t.Fatalf("seam %+v", s)
 	}
@@ -492,7 +492,7 @@ func TestResponsesSpliceIncomplete(t *testing.T) {
 	cont := rspBuild("resp_2", []rspItem{{typ: "message", id: "msg_2", text: "cut"}}, 5)
 	last := len(cont) - 1
 	cont[last] = sse.NewEvent("response.incomplete", []byte(strings.Replace(string(cont[last].Data), "response.completed", "response.incomplete", 1)))
-	got, s := splice(t, evs, k, cont, Options{MaxOverlap: -1})
+	got, s := rsp_splice(t, evs, k, cont, Options{MaxOverlap: -1})
 	v := view(t, got)
 	if got[len(got)-1].Type != "response.incomplete" || v.final["id"] != "resp_1" || v.text() != s.Answer+"cut" {
 		t.Fatalf("end %s, id %v, text %q", got[len(got)-1].Type, v.final["id"], v.text())
@@ -504,7 +504,7 @@ func TestResponsesSpliceNoHTMLEscape(t *testing.T) {
 	evs := rspBuild("resp_1", msgOnly, 5)
 	k := at(t, evs, "response.output_text.delta", 2)
 	cont := rspBuild("resp_2", []rspItem{{typ: "message", id: "msg_2", text: "<b>&</b>"}}, 20)
-	got, _ := splice(t, evs, k, cont, Options{MaxOverlap: -1})
+	got, _ := rsp_splice(t, evs, k, cont, Options{MaxOverlap: -1})
 	for _, e := range got[k:] {
 		if e.Type == "response.output_text.done" && !strings.Contains(string(e.Data), "<b>&</b>") {
 			t.Fatalf("%s", e.Data)
