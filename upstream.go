@@ -79,8 +79,8 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		inline:  u.InlineReasoning,
 
 		continueWith: u.ContinueWith,
-		headers: make(http.Header, len(u.Headers)),
-		cleanup: func() {},
+		headers:      make(http.Header, len(u.Headers)),
+		cleanup:      func() {},
 
 		maxConcurrent: u.MaxConcurrent,
 		probeURI:      defaultProbeURI,
