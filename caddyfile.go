@@ -371,7 +371,7 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 			}
 			u.TransportRaw = caddyconfig.JSONModuleObject(unm, "protocol", name, nil)
 		default:
-			return nil, d.Errf("unrecognized upstream subdirective %q; expected api, api_key, header, transport, region, health_check, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning or reasoning_end_marker", d.Val())
+			return nil, d.Errf("unrecognized upstream subdirective %q; expected api, api_key, header, transport, region, health_check, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning, reasoning_end_marker or continue_with", d.Val())
 		}
 	}
 	return u, nil
@@ -506,12 +506,9 @@ func parseModel(d *caddyfile.Dispenser, defined []*ModelRoute) (*ModelRoute, []p
 			if m.Failover != nil {
 				return nil, nil, d.Errf("model %q: failover is already specified", m.Alias)
 			}
-			f, err := parseFailover(d)
+			f, err := parseModelFailover(d, m.Alias)
 			if err != nil {
 				return nil, nil, err
-			}
-			if err := f.checkModelLevel(); err != nil {
-				return nil, nil, d.Errf("model %q: failover: %v", m.Alias, err)
 			}
 			m.Failover = f
 		default:
@@ -760,6 +757,36 @@ func parseFailover(d *caddyfile.Dispenser) (*Failover, error) {
 			}
 		default:
 			return nil, d.Errf("unrecognized failover subdirective %q; expected on, attempts, backoff, first_byte_timeout, try_duration, stream_idle_timeout, after_commit or continue_reasoning", d.Val())
+		}
+	}
+	return f, nil
+}
+
+// parseModelFailover parses a model's failover block: its continuation
+// settings only (the rest of failover is the relay's).
+func parseModelFailover(d *caddyfile.Dispenser, alias string) (*Failover, error) {
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	f := new(Failover)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		var v string
+		switch name {
+		case "after_commit", "continue_reasoning":
+			if !d.Args(&v) || d.NextArg() {
+				return nil, d.Errf("model %q: failover: %s: expected one value", alias, name)
+			}
+		default:
+			return nil, d.Errf("unrecognized failover subdirective %q; expected after_commit or continue_reasoning", name) // a model block takes only these
+		}
+		if name == "after_commit" {
+			f.AfterCommit = v
+		} else {
+			f.ContinueReasoning = v
+		}
+		if err := f.checkContinuation(); err != nil {
+			return nil, d.Errf("model %q: failover: %v", alias, err)
 		}
 	}
 	return f, nil

@@ -296,7 +296,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		{"duplicate upstream", ok("\tupstream u http://other/v1"), []string{`upstream "u" is defined twice; give each upstream a unique name`, "Testfile:6"}, ""},
 		{"duplicate upstream with a block", ok("\tupstream u http://other/v1 {\n\t\tapi_key k\n\t}"), []string{`upstream "u" is defined twice`, "Testfile:6"},
 			"regression: caddyfile.go: the duplicate check runs after parseUpstream consumed the block, so the error names the closing `}` (Testfile:8), not the `upstream` line (Testfile:6)"},
-		{"unknown upstream subdirective", ok("\tupstream v http://v/v1 {\n\t\tapikey k\n\t}"), []string{`unrecognized upstream subdirective "apikey"; expected api, api_key, header, transport, region, health_check, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning or reasoning_end_marker`, "Testfile:7"}, ""},
+		{"unknown upstream subdirective", ok("\tupstream v http://v/v1 {\n\t\tapikey k\n\t}"), []string{`unrecognized upstream subdirective "apikey"; expected api, api_key, header, transport, region, health_check, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning, reasoning_end_marker or continue_with`, "Testfile:7"}, ""},
 		{"api_key without value", ok("\tupstream v http://v/v1 {\n\t\tapi_key\n\t}"), []string{"wrong argument count", "Testfile:7"}, ""},
 		{"api_key twice", ok("\tupstream v http://v/v1 {\n\t\tapi_key a\n\t\tapi_key b\n\t}"), []string{`upstream "v": api_key is already specified`, "Testfile:8"}, ""},
 		{"api_key with 2 args", ok("\tupstream v http://v/v1 {\n\t\tapi_key a b\n\t}"), []string{"wrong argument count", "Testfile:7"}, ""},
@@ -330,7 +330,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		// failover
 		{"failover twice", ok("\tfailover {\n\t\tattempts 2\n\t}\n\tfailover {\n\t}"), []string{"failover is already specified; use one failover block", "Testfile:9"}, ""},
 		{"failover with args", ok("\tfailover 3"), []string{"wrong argument count", "Testfile:6"}, ""},
-		{"unknown failover subdirective", ok("\tfailover {\n\t\tretries 3\n\t}"), []string{`unrecognized failover subdirective "retries"; expected on, attempts, backoff, first_byte_timeout, try_duration or stream_idle_timeout`, "Testfile:7"}, ""},
+		{"unknown failover subdirective", ok("\tfailover {\n\t\tretries 3\n\t}"), []string{`unrecognized failover subdirective "retries"; expected on, attempts, backoff, first_byte_timeout, try_duration, stream_idle_timeout, after_commit or continue_reasoning`, "Testfile:7"}, ""},
 		{"on without classes", ok("\tfailover {\n\t\ton\n\t}"), []string{"on: expected one or more of connect, timeout, 5xx, 429", "Testfile:7"}, ""},
 		{"on with a bad word", ok("\tfailover {\n\t\ton connect ratelimit\n\t}"), []string{`on: unknown failover trigger "ratelimit": use connect, timeout, a status class like 5xx, or a status code like 429`, "Testfile:7"}, ""},
 		{"on with 6xx", ok("\tfailover {\n\t\ton 6xx\n\t}"), []string{`unknown failover trigger "6xx"`, "Testfile:7"}, ""},

@@ -203,6 +203,9 @@ type continuer struct {
 	qi    int
 	own   []sse.Event // clones of the spliced events (queue points here)
 	ended bool        // the end event went by
+	// gaveUp: a break found no target to continue it; the stream goes on
+	// (to its error) as without continuation.
+	gaveUp bool
 
 	hook     func() // the pacer's per-read hook
 	callEach bool   // src cannot take the hook: call it before each read
@@ -278,6 +281,9 @@ func (k *continuer) Next() (sse.Event, error) {
 			return ev, nil
 		}
 		k.queue, k.qi = nil, 0
+		if k.gaveUp {
+			return k.src.Next() // no target continued: the rest as without continuation
+		}
 		ev, err := k.read()
 		if k.ended {
 			return ev, err // after the end event: whatever follows, as without continuation
@@ -299,7 +305,10 @@ func (k *continuer) Next() (sse.Event, error) {
 		case ev.HasData && isErrorEvent(&ev):
 			e := upstreamErrorOf(ev.Data)
 			if !continuable(e) {
-				break // the upstream's own verdict on the request: the client's, as without continuation
+				// The upstream's own verdict on the request: the
+				// client's, and what follows it, as without continuation.
+				k.gaveUp = true
+				break
 			}
 			why = "error event after data: " + errorEventCode(ev.Data)
 		}
@@ -311,7 +320,10 @@ func (k *continuer) Next() (sse.Event, error) {
 			continue
 		}
 		if k.c.r.Context().Err() != nil || !k.continueStream(why) {
-			return ev, err // the pacer ends the stream as without continuation
+			// The pacer ends the stream as without continuation: the
+			// broken attempt is still open, read on as before.
+			k.gaveUp = true
+			return ev, err
 		}
 	}
 }
@@ -343,6 +355,9 @@ func continuable(e *apiError) bool {
 // continue. It reports whether one does (the continuer reads it now).
 func (k *continuer) continueStream(why string) bool {
 	c := k.c
+	if !c.cur.hasNext() {
+		return false // nothing left to ask: the break ends the stream as before
+	}
 	if k.rec.Overflow() {
 		c.req.note(k.t, why+" after commit: not continued (the stream outgrew what the relay keeps to continue it)")
 		return false
@@ -356,14 +371,6 @@ func (k *continuer) continueStream(why string) bool {
 	case seam.Discarded > 0:
 		where = "tool_call"
 	}
-	c.h.recordBroken(k.t, c.req.start)
-	c.req.note(k.t, why+" after commit at token "+strconv.Itoa(seam.OutputTokens)+" (in the "+where+"): continuing on the next target")
-	k.earlier.Prompt += usage.EstimatePrompt(c.body.raw)
-	k.earlier.Completion += max(seam.OutputTokens-k.handed, 0)
-	k.earlier.Estimated = true
-	k.handed = seam.OutputTokens
-	k.closeAttempt()
-
 	answer := seam.Answer
 	if seam.InReasoning {
 		answer = "" // the next target starts over
@@ -401,9 +408,19 @@ func (k *continuer) continueStream(why string) bool {
 		if leg.res != nil {
 			leg.done() // an error status passed through: not a stream to splice
 		}
-		c.req.noteText("no target continued the stream: it ends with an in-band error")
+		c.req.note(k.t, why+" after commit at token "+strconv.Itoa(seam.OutputTokens)+" (in the "+where+"): no target continued it")
 		return false
 	}
+	// A target continues: the broken attempt is closed (its upstream
+	// stops, and so does what it bills), counted against its target's
+	// health, and its output added to what the client is told it used.
+	c.h.recordBroken(k.t, c.req.start)
+	c.req.note(k.t, why+" after commit at token "+strconv.Itoa(seam.OutputTokens)+" (in the "+where+"): continued on "+leg.t.up.name)
+	k.earlier.Prompt += usage.EstimatePrompt(c.body.raw)
+	k.earlier.Completion += max(seam.OutputTokens-k.handed, 0)
+	k.earlier.Estimated = true
+	k.handed = seam.OutputTokens
+	k.closeAttempt()
 	from, fromUp := k.conts0(), k.t.up.name
 	k.res, k.t, k.src = leg.res, leg.t, leg.res.events
 	k.cur.Store(leg.res)

@@ -210,6 +210,9 @@ func (c *chainCursor) nextStep(now, deadline time.Time, b backoffPolicy, rng *ra
 	return s, true
 }
 
+// hasNext reports whether the cursor has a slot left for some target.
+func (c *chainCursor) hasNext() bool { return c.next < c.slots && c.nOut < c.n }
+
 // exclude keeps target idx out of the rest of the request (it is out of
 // quota, or cannot serve the request at all): it is passed over, and its
 // turns go to the other targets.

@@ -254,7 +254,7 @@ func TestDropAfterDataEndsWithInBandError(t *testing.T) {
 	b := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		streamEvents(w, 0, chunk("never"), "[DONE]")
 	})
-	startRelay(t, twoTargets(a, b, "attempts 2"))
+	startRelay(t, twoTargets(a, b, "attempts 2\n after_commit error"))
 
 	resp := post(t, chatStreamBody)
 	body := readAll(t, resp)

@@ -46,6 +46,7 @@ var grammarBlocks = []grammarBlock{
 	{"llm_relay/model/canary/guard", "guard", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nto u\ncanary u 10 {\nguard {\n%s\n}\n}\n}\n}"},
 	{"llm_relay/model/shadow", "shadow", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nto u\nshadow u 10 {\n%s\n}\n}\n}"},
 	{"llm_relay/model/smoothing", "smoothing", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nto u\nsmoothing {\n%s\n}\n}\n}"},
+	{"llm_relay/model/failover", "failover", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nto u\nfailover {\n%s\n}\n}\n}"},
 	{"llm_relay/model/adaptive_effort", "adaptive_effort", "llm_relay {\nupstream u http://127.0.0.1/v1\nmodel m {\nto u\nadaptive_effort {\n%s\n}\n}\n}"},
 	{"llm_relay/adaptive_effort", "adaptive_effort", "llm_relay {\nadaptive_effort {\n%s\n}\n}"},
 	{"llm_relay/price", "price", "llm_relay {\nprice m {\n%s\n}\n}"},

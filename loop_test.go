@@ -72,9 +72,10 @@ func TestLoopFailoverBeforeFirstDataIsInvisible(t *testing.T) {
 	}
 }
 
-// After the first data event the stream is the client's: a break ends it
-// with the relay's in-band error and no [DONE], and no other target is
-// tried.
+// After the first data event the stream is the client's: with
+// `after_commit error` a break ends it with the relay's in-band error and
+// no [DONE], and no other target is tried (the default, continue, is
+// TestLoopBreakAfterFirstDataContinues).
 func TestLoopBreakAfterFirstDataEndsInBand(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -89,7 +90,7 @@ func TestLoopBreakAfterFirstDataEndsInBand(t *testing.T) {
 			t.Parallel()
 			a := fakeUpstream("a", func(_ int, w http.ResponseWriter, _ *http.Request) { c.script(w) })
 			b := fakeUpstream("b", func(_ int, w http.ResponseWriter, _ *http.Request) { sendSSE(w, chatStream("other")...) })
-			lr := startLoop(t, chainAB(""), a, b)
+			lr := startLoop(t, chainAB(`"after_commit": "error"`), a, b)
 
 			res := lr.post("/v1/chat/completions", chatStreamReq)
 			res.expect(t, http.StatusOK, "a", "1")

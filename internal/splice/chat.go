@@ -54,8 +54,8 @@ func (r *chatRecorder) one(ev sse.Event) []sse.Event {
 }
 
 func (r *chatRecorder) Pass(ev sse.Event) []sse.Event {
-	if r.overflow || ev.IsComment() {
-		return r.one(ev) // comments are never held
+	if r.overflow || ev.IsComment() && !r.holding {
+		return r.one(ev) // comments are held only behind held events: the order is the upstream's
 	}
 	if ev.HasData && ev.IsDone() {
 		if !r.holding {

@@ -88,7 +88,20 @@ func (r *messagesRecorder) Pass(ev sse.Event) []sse.Event {
 		r.hold = holdNone
 		return r.release(ev)
 	}
-	if ev.IsComment() || ev.Type == "ping" || ev.Type == "error" || r.overflow {
+	// Pings and comments go out at once unless events are held: then
+	// they wait behind them, so the client gets the upstream's order
+	// (mode off is byte for byte). An error releases what is held
+	// first: the relay hands one only when the client is to get it.
+	if r.overflow || (ev.IsComment() || ev.Type == "ping") && r.hold == holdNone {
+		r.hand(ev)
+		r.out = append(r.out, ev)
+		return r.out
+	}
+	if ev.Type == "error" {
+		if r.hold != holdNone {
+			r.hold = holdNone
+			return r.release(ev)
+		}
 		r.hand(ev)
 		r.out = append(r.out, ev)
 		return r.out

@@ -104,8 +104,8 @@ func (r *rspRecorder) Overflow() bool { return r.overflow }
 // Pass forwards ev, or holds it (see rspRecorder).
 func (r *rspRecorder) Pass(ev sse.Event) []sse.Event {
 	r.out = r.out[:0]
-	if ev.IsComment() || r.overflow {
-		return append(r.out, ev)
+	if r.overflow || ev.IsComment() && !r.holding {
+		return append(r.out, ev) // behind held events, comments wait: the order is the upstream's
 	}
 	var sc rspScan
 	if ev.HasData {
@@ -116,16 +116,18 @@ func (r *rspRecorder) Pass(ev sse.Event) []sse.Event {
 	if !r.holding && sc.typ == rtItemAdded && holdsItem(sc.itemTyp) {
 		r.holding = true
 	}
-	if r.holding && sc.typ != rtError && sc.typ != rtFailed {
+	if r.holding {
 		c := ev.Clone()
 		r.held = append(r.held, c)
 		r.keep(len(c.Raw) + len(c.Data))
 		if r.overflow {
 			return r.out // keep released what was held
 		}
-		if sc.typ != rtCompleted && sc.typ != rtIncomplete {
+		if sc.typ != rtCompleted && sc.typ != rtIncomplete && sc.typ != rtError && sc.typ != rtFailed {
 			return r.out
 		}
+		// The end, or an error the client is to get (the relay hands
+		// one only then): what was held goes out before it.
 		r.holding = false
 		held := r.held
 		r.used -= r.heldBytes()
