@@ -440,7 +440,11 @@ func (k *continuer) continueStream(why string) bool {
 	})
 	c.req.continued = k.conts
 	countContinuation(c.rt.alias, leg.t.up.name, where)
+	// The log line and metrics name the target that ended the answer;
+	// the time to first token stays the first commit's.
+	ttfb := c.req.ttfb
 	c.req.commit(leg.t, c.req.status)
+	c.req.ttfb = ttfb
 	return true
 }
 

@@ -109,7 +109,7 @@ func (h *Relay) judgeReasoning(req *requestState) {
 	now := time.Now()
 	// Only a whole answer at the effort the request stated counts: not
 	// one the capacity stage sent at a lower effort (req.degraded).
-	if req.handoff != nil || req.usage == nil || req.degraded ||
+	if req.handoff != nil || len(req.continued) > 0 || req.usage == nil || req.degraded ||
 		req.status < 200 || req.status >= 300 || req.streamError != "" || req.idleTimeout || req.budgetHits > 0 {
 		return
 	}

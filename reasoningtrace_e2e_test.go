@@ -339,8 +339,9 @@ func TestReasoningBudgetNonStream(t *testing.T) {
 
 // TestReasoningTraceFailover: the streamed attempt of a non-stream
 // request fails over like any other: on a 429, on a stream that dies
-// before any data, and (nothing having been sent yet) on one that dies
-// after some.
+// before any data, and, with after_commit error (nothing having been sent
+// yet), on one that dies after some: the next target answers whole (the
+// default, continue, is TestReasoningTraceContinued).
 func TestReasoningTraceFailover(t *testing.T) {
 	limited := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		answerJSON(w, http.StatusTooManyRequests, `{"error":{"message":"slow down","type":"rate_limit_error","code":"rate_limited"}}`)
@@ -365,6 +366,7 @@ func TestReasoningTraceFailover(t *testing.T) {
 		}
 		failover {
 			backoff 1ms 1ms
+			after_commit error
 		}
 	}`, limited.v1(), empty.v1(), broken.v1(), good.v1()))
 	resp := post(t, `{"model":"chat","return_reasoning_trace":true,"messages":[{"role":"user","content":"hi"}]}`)
@@ -385,6 +387,39 @@ func TestReasoningTraceFailover(t *testing.T) {
 		return strings.Contains(readLog(t, logFile), `"attempts":4`)
 	})
 	mustContain(t, readLog(t, logFile), "stream ended before it was complete (nothing sent yet: failing over)")
+}
+
+// TestReasoningTraceContinued: a non-stream request streamed upstream (for
+// its reasoning trace) whose stream breaks after some answer is continued
+// by the next target: one assembled answer, the broken attempt's text
+// followed by the continuation, marked with X-Relay-Continued.
+func TestReasoningTraceContinued(t *testing.T) {
+	broken := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		streamEvents(w, 0, chunk("half an ans")) // and no [DONE]
+	})
+	good := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		streamEvents(w, 0, chunk("wer."), "[DONE]")
+	})
+	startRelay(t, fmt.Sprintf(`llm_relay {
+		upstream broken %s
+		upstream good %s
+		model chat {
+			to broken
+			to good
+		}
+	}`, broken.v1(), good.v1()))
+	resp := post(t, `{"model":"chat","return_reasoning_trace":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if got := resp.Header.Get("X-Relay-Continued"); !strings.HasPrefix(got, "upstream=good; from=broken; at_token=") || !strings.HasSuffix(got, "; where=answer") {
+		t.Errorf("X-Relay-Continued %q", got)
+	}
+	c := decodeCompletion(t, resp)
+	if m := c.Choices[0].Message; m.Content == nil || *m.Content != "half an answer." {
+		t.Fatalf("answer %+v, want the broken attempt's text and the continuation", c)
+	}
+	asked, _ := json.Marshal(good.requests()[0].body["messages"])
+	if !strings.Contains(string(asked), `{"content":"half an ans","role":"assistant"}`) {
+		t.Errorf("the continuation was asked %s; want the answer so far in it", asked)
+	}
 }
 
 // TestReasoningTraceAnthropicUpstream: an Anthropic upstream's thinking,
