@@ -36,6 +36,10 @@ func contCases() []chaosCase {
 			"a stall past stream_idle_timeout, then a drop, at random points, then a whole answer: continued"},
 		{"cont-exhaust", lines(to("conta", chaos.ContDrop), to("contb", chaos.ContError), failover), false,
 			"a drop, then an error event, at random points, and no third target: continued or an in-band error"},
+		{"cont-refused", lines(to("conta", chaos.ContError), to("contb", chaos.ContDrop), "to dead", failover), false,
+			"an error event, then a drop, at random points, then a target on a closed port: continued or an in-band error"},
+		{"cont-fail", lines(to("conta", chaos.ContError), to("contb", chaos.ContFail), failover), false,
+			"an error event at a random point, then a target whose stream is only an error event: an in-band error, whole"},
 	}
 	var out []chaosCase
 	for _, d := range []struct {

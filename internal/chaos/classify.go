@@ -167,7 +167,7 @@ func classifyStreamEnd(o *Observation) Result {
 		}
 		if !json.Valid(ev.Data) {
 			if malformed == "" {
-				malformed = "a data event that is not JSON"
+				malformed = "a data event that is not JSON: " + strconv.Quote(short(string(ev.Data)))
 			}
 			continue
 		}

@@ -23,6 +23,9 @@ const (
 	ContError Behaviour = "cont-error" // stream: an in-band server error event at a random point
 	ContStall Behaviour = "cont-stall" // stream: silence (past stream_idle_timeout) at a random point
 	ContGood  Behaviour = "cont-good"  // the answer (or its rest), whole
+	// ContFail: a 200 stream whose only event is a server error event, so
+	// a continuation asked of it fails after its stream was read.
+	ContFail Behaviour = "cont-fail"
 )
 
 // contWords is how many words ContAnswer has.
@@ -50,7 +53,7 @@ const ContMismatch = " [the answer so far was not a prefix of the answer]"
 
 // isCont reports whether b is a continuation behaviour.
 func isCont(b Behaviour) bool {
-	return b == ContDrop || b == ContError || b == ContStall || b == ContGood
+	return b == ContDrop || b == ContError || b == ContStall || b == ContGood || b == ContFail
 }
 
 // contPieces is the rest of ContAnswer after the answer so far in a
@@ -114,6 +117,15 @@ func answerSoFar(body []byte) string {
 // cont answers a continuation behaviour's request.
 func (u *Upstream) cont(w http.ResponseWriter, r *http.Request, b Behaviour, body []byte, stream bool) {
 	pieces := contPieces(body)
+	if b == ContFail {
+		if !stream {
+			writeError(w, http.StatusServiceUnavailable, "overloaded (chaos)", "server_error")
+			return
+		}
+		sseHeaders(w)
+		_, _ = io.WriteString(w, contErrorEvent)
+		return
+	}
 	if !stream {
 		c, _ := json.Marshal(strings.Join(pieces, ""))
 		w.Header().Set("Content-Type", "application/json")
@@ -149,7 +161,7 @@ func (u *Upstream) cont(w http.ResponseWriter, r *http.Request, b Behaviour, bod
 		case ContDrop:
 			panic(http.ErrAbortHandler)
 		case ContError:
-			_, _ = io.WriteString(w, `data: {"error":{"message":"overloaded (chaos, mid-stream)","type":"server_error","code":null}}`+"\n\n")
+			_, _ = io.WriteString(w, contErrorEvent)
 			return
 		case ContStall:
 			u.stall(r)
@@ -158,6 +170,9 @@ func (u *Upstream) cont(w http.ResponseWriter, r *http.Request, b Behaviour, bod
 	}
 	_, _ = io.WriteString(w, "data: "+contChunk("", "stop")+"\n\ndata: [DONE]\n\n")
 }
+
+// contErrorEvent is the continuation behaviours' in-band server error.
+const contErrorEvent = `data: {"error":{"message":"overloaded (chaos, mid-stream)","type":"server_error","code":null}}` + "\n\n"
 
 // contChunk is one chat.completion.chunk of a continuation behaviour.
 func contChunk(delta, finish string) string {
