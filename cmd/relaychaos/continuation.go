@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/llmrelay/caddy-llm-relay/internal/chaos"
 )
 
@@ -21,7 +23,9 @@ const responsesExact = false
 // (the default for a Chat upstream), contb with a prefill.
 func contCases() []chaosCase {
 	const failover = "failover {\n\t\t\t\tafter_commit continue\n\t\t\t}"
-	to := func(up string, b chaos.Behaviour) string { return "to " + up + " " + string(b) }
+	// Each case's targets are its own ("@{case}" becomes its name): the
+	// misbehaving upstream never breaks twice in a row for one of them.
+	to := func(up string, b chaos.Behaviour) string { return "to " + up + " " + string(b) + "@{case}" }
 	good := to("contc", chaos.ContGood)
 	chains := []struct {
 		name, chain string
@@ -47,8 +51,9 @@ func contCases() []chaosCase {
 		path    string
 	}{{chaos.DialectChat, "chat/completions"}, {chaos.DialectMessages, "messages"}, {chaos.DialectResponses, "responses"}} {
 		for _, ch := range chains {
+			name := ch.name + "-" + string(d.dialect)
 			out = append(out, chaosCase{
-				name: ch.name + "-" + string(d.dialect), path: d.path, chain: ch.chain,
+				name: name, path: d.path, chain: strings.ReplaceAll(ch.chain, "{case}", name),
 				dialect: d.dialect, streamOnly: true,
 				want:  chaos.Want{Complete: ch.complete, Text: chaos.ContAnswer, Exact: d.dialect != chaos.DialectResponses || responsesExact},
 				about: string(d.dialect) + " client: " + ch.about,

@@ -17,7 +17,9 @@ import (
 // point: after 0 to all of their pieces, or not at all; and never twice
 // in a row for one target (the request's path and model), so that the
 // relay's passive health (3 consecutive failures eject a target, which
-// then goes last in its chain) keeps them where the chain puts them.
+// then goes last in its chain) keeps them where the chain puts them. A
+// model may carry a tag after "@" (cont-drop@x): the behaviour is the
+// part before it, and each tag is a target of its own.
 const (
 	ContDrop  Behaviour = "cont-drop"  // stream: the connection drops at a random point
 	ContError Behaviour = "cont-error" // stream: an in-band server error event at a random point
@@ -115,7 +117,7 @@ func answerSoFar(body []byte) string {
 }
 
 // cont answers a continuation behaviour's request.
-func (u *Upstream) cont(w http.ResponseWriter, r *http.Request, b Behaviour, body []byte, stream bool) {
+func (u *Upstream) cont(w http.ResponseWriter, r *http.Request, b Behaviour, model string, body []byte, stream bool) {
 	pieces := contPieces(body)
 	if b == ContFail {
 		if !stream {
@@ -135,7 +137,7 @@ func (u *Upstream) cont(w http.ResponseWriter, r *http.Request, b Behaviour, bod
 	}
 	at := len(pieces) + 1 // no break
 	if b != ContGood {
-		key := r.URL.Path + " " + string(b)
+		key := r.URL.Path + " " + model
 		u.mu.Lock()
 		if u.contBroke[key] {
 			u.contBroke[key] = false

@@ -124,11 +124,14 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := Behaviour(req.Model)
+	if name, _, ok := strings.Cut(req.Model, "@"); ok && isCont(Behaviour(name)) {
+		b = Behaviour(name) // "cont-drop@<tag>": a target of its own (see cont)
+	}
 	u.mu.Lock()
 	u.counts[b]++
 	u.mu.Unlock()
 	if isCont(b) {
-		u.cont(w, r, b, body, req.Stream)
+		u.cont(w, r, b, req.Model, body, req.Stream)
 		return
 	}
 	responses := strings.HasSuffix(strings.TrimSuffix(r.URL.Path, "/"), "/responses")
