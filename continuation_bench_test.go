@@ -46,9 +46,13 @@ import (
 //	go test -run '^$' -bench BenchmarkContinuationGap -benchtime 2000x .
 //
 // It reports the gap's p50, p90, p99 and max in µs per sub-benchmark (the
-// ns/op is the whole request's, both upstreams included).
+// ns/op is the whole request's, both upstreams included). precommit-503
+// is today's failover before the commit point, measured the same way (a
+// 503 instead of the broken stream, the second target's request
+// written): the baseline, in the same run, of what a loaded machine adds
+// to any such gap.
 func BenchmarkContinuationGap(b *testing.B) {
-	for _, how := range []string{"drop", "error-event"} {
+	for _, how := range []string{"drop", "error-event", "precommit-503"} {
 		b.Run(how, func(b *testing.B) { benchContinuationGap(b, how) })
 	}
 }
@@ -77,6 +81,13 @@ func benchContinuationGap(b *testing.B, how string) {
 			sse(w, role, chunk("Hello"), chunk(" world."), stop, "[DONE]")
 			return
 		}
+		if how == "precommit-503" {
+			brokeAt.Store(time.Now().UnixNano())
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"error":{"message":"overloaded","type":"server_error","code":null}}`)
+			return
+		}
 		sse(w, role, chunk("Hello"))
 		if how == "error-event" {
 			brokeAt.Store(time.Now().UnixNano())
@@ -90,6 +101,10 @@ func benchContinuationGap(b *testing.B, how string) {
 	defer brk.Close()
 	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
+		if how == "precommit-503" {
+			sse(w, role, chunk("Hello"), chunk(" world."), stop, "[DONE]")
+			return
+		}
 		sse(w, role, chunk(" world."), stop, "[DONE]")
 	}))
 	defer good.Close()
@@ -135,7 +150,7 @@ func benchContinuationGap(b *testing.B, how string) {
 		if at == 0 {
 			continue
 		}
-		if !strings.Contains(out, ": relay-continued upstream=good") {
+		if how != "precommit-503" && !strings.Contains(out, ": relay-continued upstream=good") {
 			b.Fatalf("the break was not continued:\n%s", out)
 		}
 		mu.Lock()

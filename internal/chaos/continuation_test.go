@@ -105,6 +105,47 @@ func TestContBehaviours(t *testing.T) {
 	}
 }
 
+// TestContTags: "cont-drop@x" is cont-drop, and each tag is a target of
+// its own for the never-twice-in-a-row rule.
+func TestContTags(t *testing.T) {
+	up := NewUpstream(UpstreamParams{Seed: 5})
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	defer up.Close()
+	hitTag := func(tag string) Class {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
+			strings.NewReader(`{"model":"cont-drop@`+tag+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		o := Do(context.Background(), http.DefaultClient, req, true, testLimits)
+		o.Dialect = DialectChat
+		r := Classify(o)
+		if r.Class != Complete && r.Class != Abort {
+			t.Fatalf("tag %s: %v (%s), want complete or abort", tag, r.Class, r.Detail)
+		}
+		return r.Class
+	}
+	brokeX, both := false, 0
+	for range 40 {
+		x := hitTag("x")
+		if x == Abort && brokeX {
+			t.Fatal("tag x broke twice in a row")
+		}
+		brokeX = x == Abort
+		y := hitTag("y")
+		if x == Abort && y == Abort {
+			both++ // a break of x does not hold y back
+		}
+		if y == Abort && hitTag("y") == Abort {
+			t.Fatal("tag y broke twice in a row")
+		}
+	}
+	if both == 0 {
+		t.Fatal("tag y never broke right after tag x: the tags share one target")
+	}
+	if n := up.Counts()[ContDrop]; n < 80 {
+		t.Fatalf("Counts()[cont-drop] = %d: the tagged requests are not counted as cont-drop", n)
+	}
+}
+
 const (
 	chatRole   = `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n"
 	chatA      = `data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}` + "\n\n"
