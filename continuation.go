@@ -319,6 +319,11 @@ func (k *continuer) Next() (sse.Event, error) {
 			}
 			continue
 		}
+		// continueStream closes the attempt and releases its reader, into
+		// whose buffer ev points (the buffer goes back to a pool, for the
+		// continuation's reader or another request's): the event handed
+		// to the pacer when no target continues must be a copy.
+		ev = ev.Clone()
 		if k.c.r.Context().Err() != nil || !k.continueStream(why) {
 			// The pacer ends the stream as without continuation: the
 			// broken attempt is still open, read on as before.

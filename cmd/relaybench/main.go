@@ -88,6 +88,13 @@
 // during its answer leg and during its reasoning, against a plain stream
 // (goal: at most 2x). Neither is part of -report (see docs/benchmark.md).
 //
+// -after-commit compares streams through an alias with `failover {
+// after_commit continue }` (issue 30: every committed stream goes through
+// the continuer and its splice.Recorder, so that a break can be
+// continued) against the same streams with after_commit error (today's
+// path), in the same relay process: the cost of continuation for a
+// stream that never breaks. Goal: 1.05x on p50 and on CPU per stream.
+//
 // -print-config prints the generated Caddyfile and JSON and exits.
 package main
 
@@ -123,6 +130,7 @@ type options struct {
 	translateResp   bool
 	split           bool
 	handoff         bool
+	afterCommit     bool
 	stateRedis      bool
 	hold            int
 	storm           int
@@ -156,6 +164,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.translate, "translate", false, "compare a translated stream (an OpenAI client, an `api anthropic` upstream: the simulator's Messages mode) against the same stream passed through (an Anthropic client, the same upstream), instead of relay against reverse_proxy")
 	flag.BoolVar(&o.split, "split", false, "compare the relay's streams in split-reasoning mode against the same streams in mode off (X-Relay-Mode), by process CPU per stream; implies -stream")
 	flag.BoolVar(&o.handoff, "handoff", false, "the baton pass (issue 28): Chat streams through a hand-off alias (reasoning on one simulator, answer on another, both api chat; -reasoning-tokens and -content-tokens size the legs) against plain streams of its answer target, and every hand-off's gap (the relay's time from the hand-off point to the answer leg's request written) read from the relay's log lines, p50/p99/max against the 1 ms p99 goal; with -hold, memory per open hand-off stream against a plain stream instead; implies -stream")
+	flag.BoolVar(&o.afterCommit, "after-commit", false, "compare the relay's streams with `failover { after_commit continue }` (every committed stream recorded, so that a break can be continued; issue 30) against the same streams with after_commit error, through the same relay process and simulator (aliases sim-continue and sim-error), by latency, req/s and CPU per stream; implies -stream")
 	flag.BoolVar(&o.stateRedis, "state-redis", false, "compare the relay with `state redis` (a redis-server on a unix socket, which must be installed) against the same relay with `state local`, both with a client key that has a budget and a price, so every request is accounted and its spend shared")
 	flag.IntVar(&o.hold, "hold", 0, "memory per open stream: hold this many streams open against the relay in each mode and against reverse_proxy, one target at a time (the simulator slowed to a token every 5s; the other measurements are skipped)")
 	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
@@ -272,6 +281,14 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 			{name: "off", url: sites.relay + "/v1/chat/completions", mode: "off", proc: relay},
 		}
 	}
+	if o.afterCommit {
+		o.stream = true
+		body = requestBody(true, o.promptBytes)
+		targets = []*target{
+			{name: "continue", url: sites.relay + "/v1/chat/completions", body: withModel(body, "sim-continue"), mode: o.mode, proc: relay},
+			{name: "error", url: sites.relay + "/v1/chat/completions", body: withModel(body, "sim-error"), mode: o.mode, proc: relay},
+		}
+	}
 	if o.handoff {
 		o.stream = true
 		targets = handoffTargets(sites.handoff, relay, o.mode, o.promptBytes)
@@ -335,12 +352,18 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 	if o.stateRedis {
 		goal = goalStateRedisRatio
 	}
+	if o.afterCommit {
+		goal = goalAfterCommitRatio
+	}
 	if o.split || o.inReport {
 		goal = 0 // split: a CPU goal, below; -report: each its own, in the table
 	}
 	sums = report(os.Stdout, b.results, o.requests, goal)
 	if o.split && !o.inReport {
 		reportCPUGoal(os.Stdout, b.results, goalSplitCPU)
+	}
+	if o.afterCommit && !o.inReport {
+		reportCPUGoal(os.Stdout, b.results, goalAfterCommitRatio)
 	}
 	if o.memProfile != "" {
 		if _, err := relay.ask("memprofile " + o.memProfile); err != nil {

@@ -35,6 +35,12 @@ type chaosCase struct {
 	chain string // the model block's body
 	want  chaos.Want
 	about string // what it exercises, for -list
+
+	// dialect: the client's API (with its path); its streams are checked
+	// as that API's clients read them (chaos.CheckStream). streamOnly:
+	// every request streams.
+	dialect    chaos.Dialect
+	streamOnly bool
 }
 
 // cases returns every chaos case. Chains with a fallback to sim test
@@ -43,7 +49,7 @@ type chaosCase struct {
 func cases() []chaosCase {
 	to := func(b chaos.Behaviour) string { return "to bad " + string(b) }
 	const sim = "to sim sim-reasoner"
-	return []chaosCase{
+	return append([]chaosCase{
 		{name: "stall-first", chain: lines(to(chaos.StallFirst), sim), about: "200 and headers, then silence before any data; fallback sim"},
 		{name: "stall-after", chain: to(chaos.StallAfter), want: chaos.Want{BodyAbort: true}, about: "stream: 2 events then silence; non-stream: 200 and half a body then silence"},
 		{name: "cr-only", chain: to(chaos.CROnly), about: "a complete stream whose lines end in bare CR"},
@@ -64,7 +70,7 @@ func cases() []chaosCase {
 			about: "reasoning over a 4-token budget: failover on the committed stream"},
 		{name: "shadow", chain: lines(sim, "shadow bad stall-first 100 {\n\t\t\t\tmax_concurrent 4\n\t\t\t}"),
 			about: "every request copied to a stalling shadow target"},
-	}
+	}, contCases()...)
 }
 
 func lines(ls ...string) string { return strings.Join(ls, "\n\t\t\t") }
@@ -152,6 +158,16 @@ http://127.0.0.1:%[14]d {
 		upstream plain http://127.0.0.1:%[1]d/plain/v1
 		upstream bad http://127.0.0.1:%[4]d/v1
 		upstream dead http://127.0.0.1:%[5]d/v1
+		upstream conta http://127.0.0.1:%[4]d/a/v1 {
+			api chat
+		}
+		upstream contb http://127.0.0.1:%[4]d/b/v1 {
+			api chat
+			continue_with prefill
+		}
+		upstream contc http://127.0.0.1:%[4]d/c/v1 {
+			api chat
+		}
 %[13]s		model healthy {
 			to sim sim-reasoner
 		}

@@ -34,6 +34,9 @@ type request struct {
 	stream bool
 	want   chaos.Want
 	resp   bool // a /v1/responses request
+	msgs   bool // a /v1/messages request
+	// dialect: check the stream's shape and text (chaos.CheckStream)
+	dialect chaos.Dialect
 }
 
 func (d *driver) newRequest(site string, c *chaosCase, stream bool) request {
@@ -43,9 +46,9 @@ func (d *driver) newRequest(site string, c *chaosCase, stream bool) request {
 	}
 	rq := request{site: site, stream: stream}
 	if c != nil {
-		base, alias, path, name, rq.want = d.chaos, c.alias, c.path, c.name, c.want
+		base, alias, path, name, rq.want, rq.dialect = d.chaos, c.alias, c.path, c.name, c.want, c.dialect
 	}
-	rq.cas, rq.alias, rq.url, rq.resp = name, alias, base+"/v1/"+path, path == "responses"
+	rq.cas, rq.alias, rq.url, rq.resp, rq.msgs = name, alias, base+"/v1/"+path, path == "responses", path == "messages"
 	return rq
 }
 
@@ -58,6 +61,9 @@ func (rq request) body() []byte {
 	s := `{"model":"` + rq.alias + `","stream":` + fmt.Sprint(rq.stream)
 	if rq.resp {
 		return []byte(s + `,"input":"hi"}`)
+	}
+	if rq.msgs {
+		s += `,"max_tokens":256`
 	}
 	return []byte(s + `,"messages":[{"role":"user","content":"hi"}]}`)
 }
@@ -72,10 +78,11 @@ func (d *driver) do(rq request) (*chaos.Observation, chaos.Result) {
 	start := time.Now()
 	obs := chaos.Do(context.Background(), d.client, req, rq.stream, d.lim)
 	obs.Responses = rq.resp
+	obs.Dialect = rq.dialect
 	if obs.PreResponseErr && !(rq.want.BodyAbort && !rq.stream) {
 		obs.ReloadOverlap = d.ld.overlaps(start, time.Now())
 	}
-	return obs, chaos.Classify(obs)
+	return obs, rq.want.Judge(obs, chaos.Classify(obs))
 }
 
 // warmUp sends one healthy request of each kind to each site, so lazy
@@ -264,7 +271,7 @@ func (d *driver) run() *results {
 				var rq request
 				if kind == "chaos" && len(d.cases) > 0 {
 					c := &d.cases[(i+it)%len(d.cases)]
-					rq = d.newRequest(siteRelay, c, stream)
+					rq = d.newRequest(siteRelay, c, stream || c.streamOnly)
 				} else if kind == "chaos" { // only fleet cases selected
 					rq = d.newRequest(siteRelay, nil, stream)
 				} else {

@@ -25,6 +25,10 @@
 // or body bytes. Every response is classified (see internal/chaos):
 //
 //	complete     a well-formed answer; a stream that ended with [DONE]
+//	             (/v1/messages: message_stop; /v1/responses: response.completed)
+//	continued    a complete stream the relay continued on another target
+//	             after it broke past the commit point (a `: relay-continued`
+//	             comment marks each seam)
 //	error        an HTTP error with an error object, or an in-band error event
 //	abort        the connection broke after the response began (the
 //	             documented abort of a broken non-stream body), or before
@@ -37,6 +41,20 @@
 //	             object, a data event that is not JSON
 //	wrong        (a column, not a class) the case's own expectation
 //	             missed, e.g. 429-only must give 429 with Retry-After
+//
+// The continuation cases (cont-*, issue 30) are chains of two or three
+// targets on the misbehaving upstream that break their streams after the
+// commit point at random points (a dropped connection, a server error
+// event, a stall past stream_idle_timeout), with `after_commit continue`,
+// for Chat, Messages and Responses clients. Every target writes the same
+// answer, continuing the answer so far it is sent, so a stream that ends
+// well must show the client exactly that answer (a strict prefix of it is
+// TRUNCATED, other text wrong), and every stream of theirs must be well
+// formed for its dialect: one chunk id, role and finish_reason (Chat);
+// one message_start and content-block indices in order (Messages); one
+// response.created, sequence_number rising by one and output items in
+// order (Responses). The Responses cases check the text only for
+// truncation until the Responses splice lands (responsesExact).
 //
 // Beside the load run the fleet cases (-list shows them as redis-*): a
 // redis-server and two relay instances on it, each this binary again
@@ -178,10 +196,10 @@ func main() {
 	defer cleanup()
 	if o.list {
 		for _, c := range cs {
-			fmt.Printf("%-16s %s\n", c.name, c.about)
+			fmt.Printf("%-22s %s\n", c.name, c.about)
 		}
 		for _, c := range rcs {
-			fmt.Printf("%-16s %s\n", c.Name, c.About)
+			fmt.Printf("%-22s %s\n", c.Name, c.About)
 		}
 		return
 	}

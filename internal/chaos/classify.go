@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -13,6 +14,10 @@ const (
 	// Complete: a well-formed answer; a stream that ended with [DONE]
 	// (or, on /v1/responses, with response.completed).
 	Complete Class = iota
+	// Continued: a stream that broke after the commit point and that the
+	// relay continued on another target (it says so in a
+	// `: relay-continued` comment), complete as Complete is.
+	Continued
 	// ExplicitError: an HTTP error with an OpenAI error object, or an
 	// in-band error event on a stream: every SDK raises it.
 	ExplicitError
@@ -38,7 +43,7 @@ const (
 	NumClasses = int(Malformed) + 1
 )
 
-var classNames = [NumClasses]string{"complete", "error", "abort", "reload-fail", "HANG", "TRUNCATED", "malformed"}
+var classNames = [NumClasses]string{"complete", "continued", "error", "abort", "reload-fail", "HANG", "TRUNCATED", "malformed"}
 
 func (c Class) String() string {
 	if c < 0 || int(c) >= NumClasses {
@@ -72,6 +77,14 @@ type Observation struct {
 	// answers); Events are the LF-parsed events of a 2xx stream.
 	Body   []byte
 	Events []Event
+	// Seams counts the stream's `: relay-continued` comments: the
+	// places where the relay continued it on another target.
+	Seams int
+	// Dialect, when set, has a 2xx stream checked as that dialect's
+	// clients read it (CheckStream): a stream of another shape is
+	// malformed; Classify sets Text to the answer's text.
+	Dialect Dialect
+	Text    string
 	// ReadErr: the body broke (not by the client's deadline).
 	ReadErr bool
 }
@@ -113,12 +126,29 @@ func Classify(o *Observation) Result {
 	return classifyBody(o)
 }
 
-// classifyStream judges a 2xx answer to a stream request by its LF-parsed
+// classifyStream judges a 2xx stream (classifyStreamEnd), then, with a
+// Dialect, its shape; a complete stream with a seam is Continued.
+func classifyStream(o *Observation) Result {
+	r := classifyStreamEnd(o)
+	if o.Dialect != "" && (r.Class == Complete || r.Class == ExplicitError) {
+		text, problem := CheckStream(o.Dialect, o.Events, r.Class == Complete)
+		o.Text = text
+		if problem != "" {
+			return Result{Malformed, "not a well-formed " + string(o.Dialect) + " stream: " + problem}
+		}
+	}
+	if r.Class == Complete && o.Seams > 0 {
+		r.Class, r.Detail = Continued, r.Detail+", continued at "+strconv.Itoa(o.Seams)+" seam(s)"
+	}
+	return r
+}
+
+// classifyStreamEnd judges a 2xx answer to a stream request by its LF-parsed
 // events, as an SDK would: the first [DONE] (or response.completed) ends
 // it well, an error event raises, a data event that is not JSON raises a
 // decode error, and anything else that ends is a truncation.
-func classifyStream(o *Observation) Result {
-	malformed, completed := "", false
+func classifyStreamEnd(o *Observation) Result {
+	malformed, completed, end := "", false, "response.completed"
 	for _, ev := range o.Events {
 		if !ev.HasData {
 			if ev.Type == "error" {
@@ -137,9 +167,13 @@ func classifyStream(o *Observation) Result {
 		}
 		if !json.Valid(ev.Data) {
 			if malformed == "" {
-				malformed = "a data event that is not JSON"
+				malformed = "a data event that is not JSON: " + strconv.Quote(short(string(ev.Data)))
 			}
 			continue
+		}
+		if o.Dialect == DialectMessages && typeOf(ev) == "message_stop" {
+			// Anthropic's streams end with message_stop, no [DONE].
+			completed, end = true, "message_stop"
 		}
 		if o.Responses {
 			// No [DONE] ends a Responses stream: an SDK reads on to the
@@ -156,8 +190,8 @@ func classifyStream(o *Observation) Result {
 	case malformed != "":
 		return Result{Malformed, malformed}
 	case completed:
-		// A break after response.completed loses nothing.
-		return Result{Complete, "response.completed"}
+		// A break after response.completed (message_stop) loses nothing.
+		return Result{Complete, end}
 	case o.ReadErr:
 		return Result{Abort, "stream broke without an error event"}
 	}

@@ -75,6 +75,7 @@ func Do(ctx context.Context, client *http.Client, req *http.Request, stream bool
 			if parse {
 				evs := ps.Feed(buf[:n])
 				active = len(evs) > 0
+				o.Seams = ps.Seams
 				for _, ev := range evs {
 					if len(o.Events) < 10000 {
 						o.Events = append(o.Events, ev)

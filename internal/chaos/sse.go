@@ -25,6 +25,7 @@ type LFParser struct {
 	hasField bool
 
 	Comments int // comment lines seen (heartbeats)
+	Seams    int // of them, the relay's `: relay-continued` marks
 	Lines    int // complete lines seen
 }
 
@@ -76,6 +77,9 @@ func (ps *LFParser) processLine(line []byte) (Event, bool) {
 	}
 	if line[0] == ':' {
 		ps.Comments++
+		if bytes.HasPrefix(bytes.TrimPrefix(line[1:], []byte{' '}), []byte("relay-continued")) {
+			ps.Seams++
+		}
 		return Event{}, false
 	}
 	name, value := line, []byte(nil)

@@ -63,6 +63,8 @@ type Upstream struct {
 	closeOnce sync.Once
 	mu        sync.Mutex
 	counts    map[Behaviour]int
+	rng       *rand.Rand      // the continuation behaviours' break points (under mu)
+	contBroke map[string]bool // the last answer per target broke (under mu)
 }
 
 // NewUpstream returns the upstream.
@@ -79,7 +81,8 @@ func NewUpstream(p UpstreamParams) *Upstream {
 	if p.Start.IsZero() {
 		p.Start = p.Now()
 	}
-	return &Upstream{p: p, closed: make(chan struct{}), counts: map[Behaviour]int{}}
+	return &Upstream{p: p, closed: make(chan struct{}), counts: map[Behaviour]int{},
+		rng: rand.New(rand.NewPCG(p.Seed, 0x636f6e74)), contBroke: map[string]bool{}}
 }
 
 // Close ends every stall, current and future.
@@ -121,9 +124,16 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := Behaviour(req.Model)
+	if name, _, ok := strings.Cut(req.Model, "@"); ok && isCont(Behaviour(name)) {
+		b = Behaviour(name) // "cont-drop@<tag>": a target of its own (see cont)
+	}
 	u.mu.Lock()
 	u.counts[b]++
 	u.mu.Unlock()
+	if isCont(b) {
+		u.cont(w, r, b, req.Model, body, req.Stream)
+		return
+	}
 	responses := strings.HasSuffix(strings.TrimSuffix(r.URL.Path, "/"), "/responses")
 	if b == Responses || responses {
 		u.responses(w, req.Stream)
