@@ -10,7 +10,7 @@ import (
 // client exactly chaos.ContAnswer. False while the Responses splice is
 // internal/splice's pass-through stub; the cases still must not hang,
 // truncate silently or send a malformed stream.
-const responsesExact = false
+const responsesExact = true
 
 // contCases are the continuation cases (issue 30): chains of faulty
 // upstreams that break their streams after the commit point at random

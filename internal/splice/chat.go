@@ -36,9 +36,9 @@ type chatRecorder struct {
 	max      int
 	overflow bool
 	holding  bool
-	journal  [][]byte // the data of every event handed, in pages
-	page     []byte   // the page being filled (never grown: journal's slices stay)
-	size     int      // the bytes in journal
+	journal  []byte  // the data of every event handed, one after the other
+	ends     []int32 // where each event's data ends in journal
+	size     int     // the bytes in journal
 	held     []sse.Event
 	heldSize int
 	out      []sse.Event
@@ -116,26 +116,38 @@ func (r *chatRecorder) record(ev sse.Event) {
 	}
 	if r.size+len(ev.Data)+r.heldSize > r.max {
 		r.overflow = true
-		r.journal, r.page = nil, nil
+		r.journal, r.ends = nil, nil
 		return
 	}
-	if len(r.page)+len(ev.Data) > cap(r.page) {
-		r.page = make([]byte, 0, max(min(journalPage, r.max), len(ev.Data)))
+	if r.journal == nil {
+		// Sized for a short answer's chunks; append grows it as a
+		// longer one needs (a stream that never breaks pays one copy
+		// per doubling, not a large first page).
+		r.journal, r.ends = make([]byte, 0, journalStart), make([]int32, 0, 32)
 	}
-	start := len(r.page)
-	r.page = append(r.page, ev.Data...)
-	r.journal = append(r.journal, r.page[start:len(r.page):len(r.page)])
+	r.journal = append(r.journal, ev.Data...)
+	r.ends = append(r.ends, int32(len(r.journal)))
 	r.size += len(ev.Data)
 }
 
-// journalPage is the size of the journal's pages: a stream's journal
-// grows a page at a time, never copied.
-const journalPage = 16 << 10
+// journalStart is the journal's first capacity, in bytes.
+const journalStart = 1 << 10
+
+// chunks is the journal as the data of each event handed.
+func (r *chatRecorder) chunks() [][]byte {
+	out := make([][]byte, len(r.ends))
+	start := int32(0)
+	for i, end := range r.ends {
+		out[i] = r.journal[start:end:end]
+		start = end
+	}
+	return out
+}
 
 // spill makes the recorder overflow: what it holds goes out now, then ev.
 func (r *chatRecorder) spill(ev sse.Event) []sse.Event {
 	r.overflow = true
-	r.journal, r.page = nil, nil
+	r.journal, r.ends = nil, nil
 	r.out = append(append(r.out[:0], r.held...), ev)
 	r.dropHeld()
 	return r.out
@@ -147,7 +159,7 @@ func (r *chatRecorder) dropHeld() {
 }
 
 func (r *chatRecorder) Seam() *Seam {
-	cs := readChatJournal(r.journal)
+	cs := readChatJournal(r.chunks())
 	s := &Seam{
 		Answer:       cs.answer,
 		Reasoning:    cs.reasoning,

@@ -463,3 +463,20 @@ func BenchmarkChatScan(b *testing.B) {
 		scanChunk(data)
 	}
 }
+
+// BenchmarkChatRecorderStream is what a stream that never breaks pays:
+// a fresh Recorder, a role chunk, 20 content chunks, the finish, [DONE].
+func BenchmarkChatRecorderStream(b *testing.B) {
+	evs := []sse.Event{block(b, "data: "+chunkData(`{"role":"assistant","content":""}`, "null")+"\n\n")}
+	for range 20 {
+		evs = append(evs, block(b, "data: "+chunkData(`{"content":" token"}`, "null")+"\n\n"))
+	}
+	evs = append(evs, block(b, "data: "+chunkData(`{}`, `"stop"`)+"\n\n"), block(b, "data: [DONE]\n\n"))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewRecorder(Chat, 8<<20)
+		for _, ev := range evs {
+			r.Pass(ev)
+		}
+	}
+}
