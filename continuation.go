@@ -224,7 +224,9 @@ func (c *chainRun) newContinuer(t *target, res *attemptResult) *continuer {
 		return nil
 	}
 	d, ok := spliceDialect(c.req.ep)
-	if !ok {
+	if !ok || !c.cur.hasNext() {
+		// Nothing to continue on (a chain of one target, or its attempts
+		// used up): the stream pays nothing for continuation.
 		return nil
 	}
 	k := &continuer{c: c, rec: splice.NewRecorder(d, maxJournal), hd: handoffDialect(c.req.ep.dialect), t: t, res: res, src: res.events}
@@ -238,9 +240,9 @@ func (c *chainRun) newContinuer(t *target, res *attemptResult) *continuer {
 func (k *continuer) passFirst(first []sse.Event) []sse.Event {
 	out := make([]sse.Event, 0, len(first))
 	for _, ev := range first {
-		for _, o := range k.rec.Pass(ev) {
-			out = append(out, o.Clone())
-		}
+		// No clone: the first events are the attempt's own copies, and
+		// so is anything a recorder releases.
+		out = append(out, k.rec.Pass(ev)...)
 	}
 	return out
 }
@@ -494,6 +496,7 @@ func (k *continuer) closeAttempt() {
 // finish releases the continuing attempt once the stream is over (the
 // first attempt is respond's to release).
 func (k *continuer) finish() {
+	k.rec.Release()
 	if len(k.conts) == 0 {
 		return
 	}

@@ -176,8 +176,10 @@ func (c *chainRun) assemble(t *target, res *attemptResult) chainOutcome {
 		res.first, res.events = k.passFirst(res.first), k
 	}
 	end, err := s.read(res)
-	if k != nil && len(k.conts) > 0 {
+	if k != nil {
 		defer k.finish()
+	}
+	if k != nil && len(k.conts) > 0 {
 		t, res = k.t, k.res // the attempt that ended the stream; the first was closed at the break
 	}
 	res.release()

@@ -125,11 +125,13 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, req *requestSt
 	}
 	result := pace.Run(r.Context(), pol.cfg, first, src, out, abort)
 	res.release() // Run has read its last event
+	if k != nil {
+		defer k.finish()
+	}
 	if k != nil && len(k.conts) > 0 {
 		// Continued: what follows reads the attempt that ended the
 		// stream (its meter, tags and cause); the first was closed at
 		// the break.
-		defer k.finish()
 		res, t = k.res, k.t
 	}
 	if res.tags != nil && res.tags.State().Unclosed {

@@ -70,8 +70,9 @@ http://:%[2]d {
 `
 
 // relaySites: the relay in front of sim (also as the aliases
-// sim-continue and sim-error, the same target with after_commit continue
-// and error, for -after-commit); the relay with every request also
+// sim-continue and sim-error, the same chain of two targets (the
+// simulator under two names: a stream has a target to be continued on)
+// with after_commit continue and error, for -after-commit); the relay with every request also
 // copied to the slow simulator (-shadow); and the relay in front of sim as
 // an Anthropic upstream (OpenAI clients' requests are translated), and for
 // Responses clients as a Chat provider (translated) and as OpenAI itself
@@ -82,17 +83,20 @@ http://:%[1]d {
 	bind 127.0.0.1
 	llm_relay {
 		upstream sim http://127.0.0.1:%[4]d/v1
+		upstream sim2 http://127.0.0.1:%[4]d/v1
 		model sim-reasoner {
 			to sim
 		}
 		model sim-continue {
 			to sim sim-reasoner
+			to sim2 sim-reasoner
 			failover {
 				after_commit continue
 			}
 		}
 		model sim-error {
 			to sim sim-reasoner
+			to sim2 sim-reasoner
 			failover {
 				after_commit error
 			}

@@ -2,6 +2,7 @@ package splice
 
 import (
 	"bytes"
+	"sync"
 	"strings"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
@@ -47,6 +48,28 @@ type chatRecorder struct {
 func newChatRecorder(maxBytes int) Recorder { return &chatRecorder{max: maxBytes} }
 
 func (r *chatRecorder) Overflow() bool { return r.overflow }
+
+// journals pools the journals of finished streams: a stream that never
+// breaks then costs no allocation for its journal once the pool is warm.
+var journals = sync.Pool{New: func() any { return &chatJournal{data: make([]byte, 0, journalStart), ends: make([]int32, 0, 64)} }}
+
+// chatJournal is a pooled journal's memory.
+type chatJournal struct {
+	data []byte
+	ends []int32
+}
+
+// maxPooledJournal bounds the journals kept for reuse: a rare long
+// stream's is left to the collector.
+const maxPooledJournal = 256 << 10
+
+func (r *chatRecorder) Release() {
+	if r.journal != nil && cap(r.journal) <= maxPooledJournal {
+		journals.Put(&chatJournal{data: r.journal[:0], ends: r.ends[:0]})
+	}
+	r.journal, r.ends = nil, nil
+	r.overflow = true // not used after
+}
 
 func (r *chatRecorder) one(ev sse.Event) []sse.Event {
 	r.out = append(r.out[:0], ev)
@@ -123,7 +146,8 @@ func (r *chatRecorder) record(ev sse.Event) {
 		// Sized for a short answer's chunks; append grows it as a
 		// longer one needs (a stream that never breaks pays one copy
 		// per doubling, not a large first page).
-		r.journal, r.ends = make([]byte, 0, journalStart), make([]int32, 0, 32)
+		j := journals.Get().(*chatJournal)
+		r.journal, r.ends = j.data, j.ends
 	}
 	r.journal = append(r.journal, ev.Data...)
 	r.ends = append(r.ends, int32(len(r.journal)))

@@ -478,5 +478,6 @@ func BenchmarkChatRecorderStream(b *testing.B) {
 		for _, ev := range evs {
 			r.Pass(ev)
 		}
+		r.Release()
 	}
 }

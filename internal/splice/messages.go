@@ -78,6 +78,10 @@ func newMessagesRecorder(maxBytes int) Recorder { return &messagesRecorder{max: 
 
 func (r *messagesRecorder) Overflow() bool { return r.overflow }
 
+// Release: the Messages journal is small (the text only), left to the
+// collector.
+func (r *messagesRecorder) Release() {}
+
 func (r *messagesRecorder) Pass(ev sse.Event) []sse.Event {
 	r.out = r.out[:0]
 	if r.hold == holdNone && len(r.held) > 0 {

@@ -101,6 +101,9 @@ func newResponsesRecorder(maxBytes int) Recorder {
 
 func (r *rspRecorder) Overflow() bool { return r.overflow }
 
+// Release: left to the collector.
+func (r *rspRecorder) Release() {}
+
 // Pass forwards ev, or holds it (see rspRecorder).
 func (r *rspRecorder) Pass(ev sse.Event) []sse.Event {
 	r.out = r.out[:0]

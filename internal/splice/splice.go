@@ -43,6 +43,10 @@ type Recorder interface {
 	// (NewRecorder's maxBytes): it can no longer describe a seam, and a
 	// break ends the stream with an error as without continuation.
 	Overflow() bool
+	// Release hands the recorder's memory back for another stream's,
+	// once the stream is over: nothing of it (or of a Seam's splicer) is
+	// used after. Optional to call; a recorder is not used after it.
+	Release()
 }
 
 // NewRecorder returns the Recorder for streams of dialect d, keeping at

@@ -10,6 +10,7 @@ func newPassRecorder() *passRecorder { return &passRecorder{} }
 
 func (p *passRecorder) Pass(ev sse.Event) []sse.Event { p.out = append(p.out[:0], ev); return p.out }
 func (p *passRecorder) Overflow() bool                { return false }
+func (p *passRecorder) Release()                      {}
 func (p *passRecorder) Seam() *Seam {
 	return &Seam{splicer: func(Options) Splicer { return &passSplicer{} }}
 }
