@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -167,6 +168,7 @@ type continuation struct {
 type continuer struct {
 	c     *chainRun
 	rec   splice.Recorder
+	d     splice.Dialect
 	hd    handoff.Dialect
 	isEnd func(*sse.Event) bool
 
@@ -182,6 +184,10 @@ type continuer struct {
 	qi    int
 	own   []sse.Event // clones of the spliced events (queue points here)
 	ended bool        // the end event went by
+	// heldCall: an event the Recorder holds (not sent yet) starts a tool
+	// call, so a break now falls inside one; held events that are only a
+	// finish and its usage (a break before the end event) are not one.
+	heldCall bool
 
 	hook     func() // the pacer's per-read hook
 	callEach bool   // src cannot take the hook: call it before each read
@@ -203,7 +209,7 @@ func (c *chainRun) newContinuer(t *target, res *attemptResult) *continuer {
 	if !ok {
 		return nil
 	}
-	k := &continuer{c: c, rec: splice.NewRecorder(d, maxJournal), hd: handoffDialect(c.req.ep.dialect), t: t, res: res, src: res.events}
+	k := &continuer{c: c, rec: splice.NewRecorder(d, maxJournal), d: d, hd: handoffDialect(c.req.ep.dialect), t: t, res: res, src: res.events}
 	k.cur.Store(res)
 	k.isEnd = endEventOf(d)
 	return k
@@ -214,11 +220,67 @@ func (c *chainRun) newContinuer(t *target, res *attemptResult) *continuer {
 func (k *continuer) passFirst(first []sse.Event) []sse.Event {
 	out := make([]sse.Event, 0, len(first))
 	for _, ev := range first {
-		for _, o := range k.rec.Pass(ev) {
+		for _, o := range k.record(ev) {
 			out = append(out, o.Clone())
 		}
 	}
 	return out
+}
+
+// record hands ev to the Recorder and returns what goes out now. An
+// event it holds (returns nothing for) is looked at for a tool call's
+// start; a release (the held events and ev) ends the holding. Only held
+// events are read: the tail of a stream, never the hot path.
+func (k *continuer) record(ev sse.Event) []sse.Event {
+	out := k.rec.Pass(ev)
+	switch {
+	case len(out) == 0:
+		k.heldCall = k.heldCall || startsToolCall(k.d, &ev)
+	case len(out) > 1:
+		k.heldCall = false
+	}
+	return out
+}
+
+// startsToolCall reports whether ev, in the client's dialect d, starts
+// or carries a tool call: a Chat chunk with tool_calls or a
+// function_call, a Messages content_block_start of a tool_use (or a
+// server tool's). Responses streams: any held event (their Recorder
+// holds only what belongs to a function call).
+func startsToolCall(d splice.Dialect, ev *sse.Event) bool {
+	switch d {
+	case splice.Chat:
+		if !bytes.Contains(ev.Data, []byte("_call")) {
+			return false
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					ToolCalls    []json.RawMessage `json:"tool_calls"`
+					FunctionCall json.RawMessage   `json:"function_call"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		_ = json.Unmarshal(ev.Data, &c)
+		for _, ch := range c.Choices {
+			if len(ch.Delta.ToolCalls) > 0 || len(ch.Delta.FunctionCall) > 0 && string(ch.Delta.FunctionCall) != "null" {
+				return true
+			}
+		}
+		return false
+	case splice.Messages:
+		if ev.Type != "content_block_start" && !bytes.Contains(ev.Data, []byte("content_block_start")) {
+			return false
+		}
+		var b struct {
+			ContentBlock struct {
+				Type string `json:"type"`
+			} `json:"content_block"`
+		}
+		_ = json.Unmarshal(ev.Data, &b)
+		return strings.HasSuffix(b.ContentBlock.Type, "tool_use")
+	}
+	return true
 }
 
 // abort ends the attempt being read (the client went away), so that a
@@ -299,12 +361,12 @@ func (k *continuer) Next() (sse.Event, error) {
 // Splicer once the stream was continued); queue gets what goes out.
 func (k *continuer) pass(ev sse.Event) {
 	if k.spl == nil {
-		k.queue = k.rec.Pass(ev) // valid until the next Pass: the queue is drained first
+		k.queue = k.record(ev) // valid until the next Pass: the queue is drained first
 		return
 	}
 	k.own = k.own[:0]
 	for _, s := range k.spl.Next(ev) {
-		for _, o := range k.rec.Pass(s) {
+		for _, o := range k.record(s) {
 			k.own = append(k.own, o.Clone())
 		}
 	}
@@ -332,9 +394,10 @@ func (k *continuer) continueStream(why string) bool {
 	switch {
 	case seam.InReasoning:
 		where = "reasoning"
-	case seam.Discarded > 0:
-		where = "tool_call"
+	case seam.Discarded > 0 && k.heldCall:
+		where = "tool_call" // a finish held for its end event is no tool call
 	}
+	k.heldCall = false
 	c.h.recordBroken(k.t, c.req.start)
 	c.req.note(k.t, why+" after commit at token "+strconv.Itoa(seam.OutputTokens)+" (in the "+where+"): continuing on the next target")
 	k.earlier.Prompt += usage.EstimatePrompt(c.body.raw)
