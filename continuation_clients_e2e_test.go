@@ -300,12 +300,27 @@ func contCases() []contCase {
 		second: contScript{parts: []contPart{cR("Paris weather: "), cR("check."), cT("It is sunny"), cT(" in Paris.")}, prompt: 40, completion: 12},
 		text:   "It is sunny in Paris.", reasoning: "Let me think. The user asks about Par", where: "reasoning",
 	}, {
+		// After the answer began, the continuation's own reasoning is
+		// dropped (counted, never shown after answer text).
+		name:   "reasoninglate",
+		first:  contScript{parts: []contPart{cR("Thinking."), cT("The weather in Pa")}, breakAt: 2, how: "drop"},
+		second: contScript{parts: []contPart{cR("Hmm, where was I."), cT("ris is sunny.")}, prompt: 40, completion: 10},
+		text:   "The weather in Paris is sunny.", reasoning: "Thinking.", where: "answer", prefix: "The weather in Pa",
+	}, {
 		name:  "toolcall",
 		tools: true,
 		first: contScript{parts: []contPart{cT("Let me check."), cCall("call_1st", `{"city":`), cArgs(`"Par`), cArgs(`is"}`)}, breakAt: 3, how: "drop"},
 		second: contScript{parts: []contPart{cCall("call_2nd", `{"ci`), cArgs(`ty":"Paris"}`)},
 			prompt: 60, completion: 8},
 		text: "Let me check.", call: &sdkCall{ID: "call_2nd", Name: "get_weather", Args: `{"city":"Paris"}`}, where: "tool_call", prefix: "Let me check.",
+	}, {
+		// A tool call first: the client has nothing of it, and the next
+		// target is asked again as the client asked.
+		name:   "toolfirst",
+		tools:  true,
+		first:  contScript{parts: []contPart{cCall("call_1st", `{"ci`), cArgs(`ty":`)}, breakAt: 2, how: "error"},
+		second: contScript{parts: []contPart{cCall("call_2nd", `{"city":"Paris"}`)}, prompt: 60, completion: 8},
+		call:   &sdkCall{ID: "call_2nd", Name: "get_weather", Args: `{"city":"Paris"}`}, where: "tool_call",
 	}, {
 		name:   "overlap",
 		first:  contScript{parts: []contPart{cT("Paris has a mild oceanic climate "), cT("with cool winters and"), cT(" warm summers.")}, breakAt: 2, how: "error"},
@@ -575,9 +590,6 @@ func (r *contRun) continued() bool {
 func checkContClient(t *testing.T, r *contRun) {
 	t.Helper()
 	c, res := r.c, r.res
-	if os.Getenv("CONT_DEBUG") != "" {
-		t.Logf("DEBUG %+v", res)
-	}
 	if c.fails {
 		if res.err == "" {
 			t.Errorf("the client read a clean end (text %q); want the in-band error", res.text)
@@ -777,6 +789,9 @@ func checkContRequests(t *testing.T, f *contFakes, r *contRun) {
 		}
 		if k := knobs(second); len(k) != 0 {
 			t.Errorf("a prefill with reasoning knobs %v", k)
+		}
+		if sameAPI && len(knobs(first)) == 0 {
+			t.Errorf("the first target got no reasoning knobs: their removal is not seen")
 		}
 	default:
 		// The instruction: the answer as sent, then the documented turn;
