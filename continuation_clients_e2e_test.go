@@ -1396,3 +1396,89 @@ func TestContinuationClaudeCode(t *testing.T) {
 		return strings.Contains(readLog(t, logFile), `"continued":[{"from":"first (claude-up)","to":"second (claude-up)"`)
 	})
 }
+
+// TestContinuationChatPrefillModes: a chat target set to continue_with
+// prefix (DeepSeek, Mistral) or continue_final_message (vLLM, SGLang)
+// gets the answer so far as a trailing assistant turn with its flag, the
+// reasoning knobs removed, and continues it for a Chat and a Messages
+// client alike.
+func TestContinuationChatPrefillModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("caddytest end-to-end test; skipped with -short")
+	}
+	cases := contCases()
+	fakes := newContFakes(t, cases)
+	var mid *contCase
+	for i := range cases {
+		if cases[i].name == "midword" {
+			mid = &cases[i]
+		}
+	}
+	var b strings.Builder
+	b.WriteString(`llm_relay {
+		key ` + contKey + `
+		upstream firstchat ` + fakes.chat.URL + `/first/v1 {
+			api chat
+		}
+		upstream prefix ` + fakes.chat.URL + `/prefix/v1 {
+			api chat
+			continue_with prefix
+		}
+		upstream vllm ` + fakes.chat.URL + `/vllm/v1 {
+			api chat
+			continue_with continue_final_message
+		}
+		failover {
+			backoff 1ms 1ms
+		}
+`)
+	var aliases []string
+	for _, how := range []string{"prefix", "vllm"} {
+		for _, client := range []string{"gochat", "gomsg"} {
+			alias := "midword.c" + how + "." + client
+			aliases = append(aliases, alias)
+			fmt.Fprintf(&b, "\t\tmodel %s {\n\t\t\tto firstchat %s\n\t\t\tto %s %s\n\t\t}\n", alias, alias, how, alias)
+		}
+	}
+	b.WriteString("\t}")
+	startRelay(t, b.String())
+	for _, alias := range aliases {
+		t.Run(alias, func(t *testing.T) {
+			how := strings.Split(alias, ".")[1][1:]
+			var res contResult
+			if strings.HasSuffix(alias, "gochat") {
+				res = goChat(alias, false)
+			} else {
+				res = goMessages(alias, false)
+			}
+			if res.err != "" || res.text != mid.text || res.output <= mid.second.completion {
+				t.Fatalf("the client read %q (usage out %d, error %q); want %q", res.text, res.output, res.err, mid.text)
+			}
+			sent := fakes.sent("chat", how, alias)
+			if len(sent) != 1 {
+				t.Fatalf("the %s target got %d requests", how, len(sent))
+			}
+			body := sent[0]
+			want := []string{"user: " + contPrompt, "assistant: " + mid.prefix}
+			if got := turns(body); !slices.Equal(got, want) {
+				t.Errorf("the %s target got %q; want %q", how, got, want)
+			}
+			if k := knobs(body); len(k) != 0 {
+				t.Errorf("a prefill with reasoning knobs %v", k)
+			}
+			msgs, _ := body["messages"].([]any)
+			last, _ := msgs[len(msgs)-1].(map[string]any)
+			switch how {
+			case "prefix":
+				if last["prefix"] != true || body["continue_final_message"] != nil {
+					t.Errorf("the prefix target's last turn %v, continue_final_message %v; want prefix: true alone", last, body["continue_final_message"])
+				}
+			case "vllm":
+				if body["continue_final_message"] != true || body["add_generation_prompt"] != false || last["prefix"] != nil {
+					t.Errorf("continue_final_message %v, add_generation_prompt %v, prefix %v; want true, false, none",
+						body["continue_final_message"], body["add_generation_prompt"], last["prefix"])
+				}
+			}
+		})
+	}
+}
