@@ -1482,3 +1482,42 @@ func TestContinuationChatPrefillModes(t *testing.T) {
 		})
 	}
 }
+
+// TestContinuationSeamCommentPaced: with smoothing on, the continued
+// stream reaches the client as exactly, and the seam is still marked in
+// it (`: relay-continued ...`), as it is without smoothing.
+//
+// It fails today: the pacer drops every SSE comment of a paced stream
+// (internal/pace/pacer.go, Pacer.push: "case c.Kind == KindComment:
+// p.dropComments++"), the Splicer's seam comment with the upstreams'
+// keep-alives.
+func TestContinuationSeamCommentPaced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("caddytest end-to-end test; skipped with -short")
+	}
+	cases := contCases()
+	fakes := newContFakes(t, cases)
+	var runs []*contRun
+	for _, mode := range []string{"pace", "split-reasoning"} {
+		for _, client := range []string{"rawchat", "rawmsg"} {
+			runs = append(runs, &contRun{c: &cases[0], first: "chat", second: "anthropic", client: client,
+				alias: cases[0].name + ".ca." + client + "." + mode})
+		}
+	}
+	relay := contRelay(fakes, runs)
+	for _, r := range runs {
+		mode := strings.TrimPrefix(r.alias, cases[0].name+".ca."+r.client+".")
+		relay = strings.Replace(relay, "model "+r.alias+" {\n", "model "+r.alias+" {\n\t\t\tsmoothing "+mode+"\n", 1)
+	}
+	startRelay(t, relay)
+	for _, r := range runs {
+		t.Run(r.alias, func(t *testing.T) {
+			if r.client == "rawchat" {
+				r.res = rawChat(r.alias, false)
+			} else {
+				r.res = rawMessages(r.alias, false)
+			}
+			checkContClient(t, r)
+		})
+	}
+}
