@@ -230,7 +230,7 @@ func (k *continuer) passFirst(first []sse.Event) []sse.Event {
 // record hands ev to the Recorder and returns what goes out now. An
 // event it holds (returns nothing for) is looked at for a tool call's
 // start; a release (the held events and ev) ends the holding. Only held
-// events are read: the tail of a stream, never the hot path.
+// events are read (the tail of a stream), and none once a call is seen.
 func (k *continuer) record(ev sse.Event) []sse.Event {
 	out := k.rec.Pass(ev)
 	switch {
@@ -245,8 +245,8 @@ func (k *continuer) record(ev sse.Event) []sse.Event {
 // startsToolCall reports whether ev, in the client's dialect d, starts
 // or carries a tool call: a Chat chunk with tool_calls or a
 // function_call, a Messages content_block_start of a tool_use (or a
-// server tool's). Responses streams: any held event (their Recorder
-// holds only what belongs to a function call).
+// server tool's). Responses streams: any held event, the rule before
+// this one (what their Recorder holds is its own to say).
 func startsToolCall(d splice.Dialect, ev *sse.Event) bool {
 	switch d {
 	case splice.Chat:
