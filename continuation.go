@@ -188,6 +188,7 @@ func setContinuedHeader(hdr http.Header, cs []continuation) {
 type continuer struct {
 	c     *chainRun
 	rec   splice.Recorder
+	d     splice.Dialect
 	hd    handoff.Dialect
 	isEnd func(*sse.Event) bool
 
@@ -206,6 +207,10 @@ type continuer struct {
 	// gaveUp: a break found no target to continue it; the stream goes on
 	// (to its error) as without continuation.
 	gaveUp bool
+	// heldCall: an event the Recorder holds (not sent yet) starts a tool
+	// call, so a break now falls inside one; held events that are only a
+	// finish and its usage (a break before the end event) are not one.
+	heldCall bool
 
 	hook     func() // the pacer's per-read hook
 	callEach bool   // src cannot take the hook: call it before each read
@@ -229,7 +234,7 @@ func (c *chainRun) newContinuer(t *target, res *attemptResult) *continuer {
 		// used up): the stream pays nothing for continuation.
 		return nil
 	}
-	k := &continuer{c: c, rec: splice.NewRecorder(d, maxJournal), hd: handoffDialect(c.req.ep.dialect), t: t, res: res, src: res.events}
+	k := &continuer{c: c, rec: splice.NewRecorder(d, maxJournal), d: d, hd: handoffDialect(c.req.ep.dialect), t: t, res: res, src: res.events}
 	k.cur.Store(res)
 	k.isEnd = endEventOf(d)
 	return k
@@ -242,9 +247,65 @@ func (k *continuer) passFirst(first []sse.Event) []sse.Event {
 	for _, ev := range first {
 		// No clone: the first events are the attempt's own copies, and
 		// so is anything a recorder releases.
-		out = append(out, k.rec.Pass(ev)...)
+		out = append(out, k.record(ev)...)
 	}
 	return out
+}
+
+// record hands ev to the Recorder and returns what goes out now. An
+// event it holds (returns nothing for) is looked at for a tool call's
+// start; a release (the held events and ev) ends the holding. Only held
+// events are read (the tail of a stream), and none once a call is seen.
+func (k *continuer) record(ev sse.Event) []sse.Event {
+	out := k.rec.Pass(ev)
+	switch {
+	case len(out) == 0:
+		k.heldCall = k.heldCall || startsToolCall(k.d, &ev)
+	case len(out) > 1:
+		k.heldCall = false
+	}
+	return out
+}
+
+// startsToolCall reports whether ev, in the client's dialect d, starts
+// or carries a tool call: a Chat chunk with tool_calls or a
+// function_call, a Messages content_block_start of a tool_use (or a
+// server tool's). Responses streams: any held event, the rule before
+// this one (what their Recorder holds is its own to say).
+func startsToolCall(d splice.Dialect, ev *sse.Event) bool {
+	switch d {
+	case splice.Chat:
+		if !bytes.Contains(ev.Data, []byte("_call")) {
+			return false
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					ToolCalls    []json.RawMessage `json:"tool_calls"`
+					FunctionCall json.RawMessage   `json:"function_call"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		_ = json.Unmarshal(ev.Data, &c)
+		for _, ch := range c.Choices {
+			if len(ch.Delta.ToolCalls) > 0 || len(ch.Delta.FunctionCall) > 0 && string(ch.Delta.FunctionCall) != "null" {
+				return true
+			}
+		}
+		return false
+	case splice.Messages:
+		if ev.Type != "content_block_start" && !bytes.Contains(ev.Data, []byte("content_block_start")) {
+			return false
+		}
+		var b struct {
+			ContentBlock struct {
+				Type string `json:"type"`
+			} `json:"content_block"`
+		}
+		_ = json.Unmarshal(ev.Data, &b)
+		return strings.HasSuffix(b.ContentBlock.Type, "tool_use")
+	}
+	return true
 }
 
 // abort ends the attempt being read (the client went away), so that a
@@ -339,12 +400,12 @@ func (k *continuer) Next() (sse.Event, error) {
 // Splicer once the stream was continued); queue gets what goes out.
 func (k *continuer) pass(ev sse.Event) {
 	if k.spl == nil {
-		k.queue = k.rec.Pass(ev) // valid until the next Pass: the queue is drained first
+		k.queue = k.record(ev) // valid until the next Pass: the queue is drained first
 		return
 	}
 	k.own = k.own[:0]
 	for _, s := range k.spl.Next(ev) {
-		for _, o := range k.rec.Pass(s) {
+		for _, o := range k.record(s) {
 			k.own = append(k.own, o.Clone())
 		}
 	}
@@ -375,9 +436,10 @@ func (k *continuer) continueStream(why string) bool {
 	switch {
 	case seam.InReasoning:
 		where = "reasoning"
-	case seam.Discarded > 0:
-		where = "tool_call"
+	case seam.Discarded > 0 && k.heldCall:
+		where = "tool_call" // a finish held for its end event is no tool call
 	}
+	k.heldCall = false // the held events are the seam's now
 	answer := seam.Answer
 	if seam.InReasoning {
 		answer = "" // the next target starts over
