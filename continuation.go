@@ -434,10 +434,13 @@ func (k *continuer) continueStream(why string) bool {
 	seam := k.rec.Seam()
 	where := "answer"
 	switch {
+	case seam.Discarded > 0 && k.heldCall:
+		// Inside a tool call (which may follow reasoning with no text:
+		// the next target then starts over, reasoning included); a
+		// finish held for its end event is no tool call.
+		where = "tool_call"
 	case seam.InReasoning:
 		where = "reasoning"
-	case seam.Discarded > 0 && k.heldCall:
-		where = "tool_call" // a finish held for its end event is no tool call
 	}
 	k.heldCall = false // the held events are the seam's now
 	answer := seam.Answer

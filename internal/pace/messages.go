@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -55,8 +56,8 @@ func (p *Pacer) pushMessages(ev *sse.Event, c *Chunk, now time.Time) Kind {
 		p.hiddenRunes += c.ReasoningRunes
 	case p.cfg.Mode == ModeOff:
 		p.pushBarrier(c.Kind, raw, visible, now)
-	case c.Kind == KindComment:
-		p.dropComments++
+	case c.Kind == KindComment && !bytes.HasPrefix(raw, relayComment):
+		p.dropComments++ // the relay's own comments go on as barriers (see Pacer.push)
 	case c.Kind == KindPing:
 		// A keep-alive: in its turn, but it must not hurry the text
 		// queued before it as a barrier would.

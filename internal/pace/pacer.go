@@ -234,9 +234,11 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 		}
 		p.pushBarrier(c.Kind, ev.Raw, visible, now)
 		return c.Kind
-	case c.Kind == KindComment:
+	case c.Kind == KindComment && !bytes.HasPrefix(ev.Raw, relayComment):
 		// Paced streams send their own heartbeats; an upstream keep-alive
-		// carries nothing for the client.
+		// carries nothing for the client. The relay's own comments (a
+		// continuation's seam, `: relay-continued ...`) go out in their
+		// place, as barriers.
 		p.dropComments++
 		return c.Kind
 	case c.Kind == KindText:
@@ -246,6 +248,10 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	p.pushBarrier(c.Kind, ev.Raw, visible, now)
 	return c.Kind
 }
+
+// relayComment starts the comments the relay itself writes into a
+// stream, which pacing keeps (see push).
+var relayComment = []byte(": relay-")
 
 var (
 	usageObject      = []byte(`"usage":{`)

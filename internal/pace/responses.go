@@ -64,7 +64,7 @@ func (p *Pacer) pushResponses(ev *sse.Event, c *Chunk, now time.Time) Kind {
 	case p.cfg.Mode == ModeOff && !p.rsp.renumber:
 		p.pushBarrier(c.Kind, ev.Raw, visible, now)
 	case c.Kind == KindComment:
-		if p.cfg.Mode == ModeOff {
+		if p.cfg.Mode == ModeOff || bytes.HasPrefix(ev.Raw, relayComment) {
 			p.pushBarrier(c.Kind, ev.Raw, 0, now)
 		} else {
 			p.dropComments++
