@@ -1,0 +1,454 @@
+package llmrelay_test
+
+// Continuation after the commit point (issue 30) as a Responses API client
+// sees it: the simulator breaks a stream at a chosen point (in the answer,
+// right after the first event, before the end event, in the reasoning,
+// inside a tool call's arguments), a second simulator with the same seed
+// continues it, and the client (raw SSE, openai-go, the openai Node SDK,
+// Codex CLI) gets one valid stream whose text is the unbroken answer. Upstream
+// apis openai (native), chat and anthropic (translated), also across dialects.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sim"
+	"github.com/llmrelay/caddy-llm-relay/internal/splice"
+)
+
+// contRspSeed and the token counts are every /…/ simulator's on :9085: the
+// same seed, so each generates the same answer.
+const (
+	contRspSeed      = 31
+	contRspReasoning = 16
+	contRspContent   = 40
+)
+
+// contRspCases are the faults, one simulator each, at /<case>/ on :9085;
+// /good/ answers whole, /overlap/ whole too but a continuation repeats the
+// last 3 runes of the answer so far; /fail/ answers 503; /again/ drops
+// every stream after 4 data events (a continuation too).
+var contRspCases = map[string]string{
+	"answer": "drop_in answer",
+	"first":  "drop_after 1",
+	"second": "drop_after 2",
+	"end":    "drop_before_end",
+	"reason": "drop_in reasoning",
+	"tool":   "drop_in tool_args",
+	"again":  "drop_after 4",
+	"good":   "",
+}
+
+func contRspSite() string {
+	var b strings.Builder
+	b.WriteString("http://127.0.0.1:9085 {\n")
+	names := make([]string, 0, len(contRspCases))
+	for n := range contRspCases {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	sim := func(name, extra string) {
+		fmt.Fprintf(&b, "\thandle /%s/* {\n\t\tllm_simulator {\n\t\t\tseed %d\n\t\t\treasoning_tokens %d\n\t\t\tcontent_tokens %d\n\t\t\tpattern steady 0\n", name, contRspSeed, contRspReasoning, contRspContent)
+		if extra != "" {
+			fmt.Fprintf(&b, "\t\t\t%s\n", extra)
+		}
+		b.WriteString("\t\t}\n\t}\n")
+	}
+	for _, n := range names {
+		sim(n, contRspCases[n])
+	}
+	sim("overlap", "continue_overlap 3")
+	b.WriteString("\thandle /fail/* {\n\t\tllm_simulator {\n\t\t\tfail 503\n\t\t}\n\t}\n}\n")
+	return b.String()
+}
+
+var contRspAPIs = []string{"openai", "chat", "anthropic"}
+
+// contRspRelay has an upstream <case>-<api> per simulator and api, and a
+// model <case>-<from>-<to> per fault case and pair of apis (the same
+// three, and three across dialects): to <case>-<from>, then good-<to>.
+// Extra model lines go in extra.
+func contRspRelay(extra string) string {
+	var b strings.Builder
+	b.WriteString("llm_relay {\n\t\tkey sk-cont-rsp\n")
+	ups := []string{"answer", "first", "second", "end", "reason", "tool", "again", "good", "overlap", "fail"}
+	for _, u := range ups {
+		for _, api := range contRspAPIs {
+			fmt.Fprintf(&b, "\t\tupstream %s-%s http://127.0.0.1:9085/%s/v1 {\n\t\t\tapi %s\n\t\t}\n", u, api, u, api)
+		}
+	}
+	for _, c := range contRspFaults {
+		for _, p := range contRspPairs {
+			fmt.Fprintf(&b, "\t\tmodel %s-%s-%s {\n\t\t\tto %s-%s sim-reasoner\n\t\t\tto good-%s sim-reasoner\n\t\t}\n", c, p[0], p[1], c, p[0], p[1])
+		}
+	}
+	b.WriteString(extra)
+	b.WriteString("\t\tfailover {\n\t\t\tbackoff 1ms 1ms\n\t\t}\n\t}")
+	return b.String()
+}
+
+var contRspPairs = [][2]string{
+	{"openai", "openai"}, {"chat", "chat"}, {"anthropic", "anthropic"},
+	{"openai", "chat"}, {"chat", "anthropic"}, {"anthropic", "openai"},
+}
+
+// contRspWant is the unbroken answer and reasoning.
+func contRspWant() (reasoning, answer string) {
+	r, c := sim.Texts(sim.Config{Seed: contRspSeed, ReasoningTokens: new(contRspReasoning), ContentTokens: new(contRspContent)})
+	return strings.Join(r, ""), strings.Join(c, "")
+}
+
+// rspEvent is one event of a raw Responses stream.
+type rspEvent struct {
+	Type     string          `json:"type"`
+	Seq      *int            `json:"sequence_number"`
+	OutIdx   *int            `json:"output_index"`
+	ItemID   string          `json:"item_id"`
+	Delta    string          `json:"delta"`
+	Item     json.RawMessage `json:"item"`
+	Response json.RawMessage `json:"response"`
+	raw      string
+}
+
+// rawResponses posts a streaming Responses request and returns its events
+// and comments.
+func rawResponses(t *testing.T, body string) (events []rspEvent, comments []string, raw string) {
+	t.Helper()
+	resp := postPath(t, "/v1/responses", body, "Authorization", "Bearer sk-cont-rsp")
+	raw = readAll(t, resp)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, raw)
+	}
+	sc := bufio.NewScanner(strings.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if c, ok := strings.CutPrefix(line, ":"); ok {
+			comments = append(comments, strings.TrimSpace(c))
+			continue
+		}
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev rspEvent
+		if err := json.Unmarshal([]byte(d), &ev); err != nil {
+			t.Fatalf("not JSON: %q", d)
+		}
+		ev.raw = d
+		events = append(events, ev)
+	}
+	return events, comments, raw
+}
+
+// rspStream is a raw Responses stream, checked by checkRspStream.
+type rspStream struct {
+	events    []rspEvent
+	seamAt    int // the number of events before the relay-continued comment, -1 none
+	comment   string
+	text      string // the output_text deltas joined
+	summary   string // the reasoning summary deltas joined
+	completed *rspFinal
+	end       string // the last event's type
+}
+
+// rspFinal is the part of response.completed (or .failed) the tests read.
+type rspFinal struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Output []struct {
+		Type      string `json:"type"`
+		ID        string `json:"id"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+		Content   []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		Summary []struct {
+			Text string `json:"text"`
+		} `json:"summary"`
+	} `json:"output"`
+	Usage struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+		TotalTokens  int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// outputText is the final output's message text.
+func (f *rspFinal) outputText() string {
+	var b strings.Builder
+	for _, it := range f.Output {
+		if it.Type == "message" {
+			for _, c := range it.Content {
+				if c.Type == "output_text" {
+					b.WriteString(c.Text)
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+// streamContRsp posts a streaming Responses request for model (tools: a
+// forced get_weather call; else with reasoning) and returns its events.
+func streamContRsp(t *testing.T, model string, tools bool) (*rspStream, string) {
+	t.Helper()
+	body := `{"model":"` + model + `","stream":true,"input":"hi","reasoning":{"effort":"low","summary":"auto"}}`
+	if tools {
+		body = `{"model":"` + model + `","stream":true,"input":"hi","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"input":{"type":"string"}}}}],"tool_choice":"required"}`
+	}
+	resp := postPath(t, "/v1/responses", body, "Authorization", "Bearer sk-cont-rsp")
+	raw := readAll(t, resp)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: status %d: %s", model, resp.StatusCode, raw)
+	}
+	s := &rspStream{seamAt: -1}
+	sc := bufio.NewScanner(strings.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if c, ok := strings.CutPrefix(line, ": relay-continued "); ok {
+			if s.seamAt < 0 {
+				s.seamAt, s.comment = len(s.events), c
+			}
+			continue
+		}
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev rspEvent
+		if err := json.Unmarshal([]byte(d), &ev); err != nil {
+			t.Fatalf("%s: an event that is not JSON: %q\n%s", model, d, raw)
+		}
+		ev.raw = d
+		s.events = append(s.events, ev)
+	}
+	return s, raw
+}
+
+// checkRspStream checks a Responses stream's validity: sequence_number
+// strictly +1 from the first event, one response.created, output_index
+// contiguous from 0 in the order items are added, each item added once and
+// done once, every event of an item naming its id; a stream that completed
+// has response.completed last, once, with the deltas' text as its output.
+// It fills s's text, summary, completed and end.
+func checkRspStream(t *testing.T, name string, s *rspStream, raw string) {
+	t.Helper()
+	fail := func(format string, a ...any) {
+		t.Helper()
+		t.Errorf("%s: "+format+"\nstream:\n%s", append(append([]any{name}, a...), raw)...)
+	}
+	if len(s.events) == 0 {
+		fail("no events")
+		return
+	}
+	var ids []string
+	doneIdx := map[int]bool{}
+	created, ends := 0, 0
+	for i, ev := range s.events {
+		if ev.Seq == nil {
+			fail("event %d (%s) has no sequence_number", i, ev.Type)
+			return
+		}
+		if i > 0 && *ev.Seq != *s.events[i-1].Seq+1 {
+			fail("sequence_number %d after %d (event %d, %s)", *ev.Seq, *s.events[i-1].Seq, i, ev.Type)
+			return
+		}
+		switch ev.Type {
+		case "response.created":
+			created++
+		case "response.completed", "response.incomplete", "response.failed", "error":
+			ends++
+			if i != len(s.events)-1 {
+				fail("%s is not the last event", ev.Type)
+			}
+			if ev.Type != "error" {
+				var r rspFinal
+				if err := json.Unmarshal(ev.Response, &r); err != nil {
+					fail("%s: response: %v", ev.Type, err)
+				}
+				s.completed = &r
+			}
+		case "response.output_text.delta":
+			s.text += ev.Delta
+		case "response.reasoning_summary_text.delta":
+			s.summary += ev.Delta
+		}
+		if ev.OutIdx == nil {
+			continue
+		}
+		idx := *ev.OutIdx
+		var itemID string
+		if len(ev.Item) > 0 {
+			var it struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(ev.Item, &it)
+			itemID = it.ID
+		}
+		switch ev.Type {
+		case "response.output_item.added":
+			if idx != len(ids) {
+				fail("output_item.added at output_index %d, want %d (contiguous)", idx, len(ids))
+				return
+			}
+			ids = append(ids, itemID)
+			continue
+		case "response.output_item.done":
+			if doneIdx[idx] {
+				fail("output_item.done twice for output_index %d", idx)
+			}
+			doneIdx[idx] = true
+			ev.ItemID = itemID
+		}
+		if idx >= len(ids) {
+			fail("%s at output_index %d, before its output_item.added", ev.Type, idx)
+			return
+		}
+		if doneIdx[idx] && ev.Type != "response.output_item.done" {
+			fail("%s at output_index %d after its output_item.done", ev.Type, idx)
+		}
+		if ev.ItemID != ids[idx] {
+			fail("%s at output_index %d names item %q, added as %q", ev.Type, idx, ev.ItemID, ids[idx])
+		}
+	}
+	if created != 1 || s.events[0].Type != "response.created" {
+		fail("%d response.created, first event %s; want one, first", created, s.events[0].Type)
+	}
+	s.end = s.events[len(s.events)-1].Type
+	if ends != 1 {
+		fail("%d end events (completed, incomplete, failed, error); want one, last", ends)
+	}
+	if s.end == "response.completed" {
+		if len(doneIdx) != len(ids) {
+			fail("%d items added, %d done", len(ids), len(doneIdx))
+		}
+		if got := s.completed.outputText(); got != s.text {
+			fail("response.completed's output text\n%q\ndiffers from the deltas'\n%q", got, s.text)
+		}
+		if len(s.completed.Output) != len(ids) {
+			fail("response.completed has %d output items; the stream added %d", len(s.completed.Output), len(ids))
+		}
+	}
+}
+
+// contRspFaults are the fault cases that have a model per pair of apis.
+var contRspFaults = []string{"answer", "first", "second", "end", "reason", "tool"}
+
+// contRspWhere is where each fault case breaks, as the seam comment and the
+// log line name it; "first" breaks right after response.created, before
+// the relay committed the stream: an invisible failover, no seam.
+// "second" breaks right after the first delta (of the reasoning).
+var contRspWhere = map[string]string{"answer": "answer", "second": "reasoning", "end": "answer", "reason": "reasoning", "tool": "tool_call"}
+
+// TestContinuationResponsesRaw: every fault case, for every pair of
+// upstream apis, read as raw SSE: one valid stream, continued (the seam
+// comment), whose text is the unbroken answer; a tool call never seen
+// before the seam and exactly one complete in the output; the reasoning
+// lane marked; usage at least the continuation's own; the log line's
+// continued array.
+func TestContinuationResponsesRaw(t *testing.T) {
+	logFile := startRelay(t, contRspRelay(""), contRspSite())
+	wantReasoning, want := contRspWant()
+	for _, c := range contRspFaults {
+		for _, p := range contRspPairs {
+			model := c + "-" + p[0] + "-" + p[1]
+			s, raw := streamContRsp(t, model, c == "tool")
+			checkRspStream(t, model, s, raw)
+			if c == "first" {
+				if s.seamAt >= 0 || s.text != want || s.end != "response.completed" {
+					t.Errorf("%s: a break before the commit point: seam %q, text %q, end %s; want an invisible failover to the unbroken answer", model, s.comment, s.text, s.end)
+				}
+				continue
+			}
+			where := contRspWhere[c]
+			if c == "tool" && s.seamAt > 0 && s.events[s.seamAt-1].Type == "response.output_item.done" {
+				// A Chat simulator reasons before its call: the seam
+				// reports a break in a held call after the reasoning as
+				// "reasoning" (the next target reasons again, marked).
+				where = "reasoning"
+			}
+			if s.seamAt < 0 || !strings.HasPrefix(s.comment, "upstream=good-"+p[1]+" model=sim-reasoner at_token=") ||
+				!strings.HasSuffix(s.comment, " where="+where) {
+				t.Errorf("%s: seam comment %q (after %d events); want one naming good-%s where=%s\n%s", model, s.comment, s.seamAt, p[1], where, raw)
+				continue
+			}
+			if s.end != "response.completed" || s.completed == nil || s.completed.Status != "completed" {
+				t.Errorf("%s: ends with %s; want response.completed\n%s", model, s.end, raw)
+				continue
+			}
+			// usage: at least what the continuation sent after the seam
+			after := 0
+			for _, ev := range s.events[s.seamAt:] {
+				if strings.HasSuffix(ev.Type, ".delta") && ev.Delta != splice.Marker {
+					after++
+				}
+			}
+			if u := s.completed.Usage; u.OutputTokens < after || u.InputTokens == 0 || u.TotalTokens != u.InputTokens+u.OutputTokens {
+				t.Errorf("%s: usage %+v; want output_tokens >= the %d deltas after the seam", model, u, after)
+			}
+			if c == "tool" {
+				checkOneCall(t, model, s, raw)
+				continue
+			}
+			if s.text != want {
+				t.Errorf("%s: text\n%q\nwant the unbroken answer\n%q", model, s.text, want)
+			}
+			if c == "reason" {
+				// mark: what was handed, the marker, the whole reasoning again
+				i := strings.Index(s.summary, splice.Marker)
+				if i <= 0 || !strings.HasPrefix(wantReasoning, s.summary[:i]) || s.summary[:i] == wantReasoning || s.summary[i+len(splice.Marker):] != wantReasoning {
+					t.Errorf("%s: reasoning lane %q; want a part of %q, the marker, then all of it", model, s.summary, wantReasoning)
+				}
+			}
+		}
+	}
+	logs := readLog(t, logFile)
+	for _, c := range []string{"answer", "reason", "tool"} {
+		for _, p := range contRspPairs {
+			mustContain(t, logs, `"continued":[{"from":"`+c+"-"+p[0]+` (sim-reasoner)","to":"good-`+p[1]+` (sim-reasoner)","at_token":`)
+		}
+	}
+	if n := strings.Count(logs, `"where":"reasoning"`); n < len(contRspPairs) {
+		t.Errorf("%d continuations logged where reasoning; want %d", n, len(contRspPairs))
+	}
+}
+
+// checkOneCall: the client saw no part of a tool call before the seam, and
+// the stream and its final output hold exactly one function_call, complete,
+// with JSON arguments.
+func checkOneCall(t *testing.T, model string, s *rspStream, raw string) {
+	t.Helper()
+	for _, ev := range s.events[:s.seamAt] {
+		if strings.Contains(ev.Type, "function_call") || strings.Contains(string(ev.Item), `"function_call"`) {
+			t.Errorf("%s: the client got %s of a tool call before the seam\n%s", model, ev.Type, raw)
+		}
+	}
+	added := 0
+	for _, ev := range s.events {
+		if ev.Type == "response.output_item.added" && strings.Contains(string(ev.Item), `"type":"function_call"`) {
+			added++
+		}
+	}
+	var calls int
+	for _, it := range s.completed.Output {
+		if it.Type == "function_call" {
+			calls++
+			var args map[string]any
+			if it.Name != "get_weather" || json.Unmarshal([]byte(it.Arguments), &args) != nil {
+				t.Errorf("%s: call %s(%q): want get_weather with JSON arguments", model, it.Name, it.Arguments)
+			}
+		}
+	}
+	if added != 1 || calls != 1 {
+		t.Errorf("%s: %d function_call items added, %d in the output; want exactly one\n%s", model, added, calls, raw)
+	}
+}
