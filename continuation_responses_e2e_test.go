@@ -10,11 +10,22 @@ package llmrelay_test
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/sim"
 	"github.com/llmrelay/caddy-llm-relay/internal/splice"
@@ -254,6 +265,11 @@ func checkRspStream(t *testing.T, name string, s *rspStream, raw string) {
 	doneIdx := map[int]bool{}
 	created, ends := 0, 0
 	for i, ev := range s.events {
+		if ev.Seq == nil && ev.Type == "error" && i > 0 && i == len(s.events)-1 {
+			// The relay's own in-band error (streamend.go) has no
+			// sequence_number, as before issue 30; the SDKs raise on it.
+			ev.Seq = new(*s.events[i-1].Seq + 1)
+		}
 		if ev.Seq == nil {
 			fail("event %d (%s) has no sequence_number", i, ev.Type)
 			return
@@ -450,5 +466,307 @@ func checkOneCall(t *testing.T, model string, s *rspStream, raw string) {
 	}
 	if added != 1 || calls != 1 {
 		t.Errorf("%s: %d function_call items added, %d in the output; want exactly one\n%s", model, added, calls, raw)
+	}
+}
+
+// contRspExtra are the models of the hide and failure tests.
+const contRspExtra = `		model hide-openai-openai {
+			to reason-openai sim-reasoner
+			to good-openai sim-reasoner
+			failover {
+				continue_reasoning hide
+			}
+		}
+		model hide-chat-anthropic {
+			to reason-chat sim-reasoner
+			to good-anthropic sim-reasoner
+			failover {
+				continue_reasoning hide
+			}
+		}
+		model exhaust-fail {
+			to answer-openai sim-reasoner
+			to fail-openai sim-reasoner
+		}
+		model exhaust-again {
+			to answer-chat sim-reasoner
+			to again-chat sim-reasoner
+		}
+		model errmode {
+			to answer-openai sim-reasoner
+			to good-openai sim-reasoner
+			failover {
+				after_commit error
+			}
+		}
+`
+
+// goRspResult is what openai-go made of a Responses stream.
+type goRspResult struct {
+	deltas, summary string
+	completed       responses.Response
+	sawCompleted    bool
+	err             error
+}
+
+// goRspStream streams model with openai-go (tools: a forced get_weather
+// call), accumulating the output_text and reasoning summary deltas.
+func goRspStream(t *testing.T, model string, tools bool) goRspResult {
+	t.Helper()
+	client := openai.NewClient(option.WithBaseURL(relayBase+"/v1"), option.WithAPIKey("sk-cont-rsp"), option.WithMaxRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	params := responses.ResponseNewParams{Model: model, Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
+		Reasoning: shared.ReasoningParam{Effort: shared.ReasoningEffortLow, Summary: shared.ReasoningSummaryAuto}}
+	if tools {
+		params = responses.ResponseNewParams{Model: model, Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
+			Tools:      []responses.ToolUnionParam{responses.ToolParamOfFunction("get_weather", map[string]any{"type": "object", "properties": map[string]any{"input": map[string]any{"type": "string"}}}, false)},
+			ToolChoice: responses.ResponseNewParamsToolChoiceUnion{OfToolChoiceMode: openai.Opt(responses.ToolChoiceOptionsRequired)}}
+	}
+	s := client.Responses.NewStreaming(ctx, params)
+	defer s.Close()
+	var r goRspResult
+	for s.Next() {
+		switch ev := s.Current(); ev.Type {
+		case "response.output_text.delta":
+			r.deltas += ev.Delta
+		case "response.reasoning_summary_text.delta":
+			r.summary += ev.Delta
+		case "response.completed":
+			r.completed, r.sawCompleted = ev.Response, true
+		}
+	}
+	r.err = s.Err()
+	return r
+}
+
+// reasoningSummaries are the summary texts of each reasoning item.
+func reasoningSummaries(out []responses.ResponseOutputItemUnion) [][]string {
+	var rs [][]string
+	for _, it := range out {
+		if it.Type == "reasoning" {
+			var texts []string
+			for _, p := range it.Summary {
+				texts = append(texts, p.Text)
+			}
+			rs = append(rs, texts)
+		}
+	}
+	return rs
+}
+
+// TestContinuationResponsesGoSDK: openai-go streams every fault case for
+// every pair of upstream apis without an error; the deltas and the
+// completed response's text are the unbroken answer; a reasoning restart
+// is the closed partial item, then the continuation's item whose first
+// summary part is the marker; a tool call is one function_call.
+func TestContinuationResponsesGoSDK(t *testing.T) {
+	startRelay(t, contRspRelay(contRspExtra), contRspSite())
+	wantReasoning, want := contRspWant()
+	for _, c := range contRspFaults {
+		for _, p := range contRspPairs {
+			model := c + "-" + p[0] + "-" + p[1]
+			r := goRspStream(t, model, c == "tool")
+			if r.err != nil || !r.sawCompleted || r.completed.Status != "completed" {
+				t.Errorf("%s: stream error %v, completed %v (%s)", model, r.err, r.sawCompleted, r.completed.Status)
+				continue
+			}
+			if r.completed.Usage.OutputTokens == 0 || r.completed.Usage.InputTokens == 0 {
+				t.Errorf("%s: usage %+v", model, r.completed.Usage)
+			}
+			if c == "tool" {
+				var calls []responses.ResponseOutputItemUnion
+				for _, it := range r.completed.Output {
+					if it.Type == "function_call" {
+						calls = append(calls, it)
+					}
+				}
+				var args map[string]any
+				if len(calls) != 1 || calls[0].Name != "get_weather" || json.Unmarshal([]byte(calls[0].Arguments.OfString), &args) != nil {
+					t.Errorf("%s: calls %+v; want one get_weather call with JSON arguments", model, calls)
+				}
+				continue
+			}
+			if r.deltas != want || r.completed.OutputText() != want {
+				t.Errorf("%s: deltas\n%q\ncompleted text\n%q\nwant\n%q", model, r.deltas, r.completed.OutputText(), want)
+			}
+			if c == "reason" {
+				rs := reasoningSummaries(r.completed.Output)
+				if len(rs) != 2 || len(rs[0]) != 1 || !strings.HasPrefix(wantReasoning, rs[0][0]) || rs[0][0] == wantReasoning ||
+					!slices.Equal(rs[1], []string{splice.Marker, wantReasoning}) {
+					t.Errorf("%s: reasoning items %q; want the part handed, then [marker, the whole reasoning]", model, rs)
+				}
+			}
+		}
+	}
+}
+
+// TestContinuationResponsesHide: with continue_reasoning hide a break in
+// the reasoning shows the reasoning handed (its item closed) and none of
+// the continuation's; the answer is whole.
+func TestContinuationResponsesHide(t *testing.T) {
+	startRelay(t, contRspRelay(contRspExtra), contRspSite())
+	wantReasoning, want := contRspWant()
+	for _, model := range []string{"hide-openai-openai", "hide-chat-anthropic"} {
+		s, raw := streamContRsp(t, model, false)
+		checkRspStream(t, model, s, raw)
+		if !strings.HasSuffix(s.comment, "where=reasoning") || s.text != want || s.end != "response.completed" {
+			t.Errorf("%s: seam %q, end %s, text\n%q\nwant\n%q", model, s.comment, s.end, s.text, want)
+		}
+		if s.summary == "" || !strings.HasPrefix(wantReasoning, s.summary) || s.summary == wantReasoning {
+			t.Errorf("%s: reasoning lane %q; want only the part handed of %q", model, s.summary, wantReasoning)
+		}
+		r := goRspStream(t, model, false)
+		if rs := reasoningSummaries(r.completed.Output); r.err != nil || r.deltas != want || len(rs) != 1 || len(rs[0]) != 1 || !strings.HasPrefix(wantReasoning, rs[0][0]) || rs[0][0] == wantReasoning {
+			t.Errorf("%s: openai-go: %v, text %q, reasoning items %q; want the part handed, closed, alone", model, r.err, r.deltas, rs)
+		}
+	}
+}
+
+// TestContinuationResponsesFails: a continuation that fails too (the next
+// target answers 503; the continuation itself breaks, the chain
+// exhausted) and after_commit error end the stream with the in-band error,
+// never response.completed, and openai-go raises.
+func TestContinuationResponsesFails(t *testing.T) {
+	logFile := startRelay(t, contRspRelay(contRspExtra), contRspSite())
+	for _, tc := range []struct {
+		model     string
+		continued bool // a continuation was spliced before the error
+	}{{"exhaust-fail", false}, {"exhaust-again", true}, {"errmode", false}} {
+		s, raw := streamContRsp(t, tc.model, false)
+		checkRspStream(t, tc.model, s, raw)
+		if s.end != "error" && s.end != "response.failed" || s.text == "" {
+			t.Errorf("%s: ends with %s after %q; want the in-band error after some text\n%s", tc.model, s.end, s.text, raw)
+		}
+		if (s.seamAt >= 0) != tc.continued {
+			t.Errorf("%s: seam comment %q; want one: %v\n%s", tc.model, s.comment, tc.continued, raw)
+		}
+		r := goRspStream(t, tc.model, false)
+		if r.err == nil || r.sawCompleted {
+			t.Errorf("%s: openai-go raised %v (completed %v); want an error", tc.model, r.err, r.sawCompleted)
+		}
+	}
+	logs := readLog(t, logFile)
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"msg":"relayed"`) && strings.Contains(line, `"errmode"`) && strings.Contains(line, `"continued"`) {
+			t.Errorf("after_commit error continued: %s", line)
+		}
+	}
+	mustContain(t, logs, `"continued":[{"from":"answer-chat (sim-reasoner)","to":"again-chat (sim-reasoner)"`)
+}
+
+// contRspNode is one line of e2e/node/continuation-responses.mjs.
+type contRspNode struct {
+	Model     string     `json:"model"`
+	Text      string     `json:"text"`
+	Deltas    string     `json:"deltas"`
+	Summary   string     `json:"summary"`
+	Status    string     `json:"status"`
+	Reasoning [][]string `json:"reasoning"`
+	Calls     []struct {
+		ID        string `json:"id"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"calls"`
+	Usage *struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Name    string `json:"name"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// runContRspNode runs the script for specs (<model>:text|tools), one line
+// each.
+func runContRspNode(t *testing.T, specs ...string) map[string]contRspNode {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("e2e", "node", "continuation-responses.mjs"), relayBase + "/v1", "sk-cont-rsp"}, specs...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NO_COLOR=1"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	out := map[string]contRspNode{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var r contRspNode
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("node: not a JSON line: %q\nstderr: %s", line, stderr.String())
+		}
+		out[r.Model] = r
+	}
+	if len(out) != len(specs) {
+		t.Fatalf("node printed %d lines for %d specs:\n%s\nstderr: %s", len(out), len(specs), stdout.String(), stderr.String())
+	}
+	return out
+}
+
+// TestContinuationResponsesNode: the openai npm client's responses.stream
+// helper builds finalResponse() without an error for every fault case and
+// pair of upstream apis, its text the unbroken answer; the reasoning lane
+// marked (mark) or cut (hide); one function_call; the failures raise.
+func TestContinuationResponsesNode(t *testing.T) {
+	requireNodeTool(t, filepath.Join("openai", "package.json"), "the openai Node SDK")
+	startRelay(t, contRspRelay(contRspExtra), contRspSite())
+	wantReasoning, want := contRspWant()
+	var specs []string
+	for _, c := range contRspFaults {
+		for _, p := range contRspPairs {
+			mode := "text"
+			if c == "tool" {
+				mode = "tools"
+			}
+			specs = append(specs, c+"-"+p[0]+"-"+p[1]+":"+mode)
+		}
+	}
+	specs = append(specs, "hide-openai-openai:text", "hide-chat-anthropic:text", "exhaust-fail:text", "exhaust-again:text", "errmode:text")
+	got := runContRspNode(t, specs...)
+	for _, c := range contRspFaults {
+		for _, p := range contRspPairs {
+			model := c + "-" + p[0] + "-" + p[1]
+			r := got[model]
+			if r.Error != nil || r.Status != "completed" || r.Usage == nil || r.Usage.OutputTokens == 0 {
+				t.Errorf("%s: %+v (error %+v)", model, r, r.Error)
+				continue
+			}
+			if c == "tool" {
+				var args map[string]any
+				if len(r.Calls) != 1 || r.Calls[0].Name != "get_weather" || json.Unmarshal([]byte(r.Calls[0].Arguments), &args) != nil {
+					t.Errorf("%s: calls %+v; want one get_weather call with JSON arguments", model, r.Calls)
+				}
+				continue
+			}
+			if r.Text != want || r.Deltas != want {
+				t.Errorf("%s: finalResponse text\n%q\ndeltas\n%q\nwant\n%q", model, r.Text, r.Deltas, want)
+			}
+			if c == "reason" {
+				i := strings.Index(r.Summary, splice.Marker)
+				if len(r.Reasoning) != 2 || !slices.Equal(r.Reasoning[1], []string{splice.Marker, wantReasoning}) ||
+					i <= 0 || r.Summary[:i] != r.Reasoning[0][0] || r.Summary[i+len(splice.Marker):] != wantReasoning {
+					t.Errorf("%s: reasoning lane %q, items %q; want the part handed, the marker, the whole reasoning", model, r.Summary, r.Reasoning)
+				}
+			}
+		}
+	}
+	for _, model := range []string{"hide-openai-openai", "hide-chat-anthropic"} {
+		r := got[model]
+		if r.Error != nil || r.Text != want || len(r.Reasoning) != 1 || r.Summary == "" || r.Summary == wantReasoning ||
+			!strings.HasPrefix(wantReasoning, r.Summary) || strings.Contains(r.Summary, splice.Marker) {
+			t.Errorf("%s: %+v; want the whole answer and only the reasoning handed", model, r)
+		}
+	}
+	for _, model := range []string{"exhaust-fail", "exhaust-again", "errmode"} {
+		if r := got[model]; r.Error == nil || r.Status == "completed" {
+			t.Errorf("%s: the SDK raised nothing: %+v", model, r)
+		}
 	}
 }
