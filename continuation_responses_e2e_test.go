@@ -14,6 +14,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -768,5 +770,161 @@ func TestContinuationResponsesNode(t *testing.T) {
 		if r := got[model]; r.Error == nil || r.Status == "completed" {
 			t.Errorf("%s: the SDK raised nothing: %+v", model, r)
 		}
+	}
+}
+
+// fakeBreakInCall is a native Responses upstream that sends a whole
+// message item, then a function_call whose arguments it breaks off in.
+func fakeBreakInCall(t *testing.T) *fakeUpstream {
+	return newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		resp := `"response":{"id":"resp_A","object":"response","created_at":1,"status":"in_progress","model":"m","output":[]}`
+		msg := `{"type":"message","id":"msg_A","status":"completed","role":"assistant","content":[{"type":"output_text","text":"Let me check the weather. ","annotations":[]}]}`
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, responsesEvent(0, "response.created", resp)+
+			responsesEvent(1, "response.in_progress", resp)+
+			responsesEvent(2, "response.output_item.added", `"output_index":0,"item":{"type":"message","id":"msg_A","status":"in_progress","role":"assistant","content":[]}`)+
+			responsesEvent(3, "response.content_part.added", `"item_id":"msg_A","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}`)+
+			responsesEvent(4, "response.output_text.delta", `"item_id":"msg_A","output_index":0,"content_index":0,"delta":"Let me check ","logprobs":[]`)+
+			responsesEvent(5, "response.output_text.delta", `"item_id":"msg_A","output_index":0,"content_index":0,"delta":"the weather. ","logprobs":[]`)+
+			responsesEvent(6, "response.output_text.done", `"item_id":"msg_A","output_index":0,"content_index":0,"text":"Let me check the weather. ","logprobs":[]`)+
+			responsesEvent(7, "response.content_part.done", `"item_id":"msg_A","output_index":0,"content_index":0,"part":{"type":"output_text","text":"Let me check the weather. ","annotations":[]}`)+
+			responsesEvent(8, "response.output_item.done", `"output_index":0,"item":`+msg)+
+			responsesEvent(9, "response.output_item.added", `"output_index":1,"item":{"type":"function_call","id":"fc_A","status":"in_progress","call_id":"call_A","name":"get_weather","arguments":""}`)+
+			responsesEvent(10, "response.function_call_arguments.delta", `"item_id":"fc_A","output_index":1,"delta":"{\"city\":\"Pa"`))
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+}
+
+// fakeCallResponses continues natively with a whole function_call and its
+// own usage: 11 in, 7 out.
+func fakeCallResponses(t *testing.T) *fakeUpstream {
+	return newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		resp := `"response":{"id":"resp_B","object":"response","created_at":2,"status":"in_progress","model":"m","output":[]}`
+		call := `{"type":"function_call","id":"fc_B","status":"completed","call_id":"call_B","name":"get_weather","arguments":"{\"city\":\"Paris\"}"}`
+		done := `"response":{"id":"resp_B","object":"response","created_at":2,"status":"completed","model":"m","output":[` + call + `],"usage":{"input_tokens":11,"input_tokens_details":{"cached_tokens":0},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":18}}`
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, responsesEvent(0, "response.created", resp)+
+			responsesEvent(1, "response.output_item.added", `"output_index":0,"item":{"type":"function_call","id":"fc_B","status":"in_progress","call_id":"call_B","name":"get_weather","arguments":""}`)+
+			responsesEvent(2, "response.function_call_arguments.delta", `"item_id":"fc_B","output_index":0,"delta":"{\"city\":"`)+
+			responsesEvent(3, "response.function_call_arguments.delta", `"item_id":"fc_B","output_index":0,"delta":"\"Paris\"}"`)+
+			responsesEvent(4, "response.function_call_arguments.done", `"item_id":"fc_B","output_index":0,"name":"get_weather","arguments":"{\"city\":\"Paris\"}"`)+
+			responsesEvent(5, "response.output_item.done", `"output_index":0,"item":`+call)+
+			responsesEvent(6, "response.completed", done))
+	})
+}
+
+// fakeCallChat continues as a Chat Completions upstream: a tool call in
+// three argument fragments, then its usage: 11 in, 7 out.
+func fakeCallChat(t *testing.T) *fakeUpstream {
+	return newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		tc := func(members string) string {
+			return `{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,` + members + `}]},"finish_reason":null}]}`
+		}
+		streamEvents(w, 0,
+			`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`,
+			tc(`"id":"call_B","type":"function","function":{"name":"get_weather","arguments":""}`),
+			tc(`"function":{"arguments":"{\"city\":"}`),
+			tc(`"function":{"arguments":"\"Paris\"}"}`),
+			`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+			`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}`,
+			`[DONE]`)
+	})
+}
+
+// TestContinuationResponsesToolCallExact: a break inside a function_call's
+// arguments after a whole message item, continued by a target that makes
+// the call whole (natively, or as a Chat upstream): the client (raw SSE,
+// openai-go, the openai npm client) gets the message, then exactly one
+// function_call, the second target's, with its JSON arguments, never a
+// byte of the first's; usage at least the second target's own; the fake
+// upstreams each get one request per client request; the log line's
+// continued array names both.
+func TestContinuationResponsesToolCallExact(t *testing.T) {
+	a1, a2 := fakeBreakInCall(t), fakeBreakInCall(t)
+	bRsp, bChat := fakeCallResponses(t), fakeCallChat(t)
+	logFile := startRelay(t, `llm_relay {
+		key sk-cont-rsp
+		upstream a1 `+a1.v1()+`
+		upstream a2 `+a2.v1()+`
+		upstream brsp `+bRsp.v1()+`
+		upstream bchat `+bChat.v1()+` {
+			api chat
+		}
+		model native {
+			to a1
+			to brsp
+		}
+		model cross {
+			to a2
+			to bchat
+		}
+		failover {
+			backoff 1ms 1ms
+		}
+	}`)
+	const text = "Let me check the weather. "
+	requests := 0 // per model
+	for _, tc := range []struct{ model, to, callID string }{{"native", "brsp", "call_B"}, {"cross", "bchat", "call_B"}} {
+		s, raw := streamContRsp(t, tc.model, true)
+		checkRspStream(t, tc.model, s, raw)
+		if s.seamAt < 0 || s.end != "response.completed" || s.text != text || !strings.HasPrefix(s.comment, "upstream="+tc.to+" ") || !strings.HasSuffix(s.comment, "where=tool_call") {
+			t.Fatalf("%s: seam %q, end %s, text %q\n%s", tc.model, s.comment, s.end, s.text, raw)
+		}
+		if strings.Contains(raw, "fc_A") || strings.Contains(raw, "call_A") || strings.Contains(raw, `\"Pa"`) {
+			t.Errorf("%s: the client got part of the broken call\n%s", tc.model, raw)
+		}
+		checkOneCall(t, tc.model, s, raw)
+		out := s.completed.Output
+		if len(out) != 2 || out[0].Type != "message" || out[0].ID != "msg_A" || out[1].Type != "function_call" ||
+			out[1].CallID != tc.callID || out[1].Arguments != `{"city":"Paris"}` {
+			t.Errorf("%s: output %+v; want msg_A, then the second target's call with {\"city\":\"Paris\"}", tc.model, out)
+		}
+		if u := s.completed.Usage; u.OutputTokens < 7 || u.InputTokens < 11 || u.TotalTokens != u.InputTokens+u.OutputTokens {
+			t.Errorf("%s: usage %+v; want at least the continuing target's 11 in, 7 out", tc.model, u)
+		}
+
+		r := goRspStream(t, tc.model, true)
+		var calls []responses.ResponseOutputItemUnion
+		for _, it := range r.completed.Output {
+			if it.Type == "function_call" {
+				calls = append(calls, it)
+			}
+		}
+		if r.err != nil || r.deltas != text || len(calls) != 1 || calls[0].CallID != tc.callID || calls[0].Arguments.OfString != `{"city":"Paris"}` ||
+			r.completed.Usage.OutputTokens < 7 {
+			t.Errorf("%s: openai-go: %v, text %q, calls %+v, usage %+v", tc.model, r.err, r.deltas, calls, r.completed.Usage)
+		}
+	}
+	requests = 2
+	if _, err := exec.LookPath("node"); err == nil && !testing.Short() {
+		if _, err := os.Stat(filepath.Join("e2e", "node", "node_modules", "openai", "package.json")); err == nil {
+			got := runContRspNode(t, "native:tools", "cross:tools")
+			requests++
+			for _, model := range []string{"native", "cross"} {
+				r := got[model]
+				if r.Error != nil || r.Status != "completed" || r.Text != text || len(r.Calls) != 1 || r.Calls[0].CallID != "call_B" ||
+					r.Calls[0].Arguments != `{"city":"Paris"}` || r.Usage == nil || r.Usage.OutputTokens < 7 {
+					t.Errorf("%s: openai npm: %+v (error %+v)", model, r, r.Error)
+				}
+			}
+		}
+	}
+	for _, f := range []*fakeUpstream{a1, a2, bRsp, bChat} {
+		if n := len(f.requests()); n != requests {
+			t.Errorf("an upstream got %d requests for %d client requests to its model", n, requests)
+		}
+	}
+	// The continuation's request carries the answer so far.
+	for _, f := range []*fakeUpstream{bRsp, bChat} {
+		b, _ := json.Marshal(f.requests()[0].body)
+		if !strings.Contains(string(b), "Let me check the weather.") {
+			t.Errorf("the continuation's request does not carry the answer so far: %s", b)
+		}
+	}
+	logs := readLog(t, logFile)
+	mustContain(t, logs, `"continued":[{"from":"a1 (native)","to":"brsp (native)","at_token":`, `"continued":[{"from":"a2 (cross)","to":"bchat (cross)","at_token":`)
+	if n := strings.Count(logs, `"where":"tool_call"`); n < 2*requests {
+		t.Errorf("%d continuations logged where tool_call; want %d", n, 2*requests)
 	}
 }
