@@ -928,3 +928,34 @@ func TestContinuationResponsesToolCallExact(t *testing.T) {
 		t.Errorf("%d continuations logged where tool_call; want %d", n, 2*requests)
 	}
 }
+
+// TestContinuationResponsesCodex: Codex CLI (`codex exec`) through the
+// relay to an upstream that breaks mid-answer, continued by the next
+// (Chat translated, and native Responses): Codex prints the whole answer
+// once and exits 0, and it sent one request (the relay logged one
+// /v1/responses request per run, continued, and no other).
+func TestContinuationResponsesCodex(t *testing.T) {
+	codex := requireNodeTool(t, filepath.Join(".bin", "codex"), "Codex CLI")
+	logFile := startRelay(t, contRspRelay(""), contRspSite())
+	_, want := contRspWant()
+	for _, model := range []string{"answer-chat-chat", "answer-openai-openai"} {
+		before := strings.Count(readLog(t, logFile), `"msg":"relayed"`)
+		stdout, stderr, err := runCodex(t, codex, relayBase+"/v1", "sk-cont-rsp", model, "Say hi")
+		logs := readLog(t, logFile)
+		if err != nil || strings.TrimSpace(stdout) != strings.TrimSpace(want) || strings.Count(stdout, strings.TrimSpace(want)) != 1 {
+			t.Errorf("%s: codex exec (%v) printed\n%q\nwant the whole answer once\n%q\nstderr: %s\nrelay log:\n%s", model, err, stdout, want, stderr, logs)
+			continue
+		}
+		var relayed []string
+		for _, line := range strings.Split(logs, "\n") {
+			if strings.Contains(line, `"msg":"relayed"`) {
+				relayed = append(relayed, line)
+			}
+		}
+		relayed = relayed[before:]
+		if len(relayed) != 1 || !strings.Contains(relayed[0], `"api":"responses"`) || !strings.Contains(relayed[0], `"status":200`) ||
+			!strings.Contains(relayed[0], `"continued":[{"from":"answer-`) || strings.Contains(relayed[0], `"stream_error"`) {
+			t.Errorf("%s: want one continued Responses request (Codex did not re-POST); the relay logged:\n%s", model, strings.Join(relayed, "\n"))
+		}
+	}
+}
