@@ -43,7 +43,7 @@ const (
 
 // contRspCases are the faults, one simulator each, at /<case>/ on :9085;
 // /good/ answers whole, /overlap/ whole too but a continuation repeats the
-// last 3 runes of the answer so far; /fail/ answers 503; /again/ drops
+// last 12 runes of the answer so far (splice.MinOverlap is 8); /fail/ answers 503; /again/ drops
 // every stream after 4 data events (a continuation too).
 var contRspCases = map[string]string{
 	"answer": "drop_in answer",
@@ -74,7 +74,7 @@ func contRspSite() string {
 	for _, n := range names {
 		sim(n, contRspCases[n])
 	}
-	sim("overlap", "continue_overlap 3")
+	sim("overlap", "continue_overlap 12")
 	b.WriteString("\thandle /fail/* {\n\t\tllm_simulator {\n\t\t\tfail 503\n\t\t}\n\t}\n}\n")
 	return b.String()
 }
@@ -83,7 +83,8 @@ var contRspAPIs = []string{"openai", "chat", "anthropic"}
 
 // contRspRelay has an upstream <case>-<api> per simulator and api, and a
 // model <case>-<from>-<to> per fault case and pair of apis (the same
-// three, and three across dialects): to <case>-<from>, then good-<to>.
+// three, and three across dialects): to <case>-<from>, then good-<to>;
+// overlap-<from>-<to>: to answer-<from>, then overlap-<to>.
 // Extra model lines go in extra.
 func contRspRelay(extra string) string {
 	var b strings.Builder
@@ -98,6 +99,9 @@ func contRspRelay(extra string) string {
 		for _, p := range contRspPairs {
 			fmt.Fprintf(&b, "\t\tmodel %s-%s-%s {\n\t\t\tto %s-%s sim-reasoner\n\t\t\tto good-%s sim-reasoner\n\t\t}\n", c, p[0], p[1], c, p[0], p[1])
 		}
+	}
+	for _, p := range contRspPairs {
+		fmt.Fprintf(&b, "\t\tmodel overlap-%s-%s {\n\t\t\tto answer-%s sim-reasoner\n\t\t\tto overlap-%s sim-reasoner\n\t\t}\n", p[0], p[1], p[0], p[1])
 	}
 	b.WriteString(extra)
 	b.WriteString("\t\tfailover {\n\t\t\tbackoff 1ms 1ms\n\t\t}\n\t}")
@@ -429,6 +433,16 @@ func TestContinuationResponsesRaw(t *testing.T) {
 			}
 		}
 	}
+	// A continuation that first repeats the last 12 runes of the answer so
+	// far: the relay drops them, the text is exact.
+	for _, p := range contRspPairs {
+		model := "overlap-" + p[0] + "-" + p[1]
+		s, raw := streamContRsp(t, model, false)
+		checkRspStream(t, model, s, raw)
+		if !strings.HasPrefix(s.comment, "upstream=overlap-"+p[1]+" ") || s.end != "response.completed" || s.text != want {
+			t.Errorf("%s: seam %q, end %s, text\n%q\nwant\n%q", model, s.comment, s.end, s.text, want)
+		}
+	}
 	logs := readLog(t, logFile)
 	for _, c := range []string{"answer", "reason", "tool"} {
 		for _, p := range contRspPairs {
@@ -730,6 +744,9 @@ func TestContinuationResponsesNode(t *testing.T) {
 			specs = append(specs, c+"-"+p[0]+"-"+p[1]+":"+mode)
 		}
 	}
+	for _, p := range contRspPairs {
+		specs = append(specs, "overlap-"+p[0]+"-"+p[1]+":text")
+	}
 	specs = append(specs, "hide-openai-openai:text", "hide-chat-anthropic:text", "exhaust-fail:text", "exhaust-again:text", "errmode:text")
 	got := runContRspNode(t, specs...)
 	for _, c := range contRspFaults {
@@ -757,6 +774,12 @@ func TestContinuationResponsesNode(t *testing.T) {
 					t.Errorf("%s: reasoning lane %q, items %q; want the part handed, the marker, the whole reasoning", model, r.Summary, r.Reasoning)
 				}
 			}
+		}
+	}
+	for _, p := range contRspPairs {
+		model := "overlap-" + p[0] + "-" + p[1]
+		if r := got[model]; r.Error != nil || r.Text != want || r.Deltas != want {
+			t.Errorf("%s: %+v (error %+v); want the text %q, the repeat dropped", model, r, r.Error, want)
 		}
 	}
 	for _, model := range []string{"hide-openai-openai", "hide-chat-anthropic"} {
