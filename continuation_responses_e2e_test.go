@@ -663,10 +663,17 @@ func TestContinuationResponsesFails(t *testing.T) {
 		}
 	}
 	logs := readLog(t, logFile)
+	errmode := 0
 	for _, line := range strings.Split(logs, "\n") {
-		if strings.Contains(line, `"msg":"relayed"`) && strings.Contains(line, `"errmode"`) && strings.Contains(line, `"continued"`) {
-			t.Errorf("after_commit error continued: %s", line)
+		if strings.Contains(line, `"msg":"relayed"`) && strings.Contains(line, `"alias":"errmode"`) {
+			errmode++
+			if strings.Contains(line, `"continued"`) || !strings.Contains(line, `"stream_error":"upstream_stream_interrupted"`) {
+				t.Errorf("after_commit error: want the stream's error, not continued: %s", line)
+			}
 		}
+	}
+	if errmode != 2 {
+		t.Errorf("%d errmode requests logged; want 2", errmode)
 	}
 	mustContain(t, logs, `"continued":[{"from":"answer-chat (sim-reasoner)","to":"again-chat (sim-reasoner)"`)
 }
