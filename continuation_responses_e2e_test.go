@@ -365,6 +365,17 @@ func checkRspStream(t *testing.T, name string, s *rspStream, raw string) {
 // contRspFaults are the fault cases that have a model per pair of apis.
 var contRspFaults = []string{"answer", "first", "second", "end", "reason", "tool"}
 
+// relayedLogs waits (bounded) until the relay logged at least n requests
+// (a log line is written after the client read the stream's end) and
+// returns the log.
+func relayedLogs(t *testing.T, logFile string, n int) string {
+	t.Helper()
+	waitFor(t, 10*time.Second, fmt.Sprintf("%d relayed log lines", n), func() bool {
+		return strings.Count(readLog(t, logFile), `"msg":"relayed"`) >= n
+	})
+	return readLog(t, logFile)
+}
+
 // contRspWhere is where each fault case breaks, as the seam comment and the
 // log line name it; "first" breaks right after response.created, before
 // the relay committed the stream: an invisible failover, no seam.
@@ -443,7 +454,7 @@ func TestContinuationResponsesRaw(t *testing.T) {
 			t.Errorf("%s: seam %q, end %s, text\n%q\nwant\n%q", model, s.comment, s.end, s.text, want)
 		}
 	}
-	logs := readLog(t, logFile)
+	logs := relayedLogs(t, logFile, (len(contRspFaults)+1)*len(contRspPairs))
 	for _, c := range []string{"answer", "reason", "tool"} {
 		for _, p := range contRspPairs {
 			mustContain(t, logs, `"continued":[{"from":"`+c+"-"+p[0]+` (sim-reasoner)","to":"good-`+p[1]+` (sim-reasoner)","at_token":`)
@@ -662,7 +673,7 @@ func TestContinuationResponsesFails(t *testing.T) {
 			t.Errorf("%s: openai-go raised %v (completed %v); want an error", tc.model, r.err, r.sawCompleted)
 		}
 	}
-	logs := readLog(t, logFile)
+	logs := relayedLogs(t, logFile, 6)
 	errmode := 0
 	for _, line := range strings.Split(logs, "\n") {
 		if strings.Contains(line, `"msg":"relayed"`) && strings.Contains(line, `"alias":"errmode"`) {
@@ -952,7 +963,7 @@ func TestContinuationResponsesToolCallExact(t *testing.T) {
 			t.Errorf("the continuation's request does not carry the answer so far: %s", b)
 		}
 	}
-	logs := readLog(t, logFile)
+	logs := relayedLogs(t, logFile, 2*requests)
 	mustContain(t, logs, `"continued":[{"from":"a1 (native)","to":"brsp (native)","at_token":`, `"continued":[{"from":"a2 (cross)","to":"bchat (cross)","at_token":`)
 	if n := strings.Count(logs, `"where":"tool_call"`); n < 2*requests {
 		t.Errorf("%d continuations logged where tool_call; want %d", n, 2*requests)
@@ -971,7 +982,7 @@ func TestContinuationResponsesCodex(t *testing.T) {
 	for _, model := range []string{"answer-chat-chat", "answer-openai-openai"} {
 		before := strings.Count(readLog(t, logFile), `"msg":"relayed"`)
 		stdout, stderr, err := runCodex(t, codex, relayBase+"/v1", "sk-cont-rsp", model, "Say hi")
-		logs := readLog(t, logFile)
+		logs := relayedLogs(t, logFile, before+1)
 		if err != nil || strings.TrimSpace(stdout) != strings.TrimSpace(want) || strings.Count(stdout, strings.TrimSpace(want)) != 1 {
 			t.Errorf("%s: codex exec (%v) printed\n%q\nwant the whole answer once\n%q\nstderr: %s\nrelay log:\n%s", model, err, stdout, want, stderr, logs)
 			continue
