@@ -904,6 +904,11 @@ func TestContinuationResponsesToolCallExact(t *testing.T) {
 			backoff 1ms 1ms
 		}
 	}`)
+	series := func(alias, up string) string {
+		return `llm_relay_continuations_total{alias="` + alias + `",upstream="` + up + `",where="tool_call"}`
+	}
+	m0 := scrapeMetrics(t)
+	before := map[string]float64{"native": metricValue(t, m0, series("native", "brsp")), "cross": metricValue(t, m0, series("cross", "bchat"))}
 	const text = "Let me check the weather. "
 	requests := 0 // per model
 	for _, tc := range []struct{ model, to, callID string }{{"native", "brsp", "call_B"}, {"cross", "bchat", "call_B"}} {
@@ -965,6 +970,12 @@ func TestContinuationResponsesToolCallExact(t *testing.T) {
 	}
 	logs := relayedLogs(t, logFile, 2*requests)
 	mustContain(t, logs, `"continued":[{"from":"a1 (native)","to":"brsp (native)","at_token":`, `"continued":[{"from":"a2 (cross)","to":"bchat (cross)","at_token":`)
+	m1 := scrapeMetrics(t)
+	for alias, up := range map[string]string{"native": "brsp", "cross": "bchat"} {
+		if d := metricValue(t, m1, series(alias, up)) - before[alias]; d != float64(requests) {
+			t.Errorf("%s grew by %v; want %d", series(alias, up), d, requests)
+		}
+	}
 	if n := strings.Count(logs, `"where":"tool_call"`); n < 2*requests {
 		t.Errorf("%d continuations logged where tool_call; want %d", n, 2*requests)
 	}
