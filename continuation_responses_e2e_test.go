@@ -53,6 +53,7 @@ var contRspCases = map[string]string{
 	"reason": "drop_in reasoning",
 	"tool":   "drop_in tool_args",
 	"again":  "drop_after 4",
+	"errin":  "error_in answer",
 	"good":   "",
 }
 
@@ -89,7 +90,7 @@ var contRspAPIs = []string{"openai", "chat", "anthropic"}
 func contRspRelay(extra string) string {
 	var b strings.Builder
 	b.WriteString("llm_relay {\n\t\tkey sk-cont-rsp\n")
-	ups := []string{"answer", "first", "second", "end", "reason", "tool", "again", "good", "overlap", "fail"}
+	ups := []string{"answer", "first", "second", "end", "errin", "reason", "tool", "again", "good", "overlap", "fail"}
 	for _, u := range ups {
 		for _, api := range contRspAPIs {
 			fmt.Fprintf(&b, "\t\tupstream %s-%s http://127.0.0.1:9085/%s/v1 {\n\t\t\tapi %s\n\t\t}\n", u, api, u, api)
@@ -97,7 +98,11 @@ func contRspRelay(extra string) string {
 	}
 	for _, c := range contRspFaults {
 		for _, p := range contRspPairs {
-			fmt.Fprintf(&b, "\t\tmodel %s-%s-%s {\n\t\t\tto %s-%s sim-reasoner\n\t\t\tto good-%s sim-reasoner\n\t\t}\n", c, p[0], p[1], c, p[0], p[1])
+			up := c
+			if c == "toolend" {
+				up = "end"
+			}
+			fmt.Fprintf(&b, "\t\tmodel %s-%s-%s {\n\t\t\tto %s-%s sim-reasoner\n\t\t\tto good-%s sim-reasoner\n\t\t}\n", c, p[0], p[1], up, p[0], p[1])
 		}
 	}
 	for _, p := range contRspPairs {
@@ -362,8 +367,13 @@ func checkRspStream(t *testing.T, name string, s *rspStream, raw string) {
 	}
 }
 
-// contRspFaults are the fault cases that have a model per pair of apis.
-var contRspFaults = []string{"answer", "first", "second", "end", "reason", "tool"}
+// contRspFaults are the fault cases that have a model per pair of apis:
+// each a simulator's but toolend, the end simulator asked for a tool call
+// (the break falls after the whole call, before response.completed).
+var contRspFaults = []string{"answer", "first", "second", "end", "errin", "reason", "tool", "toolend"}
+
+// isToolCase: the case's request forces a get_weather call.
+func isToolCase(c string) bool { return c == "tool" || c == "toolend" }
 
 // relayedLogs waits (bounded) until the relay logged at least n requests
 // (a log line is written after the client read the stream's end) and
@@ -379,8 +389,9 @@ func relayedLogs(t *testing.T, logFile string, n int) string {
 // contRspWhere is where each fault case breaks, as the seam comment and the
 // log line name it; "first" breaks right after response.created, before
 // the relay committed the stream: an invisible failover, no seam.
-// "second" breaks right after the first delta (of the reasoning).
-var contRspWhere = map[string]string{"answer": "answer", "second": "reasoning", "end": "answer", "reason": "reasoning", "tool": "tool_call"}
+// "second" breaks right after the first delta (of the reasoning); "errin"
+// is an in-band error event (server_error) in the middle of the answer.
+var contRspWhere = map[string]string{"answer": "answer", "second": "reasoning", "end": "answer", "errin": "answer", "reason": "reasoning", "tool": "tool_call", "toolend": "tool_call"}
 
 // TestContinuationResponsesRaw: every fault case, for every pair of
 // upstream apis, read as raw SSE: one valid stream, continued (the seam
@@ -394,7 +405,7 @@ func TestContinuationResponsesRaw(t *testing.T) {
 	for _, c := range contRspFaults {
 		for _, p := range contRspPairs {
 			model := c + "-" + p[0] + "-" + p[1]
-			s, raw := streamContRsp(t, model, c == "tool")
+			s, raw := streamContRsp(t, model, isToolCase(c))
 			checkRspStream(t, model, s, raw)
 			if c == "first" {
 				if s.seamAt >= 0 || s.text != want || s.end != "response.completed" {
@@ -403,7 +414,7 @@ func TestContinuationResponsesRaw(t *testing.T) {
 				continue
 			}
 			where := contRspWhere[c]
-			if c == "tool" && s.seamAt > 0 && s.events[s.seamAt-1].Type == "response.output_item.done" {
+			if isToolCase(c) && s.seamAt > 0 && s.events[s.seamAt-1].Type == "response.output_item.done" {
 				// A Chat simulator reasons before its call: the seam
 				// reports a break in a held call after the reasoning as
 				// "reasoning" (the next target reasons again, marked).
@@ -428,7 +439,7 @@ func TestContinuationResponsesRaw(t *testing.T) {
 			if u := s.completed.Usage; u.OutputTokens < after || u.InputTokens == 0 || u.TotalTokens != u.InputTokens+u.OutputTokens {
 				t.Errorf("%s: usage %+v; want output_tokens >= the %d deltas after the seam", model, u, after)
 			}
-			if c == "tool" {
+			if isToolCase(c) {
 				checkOneCall(t, model, s, raw)
 				continue
 			}
@@ -593,7 +604,7 @@ func TestContinuationResponsesGoSDK(t *testing.T) {
 	for _, c := range contRspFaults {
 		for _, p := range contRspPairs {
 			model := c + "-" + p[0] + "-" + p[1]
-			r := goRspStream(t, model, c == "tool")
+			r := goRspStream(t, model, isToolCase(c))
 			if r.err != nil || !r.sawCompleted || r.completed.Status != "completed" {
 				t.Errorf("%s: stream error %v, completed %v (%s)", model, r.err, r.sawCompleted, r.completed.Status)
 				continue
@@ -601,7 +612,7 @@ func TestContinuationResponsesGoSDK(t *testing.T) {
 			if r.completed.Usage.OutputTokens == 0 || r.completed.Usage.InputTokens == 0 {
 				t.Errorf("%s: usage %+v", model, r.completed.Usage)
 			}
-			if c == "tool" {
+			if isToolCase(c) {
 				var calls []responses.ResponseOutputItemUnion
 				for _, it := range r.completed.Output {
 					if it.Type == "function_call" {
@@ -756,7 +767,7 @@ func TestContinuationResponsesNode(t *testing.T) {
 	for _, c := range contRspFaults {
 		for _, p := range contRspPairs {
 			mode := "text"
-			if c == "tool" {
+			if isToolCase(c) {
 				mode = "tools"
 			}
 			specs = append(specs, c+"-"+p[0]+"-"+p[1]+":"+mode)
@@ -775,7 +786,7 @@ func TestContinuationResponsesNode(t *testing.T) {
 				t.Errorf("%s: %+v (error %+v)", model, r, r.Error)
 				continue
 			}
-			if c == "tool" {
+			if isToolCase(c) {
 				var args map[string]any
 				if len(r.Calls) != 1 || r.Calls[0].Name != "get_weather" || json.Unmarshal([]byte(r.Calls[0].Arguments), &args) != nil {
 					t.Errorf("%s: calls %+v; want one get_weather call with JSON arguments", model, r.Calls)
