@@ -413,13 +413,11 @@ func TestContinuationResponsesRaw(t *testing.T) {
 				}
 				continue
 			}
+			// A break inside a held tool call is where=tool_call, also
+			// when the call followed reasoning with no text (a Chat
+			// simulator reasons before its call; the next target then
+			// reasons again, marked).
 			where := contRspWhere[c]
-			if isToolCase(c) && s.seamAt > 0 && s.events[s.seamAt-1].Type == "response.output_item.done" {
-				// A Chat simulator reasons before its call: the seam
-				// reports a break in a held call after the reasoning as
-				// "reasoning" (the next target reasons again, marked).
-				where = "reasoning"
-			}
 			if s.seamAt < 0 || !strings.HasPrefix(s.comment, "upstream=good-"+p[1]+" model=sim-reasoner at_token=") ||
 				!strings.HasSuffix(s.comment, " where="+where) {
 				t.Errorf("%s: seam comment %q (after %d events); want one naming good-%s where=%s\n%s", model, s.comment, s.seamAt, p[1], where, raw)
