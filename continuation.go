@@ -190,7 +190,6 @@ type continuer struct {
 	rec   splice.Recorder
 	d     splice.Dialect
 	hd    handoff.Dialect
-	isEnd func(*sse.Event) bool
 
 	t     *target
 	res   *attemptResult
@@ -236,7 +235,6 @@ func (c *chainRun) newContinuer(t *target, res *attemptResult) *continuer {
 	}
 	k := &continuer{c: c, rec: splice.NewRecorder(d, maxJournal), d: d, hd: handoffDialect(c.req.ep.dialect), t: t, res: res, src: res.events}
 	k.cur.Store(res)
-	k.isEnd = endEventOf(d)
 	return k
 }
 
@@ -377,7 +375,7 @@ func (k *continuer) Next() (sse.Event, error) {
 		}
 		if why == "" {
 			k.pass(ev)
-			if k.isEnd(&ev) {
+			if k.isEnd(&ev) { // a method, not a func value: ev stays on the stack
 				k.ended = true
 			}
 			continue
@@ -579,18 +577,16 @@ func (c *chainRun) continuationLeg(bodyFor func(*target) *requestBody) *chainRun
 	return l
 }
 
-// endEventOf is the test for a dialect's end event.
-func endEventOf(d splice.Dialect) func(*sse.Event) bool {
-	switch d {
+// isEnd reports whether ev is the end event of the stream's dialect.
+func (k *continuer) isEnd(ev *sse.Event) bool {
+	switch k.d {
 	case splice.Messages:
-		return func(ev *sse.Event) bool { return eventType(ev) == "message_stop" }
+		return eventType(ev) == "message_stop"
 	case splice.Responses:
-		return func(ev *sse.Event) bool {
-			t := eventType(ev)
-			return t == "response.completed" || t == "response.incomplete"
-		}
+		t := eventType(ev)
+		return t == "response.completed" || t == "response.incomplete"
 	}
-	return func(ev *sse.Event) bool { return ev.IsDone() }
+	return ev.IsDone()
 }
 
 // eventType is an event's type: its `event:` line, else its data's
