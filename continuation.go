@@ -186,10 +186,10 @@ func setContinuedHeader(hdr http.Header, cs []continuation) {
 
 // continuer is the source of a committed stream that may be continued.
 type continuer struct {
-	c     *chainRun
-	rec   splice.Recorder
-	d     splice.Dialect
-	hd    handoff.Dialect
+	c   *chainRun
+	rec splice.Recorder
+	d   splice.Dialect
+	hd  handoff.Dialect
 
 	t     *target
 	res   *attemptResult

@@ -2,8 +2,8 @@ package splice
 
 import (
 	"bytes"
-	"sync"
 	"strings"
+	"sync"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
