@@ -64,6 +64,17 @@ func TestContinuationSmoke(t *testing.T) {
 	if !strings.Contains(s, ": relay-continued upstream=good") {
 		t.Errorf("no seam comment:\n%s", s)
 	}
+	// The status page's recent failovers show the break and who
+	// continued it.
+	resp, err = http.Get(adminStatusURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(status), "(in the answer): continued on good") {
+		t.Errorf("the status view's failovers do not show the continuation:\n%s", status)
+	}
 	waitFor(t, 5*time.Second, "the log line", func() bool {
 		logs, _ := os.ReadFile(logFile)
 		return strings.Contains(string(logs), `"continued":[{"from":"drop (m)","to":"good (m)"`)

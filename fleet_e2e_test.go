@@ -356,13 +356,17 @@ func TestFleetSharesKeyLimits(t *testing.T) {
 
 	// rpm 6: 4 on A, then B has 2 left (a request every 10s refills
 	// nothing to speak of here).
+	// Each instance's own view of the key (GET /v1/balance) says when
+	// the other's requests have reached it: a fixed wait was too short
+	// under the whole -race suite on 2 cores (the sync is every 250ms,
+	// but a loaded machine delays its write, read and tick).
 	a.chatOK(t, "sk-limited", "m", 4)
-	time.Sleep(syncWait)
+	b.awaitRPMRemaining(t, "sk-limited", 2)
 	b.chatOK(t, "sk-limited", "m", 2)
 	if st := b.chat(t, "sk-limited", "m"); st != 429 {
 		t.Errorf("B's 3rd request after A's 4 of rpm 6: status %d, want 429", st)
 	}
-	time.Sleep(syncWait)
+	a.awaitRPMRemaining(t, "sk-limited", 0)
 	if st := a.chat(t, "sk-limited", "m"); st != 429 {
 		t.Errorf("A after the fleet's 6 of rpm 6: status %d, want 429", st)
 	}
@@ -382,6 +386,39 @@ func TestFleetSharesKeyLimits(t *testing.T) {
 	if st := b.chat(t, "sk-conc", "m"); st != 200 {
 		t.Errorf("B after A's request ended: status %d, want 200", st)
 	}
+}
+
+// awaitRPMRemaining waits (within 10s) until the instance's GET
+// /v1/balance for the key shows at most want requests left of its rpm.
+func (p *relayProc) awaitRPMRemaining(t *testing.T, key string, want int64) {
+	t.Helper()
+	var last int64 = -1
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest(http.MethodGet, p.base+"/v1/balance", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s/v1/balance: %v", p.base, err)
+		}
+		var v struct {
+			Limits struct {
+				RPM *struct {
+					Remaining int64 `json:"remaining"`
+				} `json:"rpm"`
+			} `json:"limits"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if err != nil || v.Limits.RPM == nil {
+			t.Fatalf("GET %s/v1/balance: no rpm limit (%v)", p.base, err)
+		}
+		if last = v.Limits.RPM.Remaining; last <= want {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: the key's rpm shows %d left after 10s, want at most %d: the other instance's requests never reached it", p.base, last, want)
 }
 
 // syncWait is long enough for a change on one instance to reach another
