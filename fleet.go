@@ -479,10 +479,13 @@ func (f *fleetState) queueLimits(ctx context.Context, pipe redis.Pipeliner, r *r
 		l := &r.limits[i]
 		fig := sharedstate.Figures{At: r.now}
 		if l.kl.requests != nil {
-			fig.Requests = l.kl.requests.Taken()
+			fig.Requests, fig.Since = l.kl.requests.Taken(), l.kl.requests.Since()
 		}
 		if l.kl.tokens != nil {
 			fig.Tokens = l.kl.tokens.Taken()
+			if fig.Since.IsZero() || l.kl.tokens.Since().Before(fig.Since) {
+				fig.Since = l.kl.tokens.Since()
+			}
 		}
 		if l.kl.inFlight != nil {
 			fig.InFlight = l.kl.inFlight.Load()
@@ -530,12 +533,26 @@ func (f *fleetState) applyLimits(r *round) {
 			if note != "" {
 				probs = append(probs, sharedstate.Problem{Field: inst, What: note})
 			}
-			if seen {
+			switch {
+			case seen:
 				if b := l.kl.requests; b != nil {
 					b.Drain(sharedstate.Drain(last.Figures.Requests, fig.Requests, b.Limit()), r.now)
 				}
 				if b := l.kl.tokens; b != nil {
 					b.Drain(sharedstate.Drain(last.Figures.Tokens, fig.Tokens, b.Limit()), r.now)
+				}
+			case fig.Recent(r.now, time.Minute):
+				// Seen for the first time, with counters that started
+				// less than a minute ago (an instance just started, or
+				// this one just did): all they counted is in the limits'
+				// window, so it drains here too. Taking it as the
+				// baseline instead let a fleet's first requests after a
+				// start pass one instance's rpm unshared.
+				if b := l.kl.requests; b != nil {
+					b.Drain(sharedstate.Drain(0, fig.Requests, b.Limit()), r.now)
+				}
+				if b := l.kl.tokens; b != nil {
+					b.Drain(sharedstate.Drain(0, fig.Tokens, b.Limit()), r.now)
 				}
 			}
 			if p.Live(r.now, stale) {

@@ -388,6 +388,48 @@ func TestFleetSharesKeyLimits(t *testing.T) {
 	}
 }
 
+// TestFleetSharesKeyLimitsWithLateInstance: an instance that first sees
+// another after that one's requests (here: it starts after them) still
+// counts them, when the other's counters started less than a minute
+// ago. Before, the first sighting was taken as the baseline: B let a
+// fleet's first requests through its rpm as if A had taken none (the
+// cause of TestFleetSharesKeyLimits failing under the whole -race suite).
+func TestFleetSharesKeyLimitsWithLateInstance(t *testing.T) {
+	dir := t.TempDir()
+	u := newFleetUpstreams(t)
+	sock := filepath.Join(dir, "redis.sock")
+	startRedis(t, sock)
+	state := "state redis unix:" + sock + " {\n\t\t\tsync_interval 250ms\n\t\t}"
+	a := startRelayProc(t, filepath.Join(dir, "a"), u.block(state))
+	a.chatOK(t, "sk-limited", "m", 4)
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: sock})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, _ := c.HGetAll(context.Background(), "llm_relay:limits:limited").Result()
+		if len(v) > 0 && strings.HasPrefix(firstValue(v), "4 ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A never wrote its 4 requests to Redis: %v", v)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b := startRelayProc(t, filepath.Join(dir, "b"), u.block(state))
+	b.awaitRPMRemaining(t, "sk-limited", 2)
+	b.chatOK(t, "sk-limited", "m", 2)
+	if st := b.chat(t, "sk-limited", "m"); st != 429 {
+		t.Errorf("B's 3rd request after A's 4 of rpm 6: status %d, want 429", st)
+	}
+}
+
+func firstValue(m map[string]string) string {
+	for _, v := range m {
+		return v
+	}
+	return ""
+}
+
 // awaitRPMRemaining waits (within 10s) until the instance's GET
 // /v1/balance for the key shows at most want requests left of its rpm.
 func (p *relayProc) awaitRPMRemaining(t *testing.T, key string, want int64) {

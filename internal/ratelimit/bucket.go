@@ -21,13 +21,17 @@ type Bucket struct {
 	tokens float64 // may go negative: a debt (Adjust), paid back by the refill
 	last   time.Time
 	taken  float64 // units taken here (Take, Adjust), ever: what a fleet's other instances drain
+	start  time.Time
 }
 
 // NewBucket returns a full bucket of limit units a minute (limit > 0).
 func NewBucket(limit int, now time.Time) *Bucket {
 	l := float64(max(limit, 1))
-	return &Bucket{limit: l, rate: l / float64(time.Minute), tokens: l, last: now}
+	return &Bucket{limit: l, rate: l / float64(time.Minute), tokens: l, last: now, start: now}
 }
+
+// Since is when the bucket was made: Taken counts from then.
+func (b *Bucket) Since() time.Time { return b.start }
 
 // Limit returns the units a minute.
 func (b *Bucket) Limit() int { return int(b.limit) }

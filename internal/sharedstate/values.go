@@ -54,11 +54,26 @@ func AddSpend(a, b int64) int64 {
 type Figures struct {
 	Requests, Tokens, InFlight int64
 	At                         time.Time
+	// Since is when the counters started (zero: not said, as relays
+	// before it wrote them). A reader that sees an instance for the first
+	// time drains what it counted when that was less than a minute ago:
+	// those requests are still in the window of the limits.
+	Since time.Time
 }
 
-// String is the field's value: "requests tokens in-flight unix-millis".
+// String is the field's value: "requests tokens in-flight unix-millis",
+// then " since-unix-millis" when Since is set.
 func (f Figures) String() string {
-	return fmt.Sprintf("%d %d %d %d", f.Requests, f.Tokens, f.InFlight, f.At.UnixMilli())
+	if f.Since.IsZero() {
+		return fmt.Sprintf("%d %d %d %d", f.Requests, f.Tokens, f.InFlight, f.At.UnixMilli())
+	}
+	return fmt.Sprintf("%d %d %d %d %d", f.Requests, f.Tokens, f.InFlight, f.At.UnixMilli(), f.Since.UnixMilli())
+}
+
+// Recent reports whether the counters started less than window before
+// now: all they counted is then within a window of that length.
+func (f Figures) Recent(now time.Time, window time.Duration) bool {
+	return !f.Since.IsZero() && now.Sub(f.Since) < window
 }
 
 // ParseFigures reads a key limits field. Every figure must be a decimal
@@ -66,16 +81,23 @@ func (f Figures) String() string {
 // negative, and the time is after 2020.
 func ParseFigures(v string) (Figures, error) {
 	parts := strings.Split(v, " ")
-	if len(parts) != 4 {
-		return Figures{}, errors.New("not four numbers (requests, tokens, in flight, time): skipped")
+	if len(parts) != 4 && len(parts) != 5 {
+		return Figures{}, errors.New("not four numbers (requests, tokens, in flight, time) and a start: skipped")
 	}
-	var n [4]int64
+	var n [5]int64
 	for i, p := range parts {
 		x, err := strconv.ParseInt(p, 10, 64)
 		if err != nil {
-			return Figures{}, errors.New("not four whole numbers (requests, tokens, in flight, time): skipped")
+			return Figures{}, errors.New("not four whole numbers (requests, tokens, in flight, time) and a start: skipped")
 		}
 		n[i] = x
+	}
+	var since time.Time
+	if len(parts) == 5 {
+		if n[4] < minUnixMilli || n[4] > maxUnixMilli {
+			return Figures{}, errors.New("a start before 2020 or after 9999: skipped")
+		}
+		since = time.UnixMilli(n[4])
 	}
 	switch {
 	case n[0] < 0 || n[1] < 0:
@@ -85,7 +107,7 @@ func ParseFigures(v string) (Figures, error) {
 	case n[3] < minUnixMilli || n[3] > maxUnixMilli:
 		return Figures{}, errors.New("a time before 2020 or after 9999: skipped")
 	}
-	return Figures{Requests: n[0], Tokens: n[1], InFlight: n[2], At: time.UnixMilli(n[3])}, nil
+	return Figures{Requests: n[0], Tokens: n[1], InFlight: n[2], At: time.UnixMilli(n[3]), Since: since}, nil
 }
 
 var (

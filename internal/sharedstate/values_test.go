@@ -50,13 +50,19 @@ func TestParseFigures(t *testing.T) {
 	if got, err := ParseFigures(good.String()); err != nil || got != good {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
+	good.Since = at.Add(-time.Second)
+	if got, err := ParseFigures(good.String()); err != nil || got != good || !got.Recent(at, time.Minute) || got.Recent(at.Add(time.Minute), time.Minute) {
+		t.Fatalf("round trip with a start: %+v, %v", got, err)
+	}
 	for _, tt := range []struct{ in, err string }{
 		{"0 0 -10 1780000000123", "negative"},
 		{"-1 0 0 1780000000123", "negative counters"},
 		{"0 -1 0 1780000000123", "negative counters"},
 		{"0 0 0", "four numbers"},
-		{"0 0 0 0 0", "four numbers"},
-		{"0  0 0 1780000000123", "four numbers"},
+		{"0 0 0 0 0 0", "four numbers"},
+		{"0 0 0 1780000000123 12", "start before 2020"},
+		{"0 0 0 1780000000123 1780000000000", ""},
+		{"0  0 0 1780000000123", "whole numbers"}, // five parts, one empty
 		{"0 0 0x3 1780000000123", "whole numbers"},
 		{"+1 0 0 1780000000123", ""}, // ParseInt's sign: a number all the same
 		{"0 0 0 12", "before 2020"},
@@ -81,7 +87,7 @@ func FuzzParseFigures(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if fig.Requests < 0 || fig.Tokens < 0 || fig.InFlight < 0 || fig.At.Year() < 2020 {
+		if fig.Requests < 0 || fig.Tokens < 0 || fig.InFlight < 0 || fig.At.Year() < 2020 || !fig.Since.IsZero() && fig.Since.Year() < 2020 {
 			t.Fatalf("%q: %+v", s, fig)
 		}
 		again, err := ParseFigures(fig.String())
