@@ -2,7 +2,6 @@ package llmrelay
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -206,10 +205,6 @@ type continuer struct {
 	// gaveUp: a break found no target to continue it; the stream goes on
 	// (to its error) as without continuation.
 	gaveUp bool
-	// heldCall: an event the Recorder holds (not sent yet) starts a tool
-	// call, so a break now falls inside one; held events that are only a
-	// finish and its usage (a break before the end event) are not one.
-	heldCall bool
 
 	hook     func() // the pacer's per-read hook
 	callEach bool   // src cannot take the hook: call it before each read
@@ -245,65 +240,9 @@ func (k *continuer) passFirst(first []sse.Event) []sse.Event {
 	for _, ev := range first {
 		// No clone: the first events are the attempt's own copies, and
 		// so is anything a recorder releases.
-		out = append(out, k.record(ev)...)
+		out = append(out, k.rec.Pass(ev)...)
 	}
 	return out
-}
-
-// record hands ev to the Recorder and returns what goes out now. An
-// event it holds (returns nothing for) is looked at for a tool call's
-// start; a release (the held events and ev) ends the holding. Only held
-// events are read (the tail of a stream), and none once a call is seen.
-func (k *continuer) record(ev sse.Event) []sse.Event {
-	out := k.rec.Pass(ev)
-	switch {
-	case len(out) == 0:
-		k.heldCall = k.heldCall || startsToolCall(k.d, &ev)
-	case len(out) > 1:
-		k.heldCall = false
-	}
-	return out
-}
-
-// startsToolCall reports whether ev, in the client's dialect d, starts
-// or carries a tool call: a Chat chunk with tool_calls or a
-// function_call, a Messages content_block_start of a tool_use (or a
-// server tool's). Responses streams: any held event, the rule before
-// this one (what their Recorder holds is its own to say).
-func startsToolCall(d splice.Dialect, ev *sse.Event) bool {
-	switch d {
-	case splice.Chat:
-		if !bytes.Contains(ev.Data, []byte("_call")) {
-			return false
-		}
-		var c struct {
-			Choices []struct {
-				Delta struct {
-					ToolCalls    []json.RawMessage `json:"tool_calls"`
-					FunctionCall json.RawMessage   `json:"function_call"`
-				} `json:"delta"`
-			} `json:"choices"`
-		}
-		_ = json.Unmarshal(ev.Data, &c)
-		for _, ch := range c.Choices {
-			if len(ch.Delta.ToolCalls) > 0 || len(ch.Delta.FunctionCall) > 0 && string(ch.Delta.FunctionCall) != "null" {
-				return true
-			}
-		}
-		return false
-	case splice.Messages:
-		if ev.Type != "content_block_start" && !bytes.Contains(ev.Data, []byte("content_block_start")) {
-			return false
-		}
-		var b struct {
-			ContentBlock struct {
-				Type string `json:"type"`
-			} `json:"content_block"`
-		}
-		_ = json.Unmarshal(ev.Data, &b)
-		return strings.HasSuffix(b.ContentBlock.Type, "tool_use")
-	}
-	return true
 }
 
 // abort ends the attempt being read (the client went away), so that a
@@ -398,12 +337,12 @@ func (k *continuer) Next() (sse.Event, error) {
 // Splicer once the stream was continued); queue gets what goes out.
 func (k *continuer) pass(ev sse.Event) {
 	if k.spl == nil {
-		k.queue = k.record(ev) // valid until the next Pass: the queue is drained first
+		k.queue = k.rec.Pass(ev) // valid until the next Pass: the queue is drained first
 		return
 	}
 	k.own = k.own[:0]
 	for _, s := range k.spl.Next(ev) {
-		for _, o := range k.record(s) {
+		for _, o := range k.rec.Pass(s) {
 			k.own = append(k.own, o.Clone())
 		}
 	}
@@ -411,10 +350,12 @@ func (k *continuer) pass(ev sse.Event) {
 }
 
 // continuable reports whether an in-band error is one another target may
-// do better on: a server error, overload or rate limit, or one the relay
-// cannot read. A 4xx (the request itself) ends the stream as before.
+// do better on: a server error or overload (upstreamErrorOf gives them a
+// 5xx: 502 unless the error says otherwise, 529 for Anthropic's
+// overloaded_error), a rate limit, or one the relay cannot read. A 4xx
+// (the request itself) ends the stream as before.
 func continuable(e *apiError) bool {
-	return e == nil || e.Status >= 500 || e.Status == 429 || e.Code == "overloaded_error" || e.Code == "overloaded"
+	return e == nil || e.Status >= 500 || e.Status == http.StatusTooManyRequests
 }
 
 // continueStream is the break: the next target of the chain is asked to
@@ -432,7 +373,7 @@ func (k *continuer) continueStream(why string) bool {
 	seam := k.rec.Seam()
 	where := "answer"
 	switch {
-	case seam.Discarded > 0 && k.heldCall:
+	case seam.InToolCall:
 		// Inside a tool call (which may follow reasoning with no text:
 		// the next target then starts over, reasoning included); a
 		// finish held for its end event is no tool call.
@@ -440,7 +381,6 @@ func (k *continuer) continueStream(why string) bool {
 	case seam.InReasoning:
 		where = "reasoning"
 	}
-	k.heldCall = false // the held events are the seam's now
 	answer := seam.Answer
 	if seam.InReasoning {
 		answer = "" // the next target starts over
@@ -577,32 +517,36 @@ func (c *chainRun) continuationLeg(bodyFor func(*target) *requestBody) *chainRun
 	return l
 }
 
-// isEnd reports whether ev is the end event of the stream's dialect.
+// isEnd reports whether ev is the end event of the stream's dialect: by
+// its `event:` line, else by its data's type as a JSON string literal
+// (an escaped quote inside a string cannot make one), so no event is
+// decoded on the hot path.
 func (k *continuer) isEnd(ev *sse.Event) bool {
 	switch k.d {
 	case splice.Messages:
-		return eventType(ev) == "message_stop"
+		return typed(ev, "message_stop")
 	case splice.Responses:
-		t := eventType(ev)
-		return t == "response.completed" || t == "response.incomplete"
+		return typed(ev, "response.completed") || typed(ev, "response.incomplete")
 	}
 	return ev.IsDone()
 }
 
-// eventType is an event's type: its `event:` line, else its data's
-// "type" member (read only when the data names an end at all).
-func eventType(ev *sse.Event) string {
+// typed reports an event of type t: its `event:` line, or, without one,
+// data naming it as a type value.
+func typed(ev *sse.Event, t string) bool {
 	if ev.Type != "" {
-		return ev.Type
+		return ev.Type == t
 	}
-	if !bytes.Contains(ev.Data, []byte("message_stop")) && !bytes.Contains(ev.Data, []byte("response.")) {
-		return ""
+	i := bytes.Index(ev.Data, []byte(`"type"`))
+	if i < 0 {
+		return false
 	}
-	var v struct {
-		Type string `json:"type"`
+	rest := bytes.TrimLeft(ev.Data[i+len(`"type"`):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return false
 	}
-	_ = json.Unmarshal(ev.Data, &v)
-	return v.Type
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	return len(rest) > len(t)+1 && rest[0] == '"' && string(rest[1:1+len(t)]) == t && rest[1+len(t)] == '"'
 }
 
 // MarshalLogObject is one continuation on the log line.

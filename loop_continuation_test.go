@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/handoff"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // With after_commit continue (the default), a break after the first data
@@ -96,4 +97,25 @@ func TestLoopClientErrorEventNotContinued(t *testing.T) {
 		t.Errorf("events %q; want Hello, then the upstream's error", d)
 	}
 	lr.expectSeen(t, map[string]int{"a": 1, "b": 0})
+}
+
+// typed finds an end event by its event: line or, without one, by its
+// data's type value, never by the same words inside a string.
+func TestTypedEndEvent(t *testing.T) {
+	for _, c := range []struct {
+		typ, data string
+		want      bool
+	}{
+		{"message_stop", `{"type":"message_stop"}`, true},
+		{"", `{"type":"message_stop"}`, true},
+		{"", `{ "type" : "message_stop" }`, true},
+		{"", `{"type":"message_stop_x"}`, false},
+		{"", `{"type":"content_block_delta","delta":{"text":"\"type\":\"message_stop\""}}`, false},
+		{"ping", `{"type":"message_stop"}`, false},
+	} {
+		ev := sse.Event{Type: c.typ, Data: []byte(c.data), HasData: true}
+		if got := typed(&ev, "message_stop"); got != c.want {
+			t.Errorf("typed(%q, %s) = %v, want %v", c.typ, c.data, got, c.want)
+		}
+	}
 }

@@ -574,21 +574,25 @@ func mayHold(raw json.RawMessage, word string) bool {
 	}
 }
 
+// lastMessage is the top object's messages and its last one (nil for
+// none).
+func lastMessage(top object) (msgs []json.RawMessage, last object, err error) {
+	if msgs, err = messagesOf(top); err != nil || len(msgs) == 0 {
+		return msgs, nil, err
+	}
+	last, err = message(msgs[len(msgs)-1])
+	return msgs, last, err
+}
+
 // injectTurns injects into a messages array (Chat and Messages): Prefill
 // and User. A conversation that ends with the client's own prefill (an
 // assistant turn) keeps it last.
 func injectTurns(d Dialect, top object, text string, where Inject) error {
-	msgs, err := messagesOf(top)
+	msgs, last, err := lastMessage(top)
 	if err != nil {
 		return err
 	}
 	n := len(msgs)
-	var last object
-	if n > 0 {
-		if last, err = message(msgs[n-1]); err != nil {
-			return err
-		}
-	}
 	prefilled := n > 0 && role(last) == "assistant"
 	switch where {
 	case Prefill:

@@ -151,17 +151,11 @@ func trimRight(s string) string { return strings.TrimRightFunc(s, unicode.IsSpac
 
 // continueTurns adds the answer to a messages array (Chat and Messages).
 func continueTurns(d Dialect, top object, answer string, how How) error {
-	msgs, err := messagesOf(top)
+	msgs, last, err := lastMessage(top)
 	if err != nil {
 		return err
 	}
 	n := len(msgs)
-	var last object
-	if n > 0 {
-		if last, err = message(msgs[n-1]); err != nil {
-			return err
-		}
-	}
 	var calls []json.RawMessage
 	_ = json.Unmarshal(last["tool_calls"], &calls)
 	prefilled := n > 0 && role(last) == "assistant" && len(calls) == 0

@@ -116,7 +116,7 @@ func lastRunes(s string, n int) string {
 	return s[i:]
 }
 
-// continuation applies the continuation rule to a Chat request: when it
+// continueChat applies the continuation rule to a Chat request: when it
 // asks to continue an answer the simulator would give, it sets the
 // request's content to the rest, with no reasoning and no tool call.
 func (s *Server) continueChat(req *chatRequest, echo bool) {
@@ -124,22 +124,35 @@ func (s *Server) continueChat(req *chatRequest, echo bool) {
 	for i, m := range req.Messages {
 		turns[i] = turn{m.Role, m.Content}
 	}
+	rest, ok := s.continued(turns, echo, func(start int) (bool, string) {
+		head := *req
+		head.Messages = req.Messages[:start]
+		return head.chatToolCall() != nil, head.echo()
+	})
+	if ok {
+		req.reasoning, req.content, req.continued = nil, rest, true
+	}
+}
+
+// continued is the rest of the answer for a request whose turns may end
+// with a continuation tail: the answer the simulator gives the
+// conversation before the tail (head: whether that one calls a tool, and
+// its echo), without the answer so far the tail holds. ok is false when
+// the request asks for no continuation, or for one of another answer.
+func (s *Server) continued(turns []turn, echo bool, head func(start int) (toolCall bool, echoed string)) ([]string, bool) {
 	start, p, ok := tail(turns)
 	if !ok {
-		return
+		return nil, false
 	}
-	head := *req
-	head.Messages = req.Messages[:start]
-	if head.chatToolCall() != nil {
-		return
+	calls, echoed := head(start)
+	if calls {
+		return nil, false
 	}
 	content := s.content
 	if echo {
-		content = echoPieces(head.echo())
+		content = echoPieces(echoed)
 	}
-	if rest, ok := continuePieces(content, p, s.cfg.ContinueOverlap); ok {
-		req.reasoning, req.content, req.continued = nil, rest, true
-	}
+	return continuePieces(content, p, s.cfg.ContinueOverlap)
 }
 
 // continueMessages applies the continuation rule to a Messages request.
@@ -148,20 +161,12 @@ func (s *Server) continueMessages(req *messagesRequest, plan *msgPlan, echo bool
 	for i, m := range req.Messages {
 		turns[i] = turn{m.Role, m.Content}
 	}
-	start, p, ok := tail(turns)
-	if !ok {
-		return
-	}
-	head := *req
-	head.Messages = req.Messages[:start]
-	if head.messagesToolCall() != nil {
-		return
-	}
-	content := s.content
-	if echo {
-		content = echoPieces(head.echo())
-	}
-	if rest, ok := continuePieces(content, p, s.cfg.ContinueOverlap); ok {
+	rest, ok := s.continued(turns, echo, func(start int) (bool, string) {
+		head := *req
+		head.Messages = req.Messages[:start]
+		return head.messagesToolCall() != nil, head.echo()
+	})
+	if ok {
 		plan.reasoning, plan.content, plan.tool = nil, rest, nil
 	}
 }
@@ -184,20 +189,12 @@ func (s *Server) continueResponses(req *respRequest, plan *respPlan, echo bool) 
 			turns[i] = turn{it.Role, it.Content}
 		}
 	}
-	start, p, ok := tail(turns)
-	if !ok {
-		return
-	}
-	head := *req
-	head.Input, _ = json.Marshal(raws[:start])
-	if head.responsesToolCall() != nil {
-		return
-	}
-	content := s.content
-	if echo {
-		content = echoPieces(head.echo())
-	}
-	if rest, ok := continuePieces(content, p, s.cfg.ContinueOverlap); ok {
+	rest, ok := s.continued(turns, echo, func(start int) (bool, string) {
+		head := *req
+		head.Input, _ = json.Marshal(raws[:start])
+		return head.responsesToolCall() != nil, head.echo()
+	})
+	if ok {
 		plan.summary, plan.content, plan.tool = nil, rest, nil
 	}
 }

@@ -43,6 +43,7 @@ type chatRecorder struct {
 	held     []sse.Event
 	heldSize int
 	out      []sse.Event
+	heldCall bool // a held event carries a tool call (Seam.InToolCall)
 }
 
 func newChatRecorder(maxBytes int) Recorder { return &chatRecorder{max: maxBytes} }
@@ -86,10 +87,10 @@ func (r *chatRecorder) Pass(ev sse.Event) []sse.Event {
 		}
 		return r.release(ev)
 	}
-	hold, multi, failed := false, false, ev.Type == "error"
+	hold, call, multi, failed := false, false, false, ev.Type == "error"
 	if ev.HasData {
 		var f bool
-		hold, multi, f = scanChunk(ev.Data)
+		hold, call, multi, f = scanChunk(ev.Data)
 		failed = failed || f
 	}
 	if multi {
@@ -103,6 +104,7 @@ func (r *chatRecorder) Pass(ev sse.Event) []sse.Event {
 	}
 	if r.holding || hold {
 		r.holding = true
+		r.heldCall = r.heldCall || call
 		c := ev.Clone()
 		r.held = append(r.held, c)
 		r.heldSize += len(c.Raw) + len(c.Data)
@@ -179,7 +181,7 @@ func (r *chatRecorder) spill(ev sse.Event) []sse.Event {
 
 func (r *chatRecorder) dropHeld() {
 	clear(r.held)
-	r.held, r.heldSize, r.holding = r.held[:0], 0, false
+	r.held, r.heldSize, r.holding, r.heldCall = r.held[:0], 0, false, false
 }
 
 func (r *chatRecorder) Seam() *Seam {
@@ -189,6 +191,7 @@ func (r *chatRecorder) Seam() *Seam {
 		Reasoning:    cs.reasoning,
 		InReasoning:  cs.inReasoning(),
 		Discarded:    len(r.held),
+		InToolCall:   r.heldCall,
 		ToolCalls:    cs.toolCalls,
 		OutputTokens: usage.EstimateTokens([]byte(cs.answer)) + usage.EstimateTokens([]byte(cs.reasoning)),
 	}
@@ -200,21 +203,21 @@ func (r *chatRecorder) Seam() *Seam {
 // scanChunk is the hot path's look at a chunk's data: one pass over its
 // tokens (string literals skipped eight bytes at a time, nothing
 // decoded). hold: the chunk carries a tool call (a tool_calls that is
-// neither null nor [], a function_call that is not null), a non-empty
-// refusal or a non-empty finish_reason. multi: a choice (an object in
+// neither null nor [], a function_call that is not null: call), a
+// non-empty refusal or a non-empty finish_reason. multi: a choice (an object in
 // an array of the top-level object) has an index of 1 or more; a tool
 // call's index is deeper. failed: the top-level object has an error
 // that is not null (an in-band error). A member of another object by one
 // of these names holds early, which is safe. Data that is not JSON gives
 // what was seen before the fault.
-func scanChunk(b []byte) (hold, multi, failed bool) {
+func scanChunk(b []byte) (hold, call, multi, failed bool) {
 	depth := 0
 	for i := 0; i < len(b); {
 		switch b[i] {
 		case '"':
 			end, _ := jsonscan.ScanString(b, i)
 			if end < 0 {
-				return hold, multi, failed
+				return hold, call, multi, failed
 			}
 			j := jsonscan.SkipWS(b, end)
 			if j >= len(b) || b[j] != ':' {
@@ -223,13 +226,15 @@ func scanChunk(b []byte) (hold, multi, failed bool) {
 			}
 			v := jsonscan.SkipWS(b, j+1)
 			if v >= len(b) {
-				return hold, multi, failed
+				return hold, call, multi, failed
 			}
 			switch string(b[i+1 : end-1]) {
 			case "tool_calls":
-				hold = hold || b[v] != 'n' && !emptyArray(b, v)
+				call = call || b[v] != 'n' && !emptyArray(b, v)
+				hold = hold || call
 			case "function_call":
-				hold = hold || b[v] != 'n'
+				call = call || b[v] != 'n'
+				hold = hold || call
 			case "finish_reason", "refusal":
 				hold = hold || b[v] == '"' && v+1 < len(b) && b[v+1] != '"'
 			case "index":
@@ -248,7 +253,7 @@ func scanChunk(b []byte) (hold, multi, failed bool) {
 			i++
 		}
 	}
-	return hold, multi, failed
+	return hold, call, multi, failed
 }
 
 func emptyArray(b []byte, i int) bool {

@@ -481,3 +481,18 @@ func BenchmarkChatRecorderStream(b *testing.B) {
 		r.Release()
 	}
 }
+
+// InToolCall tells a break in a held tool call from one after a held
+// finish.
+func TestChatSeamInToolCall(t *testing.T) {
+	r := NewRecorder(Chat, 1<<20)
+	feed(r, chunkEv(t, `{"content":"Hi"}`, "null"), chunkEv(t, `{}`, `"stop"`))
+	if s := r.Seam(); s.Discarded != 1 || s.InToolCall {
+		t.Fatalf("after a held finish: %+v", s)
+	}
+	r = NewRecorder(Chat, 1<<20)
+	feed(r, chunkEv(t, `{"content":"Hi"}`, "null"), chunkEv(t, `{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a"}}]}`, "null"))
+	if s := r.Seam(); s.Discarded != 1 || !s.InToolCall {
+		t.Fatalf("inside a tool call: %+v", s)
+	}
+}

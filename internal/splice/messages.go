@@ -49,6 +49,7 @@ type messagesRecorder struct {
 
 	// Upstream view (what comes in): the holding state.
 	hold      uint8 // holdNone, holdGroup, holdEnd
+	heldCall  bool  // the held events start a tool call (Seam.InToolCall)
 	resultIn  bool  // holdGroup: the block after the server tool call started
 	held      []sse.Event
 	heldBytes int
@@ -86,7 +87,7 @@ func (r *messagesRecorder) Pass(ev sse.Event) []sse.Event {
 	r.out = r.out[:0]
 	if r.hold == holdNone && len(r.held) > 0 {
 		r.held = r.held[:0] // released by the previous call
-		r.heldBytes = 0
+		r.heldBytes, r.heldCall = 0, false
 	}
 	if r.overflow && r.hold != holdNone {
 		r.hold = holdNone
@@ -115,8 +116,9 @@ func (r *messagesRecorder) Pass(ev sse.Event) []sse.Event {
 		typ := blockType(ev.Data)
 		switch {
 		case typ == "tool_use":
-			r.hold = holdEnd
+			r.hold, r.heldCall = holdEnd, true
 		case typ == "server_tool_use" || typ == "mcp_tool_use":
+			r.heldCall = true
 			if r.hold == holdNone {
 				r.hold, r.resultIn = holdGroup, false
 			}
@@ -233,17 +235,22 @@ func (r *messagesRecorder) Seam() *Seam {
 	}
 	st.inReasoning = r.thinking && !r.answerBegan
 	st.first = startUsage(r.start)
+	discarded := 0
+	if r.hold != holdNone {
+		discarded = len(r.held) // else they were released (handed) by the last Pass
+	}
 	s := &Seam{
 		Answer:       st.answer,
 		Reasoning:    st.reasoning,
 		InReasoning:  st.inReasoning,
-		Discarded:    len(r.held),
+		Discarded:    discarded,
+		InToolCall:   r.heldCall && discarded > 0,
 		ToolCalls:    r.toolCalls,
 		OutputTokens: usage.EstimateTokens([]byte(st.answer)) + usage.EstimateTokens([]byte(st.reasoning)),
 	}
 	s.splicer = func(o Options) Splicer { return newMessagesSplicer(st, o) }
 	// The held events are never sent; the continuation comes next.
-	r.held, r.heldBytes, r.hold = r.held[:0], 0, holdNone
+	r.held, r.heldBytes, r.hold, r.heldCall = r.held[:0], 0, holdNone, false
 	return s
 }
 

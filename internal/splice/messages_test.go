@@ -853,3 +853,31 @@ func TestMessagesPassAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per delta", a)
 	}
 }
+
+// A break right after a held group was released (a server tool call and
+// its result) discards nothing: those events were handed.
+func TestMessagesSeamAfterRelease(t *testing.T) {
+	r := NewRecorder(Messages, 1<<20)
+	pass(r, mStart("msg_1", 5), mBlock(0, "server_tool_use"), mStop(0), mBlock(1, "web_search_tool_result"))
+	if out := r.Pass(mStop(1)); len(out) != 4 {
+		t.Fatalf("the group's end released %d events, want 4", len(out))
+	}
+	if s := r.Seam(); s.Discarded != 0 || s.InToolCall {
+		t.Fatalf("seam after a release: %+v, want nothing discarded", s)
+	}
+}
+
+// InToolCall tells a break in a held tool call from one after a held
+// finish (message_delta).
+func TestMessagesSeamInToolCall(t *testing.T) {
+	r := NewRecorder(Messages, 1<<20)
+	pass(r, mStart("msg_1", 5), mBlock(0, "text"), mText(0, "Hi"), mStop(0), mMessageDelta("end_turn", 3))
+	if s := r.Seam(); s.Discarded != 1 || s.InToolCall {
+		t.Fatalf("after a held finish: %+v", s)
+	}
+	r = NewRecorder(Messages, 1<<20)
+	pass(r, mStart("msg_1", 5), mBlock(0, "tool_use"), mJSON(0, `{"a":`))
+	if s := r.Seam(); s.Discarded != 2 || !s.InToolCall {
+		t.Fatalf("inside a tool call: %+v", s)
+	}
+}

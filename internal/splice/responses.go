@@ -288,6 +288,7 @@ func (r *rspRecorder) Seam() *Seam {
 		Reasoning:    string(st.reasoning),
 		InReasoning:  st.sawReason && !st.sawAnswer && !st.sawCall,
 		Discarded:    len(r.held),
+		InToolCall:   len(r.held) > 0, // only tool-call items are held
 		OutputTokens: usage.EstimateTokens(st.answer) + usage.EstimateTokens(st.reasoning),
 	}
 	s.splicer = func(o Options) Splicer { return newRspSplicer(s, &st, o) }

@@ -76,6 +76,10 @@ type Seam struct {
 	// Discarded counts the held events dropped at the break (a partial
 	// tool call, a finish without its end event): never sent.
 	Discarded int
+	// InToolCall: the discarded events hold a tool call (its start, or
+	// part of it): the break fell inside one, not only after a finish
+	// held for its end event.
+	InToolCall bool
 	// ToolCalls counts the complete tool calls the client was handed
 	// (with holding on, 0: they are held to the end of the stream).
 	ToolCalls int
