@@ -751,3 +751,56 @@ type DegradeEdit struct {
 	// `unset <json_field>`, as on a target.
 	Unset []string `json:"unset,omitempty"`
 }
+
+// Resume makes streams outlive their connection (resume.go,
+// docs/resume.md). With it, every committed stream of a conversation
+// endpoint (Chat Completions, Messages, Responses) is journaled as its
+// client is sent it: each event gets an SSE `id:` (the stream's id and
+// its position), the first a `retry:` hint, and the response the headers
+// X-Relay-Stream-Id and X-Relay-Stream (the URL to resume it at). Where
+// the journal lives follows `state`: this instance's memory (state off or
+// local) or Redis Streams (state redis), where any edge of the fleet
+// reads it.
+type Resume struct {
+	// TTL is how long a stream's journal is kept after the stream ends,
+	// for late resumes and re-attaching retries. Default 5m.
+	TTL caddy.Duration `json:"ttl,omitempty"`
+
+	// MaxBytes bounds one stream's journal, in bytes of events; beyond
+	// it the oldest events go (counted), and a resume from before them
+	// gets a 404 that says so. Default 8MiB.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+
+	// MaxStreams bounds the journals this instance keeps in memory
+	// (state local; Redis bounds its own by ttl and max_bytes): beyond
+	// it the oldest ended journal goes first, then the oldest detached
+	// stream (which is stopped); when every journal is a stream still
+	// connected to its client, a new stream runs unjournaled (counted).
+	// Default 1000.
+	MaxStreams int `json:"max_streams,omitempty"`
+
+	// Coalesce is the window in which a request identical to an earlier
+	// one of the same key (same method, path and body) re-attaches to
+	// that earlier stream, when every client of it went away before its
+	// end: a client's retry after a broken stream replays the generation
+	// from its start instead of paying for a second. A stream whose
+	// client is still connected is never joined this way (two identical
+	// requests at once are two samples), nor one that ended with its
+	// client there. A request with an Idempotency-Key header re-attaches
+	// to the stream started with that key whatever this says. "off" (-1
+	// in JSON) turns body matching off. Default 2m.
+	Coalesce caddy.Duration `json:"coalesce,omitempty"`
+
+	// Detach is how long a generation goes on after its last client
+	// went away, so that a client that reconnects finds it complete; a
+	// client that resumes meanwhile stops the clock. Key limits, budgets
+	// and capacity count the generation until it ends. An explicit
+	// cancel (POST /v1/responses/{id}/cancel, DELETE on the stream URL)
+	// stops it at once. "off" (-1 in JSON): the upstream is cancelled
+	// when the client goes, as without resume. Default 2m.
+	Detach caddy.Duration `json:"detach,omitempty"`
+
+	// Retry is the reconnection delay hinted to EventSource clients (the
+	// first event's `retry:` field). Default 1s.
+	Retry caddy.Duration `json:"retry,omitempty"`
+}

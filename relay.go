@@ -112,6 +112,13 @@ type Relay struct {
 	// the stages at 70, 85 and 95 %, no queueing. See Capacity.
 	Capacity *Capacity `json:"capacity,omitempty"`
 
+	// `resume { ... }`: resumable streams. Every committed stream is
+	// journaled as its client is sent it, so a client whose connection
+	// broke resumes it from a cursor, a retry re-attaches to it instead of
+	// paying for a second generation, and a generation outlives its
+	// client for a while. Default: off. See Resume and docs/resume.md.
+	Resume *Resume `json:"resume,omitempty"`
+
 	logger      *zap.Logger
 	keys        keyring
 	upstreams   map[string]*upstreamRuntime
@@ -139,6 +146,7 @@ type Relay struct {
 	fleet       *fleetState // the shared state (state redis), or nil
 	fleetKey    string      // its key in fleetPool
 	capacity    capacityPolicy
+	resume      *resumer // nil: resume off (resume.go)
 
 	// Cost (cost.go): each key name's reasoning token budget (names with
 	// one), the (upstream, model) of every configured target, the only
