@@ -225,6 +225,19 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Capacity = c
 
+		case "resume":
+			if h.Resume != nil {
+				return d.Err("resume is already specified; use one resume block")
+			}
+			rs, err := parseResume(d)
+			if err != nil {
+				return err
+			}
+			if err := rs.check(); err != nil {
+				return d.Err(err.Error())
+			}
+			h.Resume = rs
+
 		case "smoothing":
 			if h.Smoothing != nil {
 				return d.Err("smoothing is already specified; use one smoothing block")
@@ -236,7 +249,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Smoothing = s
 
 		default:
-			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, builtin_prices, region, state or capacity", d.Val())
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, builtin_prices, region, state, capacity or resume", d.Val())
 		}
 	}
 
@@ -1645,4 +1658,63 @@ func parseCapacity(d *caddyfile.Dispenser) (*Capacity, error) {
 		}
 	}
 	return c, nil
+}
+
+// parseResume parses `resume { ttl; max_bytes; max_streams; coalesce;
+// detach; retry }`; a bare `resume` takes every default.
+func parseResume(d *caddyfile.Dispenser) (*Resume, error) {
+	if d.NextArg() {
+		return nil, d.Errf("resume takes no arguments; put settings in its block")
+	}
+	rs := new(Resume)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		key := d.Val()
+		var v string
+		if !d.Args(&v) || d.NextArg() {
+			return nil, d.Errf("resume: expected `%s <value>`", key)
+		}
+		dur := func(off bool) (caddy.Duration, error) {
+			if off && v == "off" {
+				return -1, nil
+			}
+			x, err := caddy.ParseDuration(v)
+			if err != nil || x <= 0 {
+				or := ""
+				if off {
+					or = ", or off"
+				}
+				return 0, d.Errf("resume: %s %q is not a duration above 0 such as 2m%s", key, v, or)
+			}
+			return caddy.Duration(x), nil
+		}
+		var err error
+		switch key {
+		case "ttl":
+			rs.TTL, err = dur(false)
+		case "retry":
+			rs.Retry, err = dur(false)
+		case "coalesce":
+			rs.Coalesce, err = dur(true)
+		case "detach":
+			rs.Detach, err = dur(true)
+		case "max_bytes":
+			size, perr := humanize.ParseBytes(v)
+			if perr != nil || size == 0 || size > 1<<40 {
+				return nil, d.Errf("resume: max_bytes %q is not a size such as 8MiB", v)
+			}
+			rs.MaxBytes = int64(size)
+		case "max_streams":
+			n, perr := strconv.Atoi(v)
+			if perr != nil || n <= 0 {
+				return nil, d.Errf("resume: max_streams %q is not a whole number above 0", v)
+			}
+			rs.MaxStreams = n
+		default:
+			return nil, d.Errf("unrecognized resume subdirective %q; expected ttl, max_bytes, max_streams, coalesce, detach or retry", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return rs, nil
 }

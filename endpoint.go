@@ -47,6 +47,7 @@ const (
 	kindStored      // GET /v1/responses/{id}[/input_items]: a stored response, asked of OpenAI upstreams
 	kindModels      // GET /v1/models[/<alias>]: answered by the relay
 	kindBalance     // GET /v1/balance: answered by the relay
+	kindStream      // GET or DELETE /v1/relay/streams/{id}: a journaled stream (resume_serve.go)
 )
 
 // Endpoints the relay understands, by what follows /v1/.
@@ -56,6 +57,7 @@ const (
 	restMessages    = anthropic.Path
 	restCountTokens = anthropic.CountTokensPath
 	restResponses   = "responses"
+	restStreams     = "relay/streams/"
 	restModels      = "models"
 	restBalance     = "balance"
 )
@@ -87,6 +89,8 @@ func endpointOf(u *url.URL) (ep endpoint, bad bool) {
 		ep.kind = kindModels
 	case rest == restBalance:
 		ep.kind = kindBalance
+	case strings.HasPrefix(rest, restStreams):
+		ep.kind = kindStream
 	default:
 		ep.kind = kindPassthrough
 	}

@@ -147,6 +147,7 @@ type Relay struct {
 	fleetKey    string      // its key in fleetPool
 	capacity    capacityPolicy
 	resume      *resumer // nil: resume off (resume.go)
+	resumeKey   string   // its local store's key in localStores
 
 	// Cost (cost.go): each key name's reasoning token budget (names with
 	// one), the (upstream, model) of every configured target, the only
@@ -233,6 +234,7 @@ func (h *Relay) Provision(ctx caddy.Context) error {
 	if h.fleet != nil {
 		h.fleet.register(h)
 	}
+	h.provisionResume() // after the fleet: state redis journals in Redis
 	h.startProbes(ctx)
 	h.provisioned = time.Now()
 	registerRelay(h)
@@ -313,6 +315,9 @@ func (h *Relay) Cleanup() error {
 	}
 	if h.fleet != nil {
 		_, _ = fleetPool.Delete(h.fleetKey)
+	}
+	if h.resumeKey != "" {
+		_, _ = localStores.Delete(h.resumeKey)
 	}
 	h.inflight.retire(func() {
 		for _, u := range h.upstreams {

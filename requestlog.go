@@ -114,6 +114,11 @@ type requestLog struct {
 	// continued lists the continuations of a stream that broke after
 	// its commit point (continuation.go); nil: none.
 	continued []continuation
+	// resumeStream is the id of the stream's journal (resume.go); "":
+	// not journaled. resumed says how the request was answered from a
+	// journal instead of a generation: "reattached" (a retry),
+	// "resumed" (a cursor), "background".
+	resumeStream, resumed string
 }
 
 // note records the outcome of an attempt or skip.

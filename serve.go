@@ -64,6 +64,15 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.serveModels(w, r, req)
 		return
 	}
+	// A journaled stream is read back from the journal: the provider was
+	// paid once, when it was generated (resume_serve.go).
+	if ep.kind == kindStream {
+		h.serveStream(w, r, req)
+		return
+	}
+	if ep.kind == kindStored && h.resume != nil && h.serveJournaledResponse(w, r, req) {
+		return
+	}
 	if period, over := h.overBudget(key); over {
 		h.reject(w, req, errBudgetExceeded(key, period, now))
 		return
@@ -72,9 +81,12 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, req, e)
 		return
 	}
-	if e := limits.takeRequest(w, key, now); e != nil {
-		h.reject(w, req, e)
-		return
+	bg := backgroundOf(r.Context()) // a background response's own generation (resume_serve.go)
+	if bg == nil {
+		if e := limits.takeRequest(w, key, now); e != nil {
+			h.reject(w, req, e)
+			return
+		}
 	}
 	if e := limits.enter(key); e != nil {
 		h.reject(w, req, e)
@@ -117,7 +129,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req.raw = raw
 	req.requested = body.model
-	if limits != nil && limits.tokens != nil {
+	if limits != nil && limits.tokens != nil && bg == nil {
 		est := usage.EstimatePrompt(raw)
 		if e := limits.takeTokens(w, key, est, time.Now()); e != nil {
 			h.reject(w, req, e)
@@ -179,6 +191,16 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if pol.cfg.Mode == pace.ModeSplit {
 		req.splitRatio = pol.cfg.SplitRatio
+	}
+	if h.resume != nil && ep.conversation() && ep.understood() {
+		j, jw, jr, answered := h.resumeOrJournal(w, r, req, body, raw, bg)
+		if answered {
+			return
+		}
+		if j != nil {
+			w, r = jw, jr
+			defer j.finish(req)
+		}
 	}
 	h.newChainRun(w, r, req, rt, body, pol).run()
 	h.accountRequest(req, raw)

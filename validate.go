@@ -67,6 +67,11 @@ func (h *Relay) checkConfig() error {
 	if err := h.State.check(); err != nil {
 		return err
 	}
+	if h.Resume != nil {
+		if err := h.Resume.check(); err != nil {
+			return err
+		}
+	}
 	if _, err := resolveCapacity(h.Capacity); err != nil {
 		return err
 	}
