@@ -24,8 +24,12 @@ import (
 // with: its key limits were taken by the request that asked for it.
 type backgroundKey struct{}
 
-// backgroundRun is the journal a background generation writes.
-type backgroundRun struct{ st journalStream }
+// backgroundRun is the journal a background generation writes, and the
+// key that asked for it.
+type backgroundRun struct {
+	st    journalStream
+	entry *keyEntry
+}
 
 func backgroundOf(ctx context.Context) *backgroundRun {
 	b, _ := ctx.Value(backgroundKey{}).(*backgroundRun)
@@ -37,7 +41,7 @@ func backgroundOf(ctx context.Context) *backgroundRun {
 // background response (answered at once, generated detached), or a new
 // journaled stream (j, with the writer and request the chain must use).
 // A request that is not a stream is left alone.
-func (h *Relay) resumeOrJournal(w http.ResponseWriter, r *http.Request, req *requestState, body *requestBody, raw []byte, bg *backgroundRun) (j *journaled, jw http.ResponseWriter, jr *http.Request, answered bool) {
+func (h *Relay) resumeOrJournal(w http.ResponseWriter, r *http.Request, req *requestState, body *requestBody, raw []byte, bg *backgroundRun, entry *keyEntry) (j *journaled, jw http.ResponseWriter, jr *http.Request, answered bool) {
 	if bg != nil {
 		j, jw, jr = h.journal(w, r, req, journal.Meta{}, bg.st)
 		return j, jw, jr, false
@@ -67,7 +71,7 @@ func (h *Relay) resumeOrJournal(w http.ResponseWriter, r *http.Request, req *req
 	}
 	m := journal.Meta{IdemKey: r.Header.Get("Idempotency-Key"), BodyHash: hash, Background: background}
 	if background && !body.clientStream() {
-		h.startBackground(w, r, req, body, m)
+		h.startBackground(w, r, req, body, m, entry)
 		return nil, w, r, true
 	}
 	j, jw, jr = h.journal(w, r, req, m, nil)
@@ -91,7 +95,7 @@ func (h *Relay) journal(w http.ResponseWriter, r *http.Request, req *requestStat
 // starts the generation on a request of its own (a stream, detached, its
 // journal the only reader) and answers as soon as the response exists
 // (its response.created), or with the error that ended it before.
-func (h *Relay) startBackground(w http.ResponseWriter, r *http.Request, req *requestState, body *requestBody, m journal.Meta) {
+func (h *Relay) startBackground(w http.ResponseWriter, r *http.Request, req *requestState, body *requestBody, m journal.Meta, entry *keyEntry) {
 	rs := h.resume
 	now := time.Now()
 	m.ID, m.Owner, m.Dialect, m.Created = journal.NewID(), req.key, req.ep.dialect.String(), now
@@ -104,7 +108,7 @@ func (h *Relay) startBackground(w http.ResponseWriter, r *http.Request, req *req
 	var parts [][]byte
 	parts = jsonobj.Pieces(parts, body.raw, body.members, []jsonobj.Edit{{Key: "background"}, {Key: "stream", Value: []byte("true")}})
 	gen := bytes.Join(parts, nil)
-	ctx := context.WithValue(context.WithoutCancel(r.Context()), backgroundKey{}, &backgroundRun{st: st})
+	ctx := context.WithValue(context.WithoutCancel(r.Context()), backgroundKey{}, &backgroundRun{st: st, entry: entry})
 	r2 := r.Clone(ctx)
 	r2.Body, r2.ContentLength = io.NopCloser(bytes.NewReader(gen)), int64(len(gen))
 	r2.Header.Del("Idempotency-Key")

@@ -27,7 +27,13 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	req.out = cw
 	w = cw
 
+	bg := backgroundOf(r.Context()) // a background response's own generation (resume_serve.go)
 	entry, ok := h.keys.authenticate(r)
+	if bg != nil {
+		// The request that asked for it was let in; its credentials are
+		// gone from the headers since.
+		entry, ok = bg.entry, true
+	}
 	if !ok {
 		h.reject(w, req, errUnauthorized)
 		return
@@ -81,7 +87,6 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, req, e)
 		return
 	}
-	bg := backgroundOf(r.Context()) // a background response's own generation (resume_serve.go)
 	if bg == nil {
 		if e := limits.takeRequest(w, key, now); e != nil {
 			h.reject(w, req, e)
@@ -193,7 +198,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		req.splitRatio = pol.cfg.SplitRatio
 	}
 	if h.resume != nil && ep.conversation() && ep.understood() {
-		j, jw, jr, answered := h.resumeOrJournal(w, r, req, body, raw, bg)
+		j, jw, jr, answered := h.resumeOrJournal(w, r, req, body, raw, bg, entry)
 		if answered {
 			return
 		}
