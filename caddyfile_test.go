@@ -276,7 +276,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		note string   // a regression this case guards against, if any
 	}{
 		{"matcher-like argument", "llm_relay upstream", []string{"takes no arguments besides a matcher; put settings in its block", "Testfile:1"}, ""},
-		{"unknown subdirective", ok("\tretries 3"), []string{`unrecognized llm_relay subdirective "retries"; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, builtin_prices, region, state or capacity`, "Testfile:6"}, ""},
+		{"unknown subdirective", ok("\tretries 3"), []string{`unrecognized llm_relay subdirective "retries"; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, builtin_prices, region, state, capacity or resume`, "Testfile:6"}, ""},
 
 		// key
 		{"key without token", ok("\tkey"), []string{"key: expected `key <token> [<name>]`, got 0 arguments", "Testfile:6"}, ""},

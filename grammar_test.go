@@ -56,6 +56,7 @@ var grammarBlocks = []grammarBlock{
 	{"llm_relay/capacity", "capacity", "llm_relay {\ncapacity {\n%s\n}\n}"},
 	{"llm_relay/capacity/degrade", "degrade", "llm_relay {\ncapacity {\ndegrade {\n%s\n}\n}\n}"},
 	{"llm_relay/state", "state redis", "llm_relay {\nstate redis 127.0.0.1:6379 {\n%s\n}\n}"},
+	{"llm_relay/resume", "resume", "llm_relay {\nresume {\n%s\n}\n}"},
 }
 
 // grammar is the README's grammar as a tree of directive words.

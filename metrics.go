@@ -100,7 +100,24 @@ func countContinuation(alias, upstream, where string) {
 	metricContinuations.WithLabelValues(alias, upstream, where).Inc()
 }
 
-var collectors = []prometheus.Collector{metricContinuations, metricRequests, metricAttempts, metricFailovers, metricTTFT,
+// metricResume counts what resumable streams did (resume.go).
+var metricResume = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "llm_relay", Name: "resume_total",
+	Help: "Resumable streams, by what happened: journaled (a stream's journal started), resumed (a client resumed from a cursor), reattached (a retry joined a stream instead of generating again), background (a background response started), detached (a stream's last client went away while it ran), detach_expired (no client came back within detach: cancelled), cancelled (cancelled by a client's request).",
+}, []string{"kind"})
+
+var (
+	descJournals = prometheus.NewDesc("llm_relay_resume_journals",
+		"Stream journals this instance holds (state local) or produced and still holds open (state redis), and of them those still running.",
+		[]string{"state"}, nil)
+	descJournalBytes = prometheus.NewDesc("llm_relay_resume_journal_bytes",
+		"Bytes of events in the journals this instance holds.", nil, nil)
+	descJournalDropped = prometheus.NewDesc("llm_relay_resume_journals_dropped_total",
+		"Journals dropped before their ttl (evicted: max_streams) or never started (refused: full of running streams).",
+		[]string{"why"}, nil)
+)
+
+var collectors = []prometheus.Collector{metricResume, metricContinuations, metricRequests, metricAttempts, metricFailovers, metricTTFT,
 	metricDuration, metricOutputGap, metricAddedLag, metricTokens, metricCost, metricCluster, metricCapacity, metricStateErrors, metricHandoffs, metricHandoffGap, metricReasoningDegraded, stateCollector{}, shadowCollector{}}
 
 // countHandoff counts one hand-off alias request's outcome.
@@ -154,6 +171,9 @@ func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descSharedState
 	ch <- descOccupancy
 	ch <- descInFlight
+	ch <- descJournals
+	ch <- descJournalBytes
+	ch <- descJournalDropped
 }
 
 // Collect reads the gauges at scrape time in a walk of its own over the
@@ -218,6 +238,14 @@ func (stateCollector) Collect(ch chan<- prometheus.Metric) {
 				v = 0
 			}
 			ch <- prometheus.MustNewConstMetric(descSharedState, prometheus.GaugeValue, v, f.name)
+		}
+		if n := len(relays); n > 0 && relays[n-1].resume != nil {
+			st := relays[n-1].resume.store.Stats(now)
+			ch <- prometheus.MustNewConstMetric(descJournals, prometheus.GaugeValue, float64(st.Streams-st.Running), "ended")
+			ch <- prometheus.MustNewConstMetric(descJournals, prometheus.GaugeValue, float64(st.Running), "running")
+			ch <- prometheus.MustNewConstMetric(descJournalBytes, prometheus.GaugeValue, float64(st.Bytes))
+			ch <- prometheus.MustNewConstMetric(descJournalDropped, prometheus.CounterValue, float64(st.Evicted), "evicted")
+			ch <- prometheus.MustNewConstMetric(descJournalDropped, prometheus.CounterValue, float64(st.Refused), "refused")
 		}
 	}()
 	for _, o := range occupancies() {

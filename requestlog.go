@@ -119,6 +119,7 @@ type requestLog struct {
 	// journal instead of a generation: "reattached" (a retry),
 	// "resumed" (a cursor), "background".
 	resumeStream, resumed string
+	resumeDetached        bool // its client went away before its end
 }
 
 // note records the outcome of an attempt or skip.
@@ -239,6 +240,15 @@ func (h *Relay) finishRequest(r *http.Request, req *requestState) {
 	}
 	if len(rl.continued) > 0 {
 		fields = append(fields, zap.Array("continued", continuations(rl.continued)))
+	}
+	if rl.resumeStream != "" {
+		fields = append(fields, zap.String("resume_stream", rl.resumeStream))
+		if rl.resumed != "" {
+			fields = append(fields, zap.String("resume", rl.resumed))
+		}
+		if rl.resumeDetached {
+			fields = append(fields, zap.Bool("detached", true))
+		}
 	}
 	if rl.smooth != nil {
 		fields = append(fields, zap.String("smoothing", rl.mode), zap.Object("smoothness", smoothFields{rl.smooth}))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/dustin/go-humanize"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/journal"
 )
@@ -65,9 +66,31 @@ type resumer struct {
 	counts    resumeCounts
 }
 
-// resumeCounts are the figures for metrics and the status page.
+// resumeCounts are the figures for the status page (each also counted in
+// llm_relay_resume_total).
 type resumeCounts struct {
-	journaled, resumed, reattached, detached, cancelled, expired atomic.Int64
+	journaled, resumed, reattached, background, detached, cancelled, expired atomic.Int64
+}
+
+// count counts one thing resumable streams did.
+func (c *resumeCounts) count(kind string) {
+	metricResume.WithLabelValues(kind).Inc()
+	switch kind {
+	case "journaled":
+		c.journaled.Add(1)
+	case "resumed":
+		c.resumed.Add(1)
+	case "reattached":
+		c.reattached.Add(1)
+	case "background":
+		c.background.Add(1)
+	case "detached":
+		c.detached.Add(1)
+	case "cancelled":
+		c.cancelled.Add(1)
+	case "detach_expired":
+		c.expired.Add(1)
+	}
 }
 
 // localStores keeps in-memory journals across config reloads: a reload
@@ -392,13 +415,15 @@ type journaled struct {
 	why    atomic.Value // string: why the generation was cancelled
 	left   sync.Once    // the producing client's Leave
 	client bool         // a client started it (a background generation has none)
+	// detached: the client that started it went away before its end.
+	detached atomic.Bool
 }
 
 // leave uncounts the client that started the stream, once.
 func (j *journaled) leave() {
 	j.left.Do(func() {
 		if j.client && j.st.Leave(time.Now()) {
-			j.rs.counts.detached.Add(1)
+			j.rs.counts.count("detached")
 		}
 	})
 }
@@ -417,7 +442,7 @@ func (h *Relay) startJournal(w http.ResponseWriter, r *http.Request, req *reques
 		if st = rs.store.Create(m, now); st == nil {
 			return nil, w, r
 		}
-		rs.counts.journaled.Add(1)
+		rs.counts.count("journaled")
 		st.Attach()
 	} else {
 		m = st.Info() // a background generation: no client of its own
@@ -436,9 +461,10 @@ func (j *journaled) watch(client context.Context, background bool) {
 	select {
 	case <-client.Done():
 		j.jw.gone.Store(true)
+		j.detached.Store(true)
 		j.leave()
 	case <-j.st.Cancelled():
-		j.stop("cancelled by request")
+		j.stop(whyCancelled)
 		return
 	case <-j.done:
 		return
@@ -455,7 +481,7 @@ func (j *journaled) watch(client context.Context, background bool) {
 		case <-j.done:
 			return
 		case <-j.st.Cancelled():
-			j.stop("cancelled by request")
+			j.stop(whyCancelled)
 			return
 		case now := <-tick.C:
 			if j.st.Clients() > 0 || background {
@@ -466,13 +492,16 @@ func (j *journaled) watch(client context.Context, background bool) {
 				alone = now
 			}
 			if now.Sub(alone) >= j.rs.detach {
-				j.rs.counts.expired.Add(1)
+				j.rs.counts.count("detach_expired")
 				j.stop("no client came back within resume detach " + j.rs.detach.String())
 				return
 			}
 		}
 	}
 }
+
+// whyCancelled is why a generation a client cancelled ended.
+const whyCancelled = "cancelled by request"
 
 func (j *journaled) stop(why string) {
 	j.why.Store(why)
@@ -502,11 +531,44 @@ func (j *journaled) finish(req *requestState) {
 			_, _ = jw.Write(req.ep.errorEvent(e))
 		}
 		req.streamError = "stream_cancelled"
-		j.rs.counts.cancelled.Add(1)
+		if why == whyCancelled {
+			j.rs.counts.count("cancelled")
+		}
 	case !sse || req.streamError != "":
 		state = journal.StateFailed
 	}
 	j.st.Finish(state, time.Now())
+	req.resumeDetached = j.detached.Load()
 	j.leave()
 	j.cancel()
+}
+
+// resumeStatus is the status view's line on resumable streams: the
+// journals held and what the streams did since the relay started.
+type resumeStatus struct {
+	Journals   int    `json:"journals"`
+	Running    int    `json:"running"`
+	Bytes      int    `json:"bytes"`
+	Size       string `json:"size"`
+	Journaled  int64  `json:"journaled"`
+	Resumed    int64  `json:"resumed"`
+	Reattached int64  `json:"reattached"`
+	Background int64  `json:"background"`
+	Detached   int64  `json:"detached"`
+	Cancelled  int64  `json:"cancelled"`
+	Expired    int64  `json:"detach_expired"`
+	Evicted    int    `json:"evicted"`
+	Refused    int    `json:"unjournaled"`
+}
+
+func (h *Relay) resumeStatus(now time.Time) *resumeStatus {
+	rs := h.resume
+	if rs == nil {
+		return nil
+	}
+	st := rs.store.Stats(now)
+	c := &rs.counts
+	return &resumeStatus{Journals: st.Streams, Running: st.Running, Bytes: st.Bytes, Size: humanize.IBytes(uint64(st.Bytes)),
+		Journaled: c.journaled.Load(), Resumed: c.resumed.Load(), Reattached: c.reattached.Load(), Background: c.background.Load(),
+		Detached: c.detached.Load(), Cancelled: c.cancelled.Load(), Expired: c.expired.Load(), Evicted: st.Evicted, Refused: st.Refused}
 }

@@ -60,12 +60,12 @@ func (h *Relay) resumeOrJournal(w http.ResponseWriter, r *http.Request, req *req
 		return nil, w, r, true
 	case st != nil && background && !body.clientStream():
 		req.resumed = "reattached"
-		rs.counts.reattached.Add(1)
+		rs.counts.count("reattached")
 		h.answerBackground(w, r, req, st, nil)
 		return nil, w, r, true
 	case st != nil:
 		req.resumed = "reattached"
-		rs.counts.reattached.Add(1)
+		rs.counts.count("reattached")
 		h.replay(w, r, req, st, after)
 		return nil, w, r, true
 	}
@@ -104,7 +104,7 @@ func (h *Relay) startBackground(w http.ResponseWriter, r *http.Request, req *req
 		h.reject(w, req, errResumeFull)
 		return
 	}
-	rs.counts.journaled.Add(1)
+	rs.counts.count("background")
 	var parts [][]byte
 	parts = jsonobj.Pieces(parts, body.raw, body.members, []jsonobj.Edit{{Key: "background"}, {Key: "stream", Value: []byte("true")}})
 	gen := bytes.Join(parts, nil)
@@ -229,7 +229,7 @@ func (h *Relay) serveStream(w http.ResponseWriter, r *http.Request, req *request
 			after = n
 		}
 		req.resumed = "resumed"
-		h.resume.counts.resumed.Add(1)
+		h.resume.counts.count("resumed")
 		h.replay(w, r, req, st, after)
 	case http.MethodDelete:
 		st.Cancel()
@@ -317,7 +317,7 @@ func (h *Relay) serveJournaledResponse(w http.ResponseWriter, r *http.Request, r
 			}
 		}
 		req.resumed = "resumed"
-		h.resume.counts.resumed.Add(1)
+		h.resume.counts.count("resumed")
 		h.replay(w, r, req, st, after)
 	case action == "cancel" && r.Method == http.MethodPost:
 		st.Cancel()

@@ -60,6 +60,10 @@ type Status struct {
 	// recently loaded relay's `state`), and, for redis, whether it answers.
 	State *fleetStatus `json:"state,omitempty"`
 
+	// Resume: resumable streams (the most recently loaded relay's
+	// `resume`); nil without one.
+	Resume *resumeStatus `json:"resume,omitempty"`
+
 	// Chains: per model alias, its targets in chain order.
 	Chains []chainView `json:"chains"`
 	// Streams: the last streams (at most 50), the newest first, with their
@@ -196,6 +200,7 @@ func buildStatus(now time.Time) Status {
 	if n := len(relays); n > 0 {
 		s := relays[n-1].stateStatus()
 		st.State = &s
+		st.Resume = relays[n-1].resumeStatus(now)
 	}
 	for _, h := range relays {
 		for _, rt := range h.routesInOrder() {

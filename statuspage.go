@@ -271,6 +271,7 @@ th{font-weight:600;color:var(--mute);font-size:12px}
 <marker id="th" markerUnits="userSpaceOnUse" markerWidth="4" markerHeight="12" refX="2" refY="6" overflow="visible"><path class="tk" d="M2 1v10"/></marker>
 </defs></svg><main id="status">
 <header><h1>llm_relay</h1><span class="mute" id="updated">as of {{clock .Time}} UTC</span>
+{{with .Resume}}<span id="resume">resume: <b>{{.Journals}}</b> journals ({{.Running}} running, {{.Size}}){{if .Resumed}} · {{.Resumed}} resumed{{end}}{{if .Reattached}} · {{.Reattached}} re-attached{{end}}{{if .Detached}} · {{.Detached}} detached{{end}}{{if .Background}} · {{.Background}} background{{end}}{{if .Cancelled}} · {{.Cancelled}} cancelled{{end}}{{if .Expired}} · {{.Expired}} detach expired{{end}}{{if .Evicted}} · <span class="bad">{{.Evicted}} evicted</span>{{end}}{{if .Refused}} · <span class="bad">{{.Refused}} unjournaled</span>{{end}}</span>{{end}}
 {{with .State}}<span>state: <b>{{.Backend}}</b>{{if .Up}}{{if deref .Up}} <span class="ok">up</span>{{else}} <span class="bad">down</span>{{end}}{{end}}{{with .LastError}} <span class="mute" id="state-error">{{.}}</span>{{end}}{{with .Problems}} <a class="bad" href="#shared-state">{{len .}} skipped</a>{{end}}</span>{{end}}
 <label class="mute"><input type="checkbox" id="auto" checked> refresh every {{.Refresh}}</label></header>
 {{with .State}}{{with .Problems}}
