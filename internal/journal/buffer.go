@@ -119,11 +119,16 @@ func (b *Buffer) End() {
 func (b *Buffer) Read(after uint64, max int, dst []Entry) (es []Entry, ended bool, more <-chan struct{}, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if after >= b.next-1 {
+		// Nothing after it yet. A cursor past the end is a number the
+		// client chose: it reads nothing (and must not wrap around).
+		return dst, b.ended, b.wake, nil
+	}
 	if after+1 < b.first {
 		return dst, b.ended, b.wake, ErrTrimmed
 	}
-	i := int(after + 1 - b.first)
-	for ; i < len(b.entries) && (max <= 0 || len(dst) < max); i++ {
+	i, had := int(after+1-b.first), len(dst)
+	for ; i < len(b.entries) && (max <= 0 || len(dst)-had < max); i++ {
 		dst = append(dst, b.entries[i])
 	}
 	ended = b.ended && i >= len(b.entries)
