@@ -515,7 +515,7 @@ func (j *journaled) finish(req *requestState) {
 	close(j.done)
 	jw := j.jw
 	jw.mu.Lock()
-	if rest := jw.split.Rest(); len(rest) > 0 {
+	if rest := jw.split.Close(jw.event); len(rest) > 0 {
 		jw.toClient(rest)
 	}
 	sse := jw.sse

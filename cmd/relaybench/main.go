@@ -95,6 +95,12 @@
 // path), in the same relay process: the cost of continuation for a
 // stream that never breaks. Goal: 1.05x on p50 and on CPU per stream.
 //
+// -resume measures resumable streams (issue 31; resume.go): CPU per
+// stream with `resume { }` against the same site without it (goal 1.25x),
+// the journal's bytes per stream, and the latency of a resume at the
+// stream URL with Last-Event-ID to its first replayed event (goal p99
+// under 50 ms).
+//
 // -print-config prints the generated Caddyfile and JSON and exits.
 package main
 
@@ -131,6 +137,8 @@ type options struct {
 	split           bool
 	handoff         bool
 	afterCommit     bool
+	resume          bool
+	resumeN         int
 	stateRedis      bool
 	hold            int
 	storm           int
@@ -165,6 +173,8 @@ func parseFlags() options {
 	flag.BoolVar(&o.split, "split", false, "compare the relay's streams in split-reasoning mode against the same streams in mode off (X-Relay-Mode), by process CPU per stream; implies -stream")
 	flag.BoolVar(&o.handoff, "handoff", false, "the baton pass (issue 28): Chat streams through a hand-off alias (reasoning on one simulator, answer on another, both api chat; -reasoning-tokens and -content-tokens size the legs) against plain streams of its answer target, and every hand-off's gap (the relay's time from the hand-off point to the answer leg's request written) read from the relay's log lines, p50/p99/max against the 1 ms p99 goal; with -hold, memory per open hand-off stream against a plain stream instead; implies -stream")
 	flag.BoolVar(&o.afterCommit, "after-commit", false, "compare the relay's streams with `failover { after_commit continue }` (every committed stream recorded, so that a break can be continued; issue 30) against the same streams with after_commit error, through the same relay process and simulator (aliases sim-continue and sim-error), by latency, req/s and CPU per stream; implies -stream")
+	flag.BoolVar(&o.resume, "resume", false, "resumable streams (issue 31): the relay's CPU per stream with `resume { }` against the same site without it, in the same relay process over the same simulator (goal 1.25x), the journal's bytes per stream, then -resume-n resumes (a stream dropped after a random event, resumed at its stream URL with Last-Event-ID) and their latency to the first replayed event, p50/p99 (goal p99 < 50ms); implies -stream")
+	flag.IntVar(&o.resumeN, "resume-n", 2000, "with -resume: resumes measured for the resume latency")
 	flag.BoolVar(&o.stateRedis, "state-redis", false, "compare the relay with `state redis` (a redis-server on a unix socket, which must be installed) against the same relay with `state local`, both with a client key that has a budget and a price, so every request is accounted and its spend shared")
 	flag.IntVar(&o.hold, "hold", 0, "memory per open stream: hold this many streams open against the relay in each mode and against reverse_proxy, one target at a time (the simulator slowed to a token every 5s; the other measurements are skipped)")
 	flag.IntVar(&o.storm, "storm", 0, "connect storm: send this many streaming requests at once, each on a fresh connection, to the relay and to reverse_proxy, and count the failures of each (the other measurements are skipped)")
@@ -289,6 +299,11 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 			{name: "error", url: sites.relay + "/v1/chat/completions", body: withModel(body, "sim-error"), mode: o.mode, proc: relay},
 		}
 	}
+	if o.resume {
+		o.stream = true
+		body = requestBody(true, o.promptBytes)
+		targets = resumeTargets(sites, relay)
+	}
 	if o.handoff {
 		o.stream = true
 		targets = handoffTargets(sites.handoff, relay, o.mode, o.promptBytes)
@@ -355,7 +370,7 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 	if o.afterCommit {
 		goal = goalAfterCommitRatio
 	}
-	if o.split || o.inReport {
+	if o.split || o.resume || o.inReport {
 		goal = 0 // split: a CPU goal, below; -report: each its own, in the table
 	}
 	sums = report(os.Stdout, b.results, o.requests, goal)
@@ -364,6 +379,10 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 	}
 	if o.afterCommit && !o.inReport {
 		reportCPUGoal(os.Stdout, b.results, goalAfterCommitRatio)
+	}
+	if o.resume {
+		reportCPUGoal(os.Stdout, b.results, goalResumeCPU)
+		runResume(o, client, targets, body)
 	}
 	if o.memProfile != "" {
 		if _, err := relay.ask("memprofile " + o.memProfile); err != nil {

@@ -182,19 +182,23 @@ type siteURLs struct {
 	// -handoff: the relay's site with the hand-off aliases (handoff.go),
 	// served by relayProc.
 	handoff string
+	// -resume: the relay's sites with and without resume (resume.go),
+	// served by relayProc.
+	resumeOn, resumeOff string
 }
 
 // startProcs picks free ports, writes one Caddyfile per child process and
 // starts the simulator, the relay and reverse_proxy, each in its own
 // process, logging to a file in dir.
 func startProcs(o options, dir string) (siteURLs, error) {
-	ports, err := inproc.FreePorts(13)
+	ports, err := inproc.FreePorts(15)
 	if err != nil {
 		return siteURLs{}, err
 	}
 	pSim, pSlow, pRelay, pProxy, pShadowed, pClaude := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
 	pLocal, pRedis := ports[6], ports[7]
 	pHandoff, pReason, pAnswer, pReasonSlow, pAnswerSlow := ports[8], ports[9], ports[10], ports[11], ports[12]
+	pResumeOn, pResumeOff := ports[13], ports[14]
 	head := fmt.Sprintf(globalOptions, o.logLevel)
 	tps := strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64)
 	simSrc := head + fmt.Sprintf(simSites, pSim, pSlow, o.reasoningTokens, o.contentTokens, tps)
@@ -203,6 +207,9 @@ func startProcs(o options, dir string) (siteURLs, error) {
 		// Only then: the other measurements' processes stay as they were.
 		simSrc += fmt.Sprintf(handoffSimSites, pReason, pAnswer, pReasonSlow, pAnswerSlow, o.reasoningTokens, o.contentTokens, tps)
 		relaySrc += fmt.Sprintf(handoffRelaySite, pHandoff, pReason, pAnswer, pReasonSlow, pAnswerSlow)
+	}
+	if o.resume {
+		relaySrc += fmt.Sprintf(resumeSites, pResumeOn, pResumeOff, pSim)
 	}
 	files := []struct{ name, src string }{
 		{"sim", simSrc},
@@ -240,7 +247,7 @@ func startProcs(o options, dir string) (siteURLs, error) {
 	sites := siteURLs{
 		sim: base(pSim), relay: base(pRelay), proxy: base(pProxy), shadowed: base(pShadowed), claude: base(pClaude),
 		simProc: procs[0], relayProc: procs[1], proxyProc: procs[2],
-		handoff: base(pHandoff),
+		handoff: base(pHandoff), resumeOn: base(pResumeOn), resumeOff: base(pResumeOff),
 	}
 	if o.stateRedis {
 		sites.local, sites.redis, sites.localProc, sites.redisProc = base(pLocal), base(pRedis), procs[3], procs[4]

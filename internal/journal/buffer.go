@@ -67,23 +67,46 @@ type Buffer struct {
 	maxBytes int
 	dropped  int
 	ended    bool
-	wake     chan struct{} // closed (and replaced) by every Append and by End
+	// wake is closed by the next Append or End; it is made only when a
+	// reader asks for it (most journals are never read while written).
+	wake chan struct{}
+	// page is where Append copies event data: entries are slices of
+	// it, never written again, so a stream's events cost a few
+	// allocations, not one each.
+	page []byte
 }
+
+// closed is the wake channel of an ended journal.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Page sizes: the first page of a journal, the largest it grows to.
+const (
+	minPage = 1 << 10
+	maxPage = 32 << 10
+)
 
 // NewBuffer returns an empty journal that keeps at most maxBytes of
 // event data (0: no bound).
 func NewBuffer(maxBytes int) *Buffer {
-	return &Buffer{first: 1, next: 1, maxBytes: maxBytes, wake: make(chan struct{})}
+	return &Buffer{first: 1, next: 1, maxBytes: maxBytes}
 }
 
 // Append journals a copy of block and returns its position. Beyond
 // maxBytes the oldest events go (a single event larger than maxBytes is
 // kept alone).
 func (b *Buffer) Append(block []byte, seq int64) uint64 {
-	e := Entry{Seq: seq, Data: append([]byte(nil), block...)}
 	b.mu.Lock()
-	e.N = b.next
+	if cap(b.page)-len(b.page) < len(block) {
+		size := min(max(2*cap(b.page), minPage), maxPage)
+		b.page = make([]byte, 0, max(size, len(block)))
+	}
+	at := len(b.page)
+	b.page = append(b.page, block...)
+	e := Entry{N: b.next, Seq: seq, Data: b.page[at:len(b.page):len(b.page)]}
 	b.next++
+	if b.entries == nil {
+		b.entries = make([]Entry, 0, 16)
+	}
 	b.entries = append(b.entries, e)
 	b.bytes += len(e.Data)
 	for b.maxBytes > 0 && b.bytes > b.maxBytes && len(b.entries) > 1 {
@@ -94,9 +117,11 @@ func (b *Buffer) Append(block []byte, seq int64) uint64 {
 		b.dropped++
 	}
 	w := b.wake
-	b.wake = make(chan struct{})
+	b.wake = nil
 	b.mu.Unlock()
-	close(w)
+	if w != nil && w != closed {
+		close(w)
+	}
 	return e.N
 }
 
@@ -109,8 +134,19 @@ func (b *Buffer) End() {
 	}
 	b.ended = true
 	w := b.wake
+	b.wake = closed
 	b.mu.Unlock()
-	close(w)
+	if w != nil {
+		close(w)
+	}
+}
+
+// waker is the channel the next Append or End closes; b.mu is held.
+func (b *Buffer) waker() chan struct{} {
+	if b.wake == nil {
+		b.wake = make(chan struct{})
+	}
+	return b.wake
 }
 
 // Read returns up to max events after position after (0: from the
@@ -119,15 +155,20 @@ func (b *Buffer) End() {
 func (b *Buffer) Read(after uint64, max int, dst []Entry) (es []Entry, ended bool, more <-chan struct{}, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if after+1 < b.first {
-		return dst, b.ended, b.wake, ErrTrimmed
+	if after >= b.next-1 {
+		// Nothing after it yet. A cursor past the end is a number the
+		// client chose: it reads nothing (and must not wrap around).
+		return dst, b.ended, b.waker(), nil
 	}
-	i := int(after + 1 - b.first)
-	for ; i < len(b.entries) && (max <= 0 || len(dst) < max); i++ {
+	if after+1 < b.first {
+		return dst, b.ended, b.waker(), ErrTrimmed
+	}
+	i, had := int(after+1-b.first), len(dst)
+	for ; i < len(b.entries) && (max <= 0 || len(dst)-had < max); i++ {
 		dst = append(dst, b.entries[i])
 	}
 	ended = b.ended && i >= len(b.entries)
-	return dst, ended, b.wake, nil
+	return dst, ended, b.waker(), nil
 }
 
 // AfterSeq is the position to resume after for a Responses client's

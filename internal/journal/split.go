@@ -32,7 +32,7 @@ func (s *Splitter) Write(b []byte, emit func(Block)) {
 		s.pending = append(s.pending, b...)
 		buf = s.pending
 	}
-	used := s.scan(buf, emit)
+	used := s.scan(buf, false, emit)
 	rest := buf[used:]
 	switch {
 	case len(rest) == 0:
@@ -46,6 +46,18 @@ func (s *Splitter) Write(b []byte, emit func(Block)) {
 	}
 }
 
+// Close ends the byte stream: it hands emit the blocks still pending (a
+// \r at the very end ends its line, since no \n will follow it now) and
+// returns what is left, the bytes of a block that never ended, as Rest.
+func (s *Splitter) Close(emit func(Block)) []byte {
+	if len(s.pending) > 0 {
+		used := s.scan(s.pending, true, emit)
+		n := copy(s.pending, s.pending[used:])
+		s.pending = s.pending[:n]
+	}
+	return s.Rest()
+}
+
 // Rest returns the bytes of a block that never ended, and forgets them.
 func (s *Splitter) Rest() []byte {
 	r := bytes.Clone(s.pending)
@@ -55,8 +67,9 @@ func (s *Splitter) Rest() []byte {
 
 // scan emits the whole blocks at the front of buf and returns how many
 // bytes they took. Lines end with \r\n, \n or \r, as the SSE spec says;
-// a \r at the very end of buf waits, since a \n may follow it.
-func (s *Splitter) scan(buf []byte, emit func(Block)) int {
+// a \r at the very end of buf waits, since a \n may follow it, unless
+// the stream ended (eof).
+func (s *Splitter) scan(buf []byte, eof bool, emit func(Block)) int {
 	start, pos := 0, 0
 	fields, strip := false, false
 	for pos < len(buf) {
@@ -66,10 +79,10 @@ func (s *Splitter) scan(buf []byte, emit func(Block)) int {
 		}
 		end := pos + i + 1
 		if buf[pos+i] == '\r' {
-			if end == len(buf) {
+			if end == len(buf) && !eof {
 				break // \r\n may be split across writes
 			}
-			if buf[end] == '\n' {
+			if end < len(buf) && buf[end] == '\n' {
 				end++
 			}
 		}

@@ -30,6 +30,8 @@ type Stream struct {
 	Meta
 	*Buffer
 
+	store *Store // told when the stream ends, for its ttl
+
 	mu         sync.Mutex
 	state      string
 	responseID string
@@ -57,10 +59,14 @@ func (s *Stream) ResponseID() string {
 // Finish ends the stream in state (completed, failed or cancelled).
 func (s *Stream) Finish(state string, now time.Time) {
 	s.mu.Lock()
-	if s.state == StateRunning {
+	first := s.state == StateRunning
+	if first {
 		s.state, s.ended = state, now
 	}
 	s.mu.Unlock()
+	if first && s.store != nil {
+		s.store.finished(s)
+	}
 	s.Buffer.End()
 }
 
@@ -134,6 +140,7 @@ type Store struct {
 	byResponse map[string]string // owner \x00 response id → stream id
 	byIdem     map[string]string // owner \x00 Idempotency-Key → stream id
 	byHash     map[string]string // owner \x00 body hash → the latest stream id
+	endedQ     []*Stream         // streams in the order they ended, for sweep
 	evicted    int
 	refused    int
 }
@@ -160,7 +167,7 @@ func (st *Store) Create(m Meta, now time.Time) *Stream {
 		st.refused++
 		return nil
 	}
-	s := &Stream{Meta: m, Buffer: NewBuffer(st.maxBytes), state: StateRunning, cancel: make(chan struct{})}
+	s := &Stream{Meta: m, Buffer: NewBuffer(st.maxBytes), store: st, state: StateRunning, cancel: make(chan struct{})}
 	st.streams[m.ID] = s
 	st.order = append(st.order, s)
 	if m.IdemKey != "" {
@@ -172,43 +179,57 @@ func (st *Store) Create(m Meta, now time.Time) *Stream {
 	return s
 }
 
-// evictOne drops the oldest ended stream, else the oldest orphaned one.
+// evictOne drops the stream that ended first, else the oldest orphaned
+// one.
 func (st *Store) evictOne() bool {
-	for _, ok := range []func(*Stream) bool{
-		func(s *Stream) bool { return s.Buffer.Ended() },
-		func(s *Stream) bool { return s.Orphaned() },
-	} {
-		for _, s := range st.order {
-			if ok(s) {
-				if !s.Buffer.Ended() {
-					s.Cancel()
-				}
-				st.drop(s)
-				st.evicted++
-				return true
-			}
+	for len(st.endedQ) > 0 {
+		s := st.endedQ[0]
+		st.endedQ[0] = nil
+		st.endedQ = st.endedQ[1:]
+		if st.streams[s.ID] == s {
+			st.drop(s)
+			st.evicted++
+			return true
+		}
+	}
+	for _, s := range st.order {
+		if s.Orphaned() && !s.Buffer.Ended() {
+			s.Cancel()
+			st.drop(s)
+			st.evicted++
+			return true
 		}
 	}
 	return false
 }
 
-// sweep drops the journals whose ttl passed.
+// finished queues a stream that ended for sweep.
+func (st *Store) finished(s *Stream) {
+	st.mu.Lock()
+	if st.streams[s.ID] == s {
+		st.endedQ = append(st.endedQ, s)
+	}
+	st.mu.Unlock()
+}
+
+// sweep drops the journals whose ttl passed. They are queued in the
+// order they ended, so it reads only the front of the queue: every
+// request calls it, and a scan of every stream held (up to max_streams,
+// each under its lock) was a large part of what a journaled stream cost.
 func (st *Store) sweep(now time.Time) {
-	for len(st.order) > 0 {
-		var expired *Stream
-		for _, s := range st.order {
+	for len(st.endedQ) > 0 {
+		s := st.endedQ[0]
+		if st.streams[s.ID] == s {
 			s.mu.Lock()
-			gone := s.state != StateRunning && now.Sub(s.ended) > st.ttl
+			ended := s.ended
 			s.mu.Unlock()
-			if gone {
-				expired = s
-				break
+			if now.Sub(ended) <= st.ttl {
+				return
 			}
+			st.drop(s)
 		}
-		if expired == nil {
-			return
-		}
-		st.drop(expired)
+		st.endedQ[0] = nil
+		st.endedQ = st.endedQ[1:]
 	}
 }
 
