@@ -38,7 +38,6 @@ import (
 //     loaded at the head of every round, as with one server, so a master
 //     newly promoted has it.
 
-
 // checkRedisMode validates a sentinel or cluster state (s.Mode set).
 func (s *StateConfig) checkRedisMode() error {
 	what := map[string]string{"sentinel": "sentinels", "cluster": "cluster nodes"}[s.Mode]
