@@ -275,6 +275,17 @@ func TestRedisClusterSharesState(t *testing.T) {
 	if holding < 2 {
 		t.Errorf("the relay's keys are on %d node(s) of 3; the test wants a round that spans nodes", holding)
 	}
+	// One stream's keys share a slot (streamKeyTag's form), by the
+	// cluster's own count.
+	c := redis.NewClient(&redis.Options{Addr: addrs[0], Password: password})
+	defer c.Close()
+	for _, id := range []string{"resp_6f1c0e2a9b", "chatcmpl-Zx9_-q"} {
+		events, _ := c.ClusterKeySlot(ctx, "llm_relay:stream:{"+id+"}:events").Result()
+		meta, _ := c.ClusterKeySlot(ctx, "llm_relay:stream:{"+id+"}:meta").Result()
+		if events != meta || events == 0 {
+			t.Errorf("stream %s: events in slot %d, meta in slot %d", id, events, meta)
+		}
+	}
 	rmNoSecret(t, []string{password}, a, b)
 	for _, p := range []*relayProc{a, b} {
 		if n := countLines(t, "shared state entry skipped", p.log); n > 0 {
