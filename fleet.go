@@ -313,12 +313,8 @@ func (f *fleetState) sync(now time.Time, spend bool) bool {
 	defer cancel()
 	pipe := f.client.Pipeline()
 	scripted := f.scripted(now)
-	if scripted {
-		var err error
-		if r.load, err = f.loadScript(ctx, pipe); err != nil {
-			f.failed(err)
-			return false
-		}
+	if scripted && !f.loadScript(ctx, pipe, r) {
+		return false
 	}
 	f.queueRollouts(ctx, pipe, r, scripted)
 	if spend {

@@ -325,6 +325,33 @@ func TestRedisClusterScriptFlushed(t *testing.T) {
 	}
 }
 
+// TestRedisClusterWithoutScripts: a Cluster whose user may not run
+// scripts (an ACL without @scripting on every node): the relay says so
+// once, is not down, and shares its state with plain commands.
+func TestRedisClusterWithoutScripts(t *testing.T) {
+	const password = "rm-cluster-secret"
+	addrs := rmCluster(t, password)
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr, Password: password})
+		if err := c.Do(context.Background(), "ACL", "SETUSER", "default", "-@scripting").Err(); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	want := "redis cluster " + strings.Join(slices.Sorted(slices.Values(addrs)), ",") + ` prefix "llm_relay:"`
+	a, b := rmFleet(t, "state redis cluster "+strings.Join(addrs, " "), "password "+password, want)
+	rmSharesRPM(t, a, b)
+	for _, p := range []*relayProc{a, b} {
+		raw, _ := os.ReadFile(p.log)
+		if n := strings.Count(string(raw), "Redis refuses scripts"); n != 1 {
+			t.Errorf("%s: %d lines saying Redis refuses scripts, want 1", p.dir, n)
+		}
+		if n := countLines(t, "shared state unreachable; serving from this instance's view (spend is kept and written when it is back)", p.log); n != 0 {
+			t.Errorf("%s: the refused script was taken for an outage (%d lines)", p.dir, n)
+		}
+	}
+}
+
 // TestRedisSentinelSharesState: two instances on a master found through
 // a sentinel (which has a password of its own) share a key's rpm.
 func TestRedisSentinelSharesState(t *testing.T) {

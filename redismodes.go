@@ -219,27 +219,31 @@ type clusterScript struct {
 }
 
 // loadScript queues the shared state script's load at the head of a
-// round's pipeline (one server, Sentinel), or, under Cluster, loads it
-// on every node unless that was done. It returns the load to check for
-// a refusal (nil: none to check), or an error that fails the round: a
-// Cluster that could not be reached, or is down.
-func (f *fleetState) loadScript(ctx context.Context, pipe redis.Pipeliner) (*redis.StringCmd, error) {
+// round's pipeline (one server, Sentinel: r.load, checked after the
+// round), or, under Cluster, loads it on every node unless that was
+// done. It reports whether the round goes on: under Cluster a load that
+// could not reach a node, or met a Cluster down, fails the round, and
+// one refused (an ACL without @scripting) ends it with plain commands
+// from the next round on.
+func (f *fleetState) loadScript(ctx context.Context, pipe redis.Pipeliner, r *round) bool {
 	cc, ok := f.client.(*redis.ClusterClient)
 	if !ok {
-		return pipe.ScriptLoad(ctx, sharedstate.Script), nil
+		r.load = pipe.ScriptLoad(ctx, sharedstate.Script)
+		return true
 	}
 	if f.script.onEveryNode {
-		return nil, nil
+		return true
 	}
-	load := cc.ScriptLoad(ctx, sharedstate.Script)
-	switch err := load.Err(); {
+	switch err := cc.ScriptLoad(ctx, sharedstate.Script).Err(); {
 	case err == nil:
 		f.script.onEveryNode = true
-		return nil, nil
+		return true
 	case !isReply(err) || transientReply(err):
-		return nil, err
+		f.failed(err)
+	default:
+		f.refuseScripts(r.now, err)
 	}
-	return load, nil // refused: plain commands for a while (refuseScripts)
+	return false
 }
 
 // transientReply reports whether a reply error says the server cannot
