@@ -1506,7 +1506,9 @@ func (h *Relay) checkModelSmoothing() error {
 	return nil
 }
 
-// parseState parses `state off|local` and `state redis <address> { ... }`.
+// parseState parses `state off|local` and `state redis <address> { ... }`,
+// `state redis sentinel <master_name> <sentinel_address...> { ... }` and
+// `state redis cluster <node_address...> { ... }` (redismodes.go).
 func parseState(d *caddyfile.Dispenser) (*StateConfig, error) {
 	if !d.NextArg() {
 		return nil, d.Err("state: expected off, local or redis <address>")
@@ -1526,11 +1528,22 @@ func parseState(d *caddyfile.Dispenser) (*StateConfig, error) {
 		return nil, d.Errf("state: unknown backend %q; expected off, local or redis <address>", st.Backend)
 	}
 	if !d.NextArg() {
-		return nil, d.Err("state redis: expected an address (host:port, or unix:/path/to/redis.sock)")
+		return nil, d.Err("state redis: expected an address (host:port, or unix:/path/to/redis.sock), or sentinel <master_name> <sentinel_address...>, or cluster <node_address...>")
 	}
-	st.Address = d.Val()
-	if d.NextArg() {
-		return nil, d.Errf("state redis: unexpected argument %q; put settings in its block", d.Val())
+	switch st.Address = d.Val(); st.Address {
+	case "sentinel", "cluster":
+		st.Mode, st.Address = st.Address, ""
+		if st.Mode == "sentinel" && d.NextArg() {
+			st.MasterName = d.Val()
+		}
+		st.Addresses = d.RemainingArgs()
+	default:
+		if d.NextArg() {
+			return nil, d.Errf("state redis: unexpected argument %q; put settings in its block", d.Val())
+		}
+	}
+	if err := st.check(); err != nil {
+		return nil, d.Err(err.Error()) // on the state line
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
@@ -1541,9 +1554,9 @@ func parseState(d *caddyfile.Dispenser) (*StateConfig, error) {
 			}
 			st.TLS = true
 			continue
-		case "password", "db", "prefix", "sync_interval", "share_health":
+		case "password", "db", "prefix", "sync_interval", "share_health", "sentinel_password":
 		default:
-			return nil, d.Errf("unrecognized state redis subdirective %q; expected password, db, prefix, tls, sync_interval or share_health", name)
+			return nil, d.Errf("unrecognized state redis subdirective %q; expected password, db, prefix, tls, sync_interval, share_health or sentinel_password", name)
 		}
 		if !d.NextArg() {
 			return nil, d.Errf("state redis: %s needs a value", name)
@@ -1555,6 +1568,8 @@ func parseState(d *caddyfile.Dispenser) (*StateConfig, error) {
 		switch name {
 		case "password":
 			st.Password = v
+		case "sentinel_password":
+			st.SentinelPassword = v
 		case "db":
 			n, err := strconv.Atoi(v)
 			if err != nil {
@@ -1569,9 +1584,6 @@ func parseState(d *caddyfile.Dispenser) (*StateConfig, error) {
 				return nil, err
 			}
 			st.SyncInterval = dur
-			if err := st.check(); err != nil {
-				return nil, d.Err(err.Error()) // on this line, not the block's end
-			}
 		case "share_health":
 			switch v {
 			case "on":
@@ -1582,6 +1594,9 @@ func parseState(d *caddyfile.Dispenser) (*StateConfig, error) {
 			default:
 				return nil, d.Errf("state redis: share_health %q: expected on or off", v)
 			}
+		}
+		if err := st.check(); err != nil {
+			return nil, d.Err(err.Error()) // on this line, not the block's end
 		}
 	}
 	return st, nil

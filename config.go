@@ -660,8 +660,10 @@ type Price struct {
 // (spend per key and the budget alerts raised, canary roll-outs and
 // rollbacks, ejected targets), and with whom it shares it.
 //
-// Caddyfile: `state off|local`, or `state redis <address> { ... }`; each
-// field below gives its line. The grammar is the README's Caddyfile section
+// Caddyfile: `state off|local`, or `state redis <address> { ... }`,
+// `state redis sentinel <master_name> <sentinel_address...> { ... }` or
+// `state redis cluster <node_address...> { ... }`; each field below gives
+// its line. The grammar is the README's Caddyfile section
 // (README.md#caddyfile).
 type StateConfig struct {
 	// Backend: "local" (the default, also without a state line: Caddy's
@@ -672,14 +674,39 @@ type StateConfig struct {
 	Backend string `json:"backend,omitempty"`
 
 	// Address (redis): host:port, or a unix socket as unix:/path or an
-	// absolute path.
+	// absolute path. One server (or a proxy in front of several); empty
+	// with a Mode, whose servers are in Addresses.
 	Address string `json:"address,omitempty"`
+
+	// Mode (redis): how the Redis is deployed. Default "": one server at
+	// Address. "sentinel": a master and its replicas watched by Redis
+	// Sentinel; the relay asks the sentinels (Addresses) which server is
+	// the master named MasterName, and follows a failover. "cluster": a
+	// Redis Cluster; Addresses are some of its nodes, from which the relay
+	// learns the others and which node holds which key (database 0 only).
+	// Valkey is the same in each mode.
+	Mode string `json:"mode,omitempty"`
+
+	// MasterName (redis, sentinel mode): the name the sentinels monitor
+	// the master under (`sentinel monitor <name> ...`). Required there.
+	MasterName string `json:"master_name,omitempty"`
+
+	// Addresses (redis, sentinel and cluster modes): host:port of the
+	// sentinels, or of cluster nodes. At least one; list several so the
+	// relay finds the deployment while one of them is down.
+	Addresses []string `json:"addresses,omitempty"`
+
+	// SentinelPassword (redis, sentinel mode): the sentinels' own
+	// password (requirepass in sentinel.conf), when they have one;
+	// Password is the master's. Use a placeholder. Never logged.
+	SentinelPassword string `json:"sentinel_password,omitempty"`
 
 	// Password (redis): AUTH password; use a placeholder such as
 	// {env.REDIS_PASSWORD}. Never logged.
 	Password string `json:"password,omitempty"`
 
-	// DB (redis): the database number. Default 0.
+	// DB (redis): the database number. Default 0. A Redis Cluster has
+	// only database 0.
 	DB int `json:"db,omitempty"`
 
 	// Prefix (redis): put before every key the relay writes, so several

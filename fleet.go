@@ -3,7 +3,6 @@ package llmrelay
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -23,8 +22,9 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
 )
 
-// A fleet's shared state, on Redis (`state redis`). Every instance that
-// names the same Redis (address, db and prefix) shares:
+// A fleet's shared state, on Redis (`state redis`: one server, Sentinel
+// or Cluster, redismodes.go). Every instance that names the same Redis
+// (address or mode and addresses, db and prefix) shares:
 //
 //   - spend: each instance writes its own spend per key and period as an
 //     absolute figure (a hash per key and period, one field per instance,
@@ -84,9 +84,10 @@ var fleetPool = caddy.NewUsagePool()
 
 // fleetState is one Redis's shared state, as this process sees it.
 type fleetState struct {
-	name        string // address, db and prefix, for logs and status (no password)
+	name        string // mode, addresses, db and prefix, for logs and status (no password)
 	prefix      string
-	client      *redis.Client
+	client      redis.UniversalClient
+	script      clusterScript // under Cluster (redismodes.go)
 	instance    string
 	syncEvery   time.Duration
 	shareHealth bool
@@ -130,11 +131,6 @@ func (f *fleetState) Destruct() error {
 	return f.client.Close()
 }
 
-// fleetKeyOf names a Redis state in fleetPool.
-func fleetKeyOf(c *StateConfig) string {
-	return c.Address + "|" + strconv.Itoa(c.DB) + "|" + fleetPrefix(c)
-}
-
 func fleetPrefix(c *StateConfig) string {
 	if c.Prefix == "" {
 		return "llm_relay:"
@@ -152,9 +148,13 @@ func (h *Relay) attachFleet(repl *caddy.Replacer) error {
 	if err != nil {
 		return fmt.Errorf("state redis: password: %w", err)
 	}
+	sentinelPassword, err := repl.ReplaceOrErr(c.SentinelPassword, true, true)
+	if err != nil {
+		return fmt.Errorf("state redis: sentinel_password: %w", err)
+	}
 	key := fleetKeyOf(c)
 	v, _, err := fleetPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return newFleetState(c, password, h.logger), nil
+		return newFleetState(c, password, sentinelPassword, h.logger), nil
 	})
 	if err != nil {
 		return err
@@ -163,34 +163,15 @@ func (h *Relay) attachFleet(repl *caddy.Replacer) error {
 	return nil
 }
 
-func newFleetState(c *StateConfig, password string, logger *zap.Logger) *fleetState {
-	opts := &redis.Options{
-		Addr: c.Address, Password: password, DB: c.DB,
-		DialTimeout: fleetTimeout, ReadTimeout: fleetTimeout, WriteTimeout: fleetTimeout,
-		PoolSize: 2, MaxRetries: -1, // the next tick is the retry
-		ContextTimeoutEnabled: true,
-	}
-	if path, ok := strings.CutPrefix(c.Address, "unix:"); ok || strings.HasPrefix(c.Address, "/") {
-		if !ok {
-			path = c.Address
-		}
-		opts.Network, opts.Addr = "unix", path
-	}
-	if c.TLS {
-		host := c.Address
-		if i := strings.LastIndexByte(host, ':'); i > 0 {
-			host = host[:i]
-		}
-		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
-	}
+func newFleetState(c *StateConfig, password, sentinelPassword string, logger *zap.Logger) *fleetState {
 	f := &fleetState{
-		name:        fmt.Sprintf("redis %s db %d prefix %q", c.Address, c.DB, fleetPrefix(c)),
+		name:        redisName(c),
 		prefix:      fleetPrefix(c),
-		client:      redis.NewClient(opts),
+		client:      newRedisClient(c, password, sentinelPassword),
 		instance:    instanceID(),
 		syncEvery:   durationOr(c.SyncInterval, defaultSyncInterval),
 		shareHealth: c.ShareHealth == nil || *c.ShareHealth,
-		logger:      logger.With(zap.String("state", "redis "+c.Address)),
+		logger:      logger.With(zap.String("state", "redis "+redisTarget(c))),
 		keys:        map[string]bool{},
 		canaries:    map[string]*canary.Canary{},
 		targets:     map[string]*health.Target{},
@@ -332,8 +313,8 @@ func (f *fleetState) sync(now time.Time, spend bool) bool {
 	defer cancel()
 	pipe := f.client.Pipeline()
 	scripted := f.scripted(now)
-	if scripted {
-		r.load = pipe.ScriptLoad(ctx, sharedstate.Script)
+	if scripted && !f.loadScript(ctx, pipe, r) {
+		return false
 	}
 	f.queueRollouts(ctx, pipe, r, scripted)
 	if spend {
@@ -350,6 +331,9 @@ func (f *fleetState) sync(now time.Time, spend bool) bool {
 			f.failed(err)
 			return false
 		}
+	}
+	if f.missedScript(cmds) {
+		return false // the next round, a tick later, loads it on every node
 	}
 	if r.load != nil && r.load.Err() != nil {
 		f.refuseScripts(now, r.load.Err())

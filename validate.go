@@ -703,13 +703,23 @@ func (s *StateConfig) check() error {
 		if s.Address != "" || s.Password != "" || s.DB != 0 || s.Prefix != "" || s.TLS || s.SyncInterval != 0 || s.ShareHealth != nil {
 			return fmt.Errorf("state %s: address, password, db, prefix, tls, sync_interval and share_health are settings of state redis", cmp.Or(s.Backend, "local"))
 		}
+		if s.Mode != "" || s.MasterName != "" || len(s.Addresses) > 0 || s.SentinelPassword != "" {
+			return fmt.Errorf("state %s: mode, master_name, addresses and sentinel_password are settings of state redis", cmp.Or(s.Backend, "local"))
+		}
 		return nil
 	case "redis":
 	default:
 		return fmt.Errorf("state: unknown backend %q; expected off, local or redis (JSON: state.backend)", s.Backend)
 	}
+	if s.Mode != "" {
+		if err := s.checkRedisMode(); err != nil {
+			return err
+		}
+	} else if err := s.checkRedisSingle(); err != nil {
+		return err
+	}
 	switch {
-	case s.Address == "":
+	case s.Mode == "" && s.Address == "":
 		return fmt.Errorf("state redis: an address is required (host:port, or unix:/path/to/redis.sock)")
 	case s.DB < 0:
 		return fmt.Errorf("state redis: db %d is negative; Redis databases are numbered from 0", s.DB)
@@ -717,6 +727,9 @@ func (s *StateConfig) check() error {
 		return fmt.Errorf("state redis: sync_interval %s is negative; leave it out for %s", time.Duration(s.SyncInterval), defaultSyncInterval)
 	case s.SyncInterval > 0 && time.Duration(s.SyncInterval) < fleetTick:
 		return fmt.Errorf("state redis: sync_interval %s is shorter than %s, the shared state's tick; give %s or more", time.Duration(s.SyncInterval), fleetTick, fleetTick)
+	}
+	if s.Mode != "" {
+		return nil // checkRedisMode checked the addresses
 	}
 	if strings.HasPrefix(s.Address, "unix:") || strings.HasPrefix(s.Address, "/") {
 		return nil
