@@ -417,3 +417,94 @@ func TestResumeResponses(t *testing.T) {
 		t.Fatalf("cancel: %s", cancelled)
 	}
 }
+
+// TestResumeMessagesLastEventID: a Messages client (Claude Code's
+// dialect, here over a Chat upstream) reads a few events and goes away;
+// it resumes at the stream URL with its Last-Event-ID and gets the rest
+// in the Messages shape, each event once; another key gets a 404 in the
+// Messages error shape.
+func TestResumeMessagesLastEventID(t *testing.T) {
+	startRelay(t, resumeRelay, resumeSite)
+	const body = `{"model":"m","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"hi from messages"}]}`
+	hdr := []string{"X-Api-Key", "sk-resume-a", "Anthropic-Version", "2023-06-01"}
+
+	whole := readAll(t, postPath(t, "/v1/messages", body, hdr...))
+	ref := rsBlocks(whole)
+	if len(ref) < 10 || !strings.Contains(ref[len(ref)-1].data, `"message_stop"`) {
+		t.Fatalf("the reference stream is short or unfinished:\n%s", whole)
+	}
+
+	resp := postPath(t, "/v1/messages", body, append(hdr, "Idempotency-Key", "")...)
+	url := resp.Header.Get("X-Relay-Stream")
+	if url == "" {
+		t.Fatalf("no stream URL in the headers: %v", resp.Header)
+	}
+	got := rsReadEvents(t, resp, 3)
+	last := got[len(got)-1].id
+
+	other := rsGet(t, url, "X-Api-Key", "sk-resume-b", "Anthropic-Version", "2023-06-01", "Last-Event-ID", last)
+	if msg := readAll(t, other); other.StatusCode != http.StatusNotFound || !strings.Contains(msg, `"type":"error"`) || !strings.Contains(msg, "not_found_error") {
+		t.Fatalf("another key's resume: %d %s, want a 404 in the Messages shape", other.StatusCode, msg)
+	}
+	rest := rsGet(t, url, append(hdr, "Last-Event-ID", last)...)
+	if rest.StatusCode != http.StatusOK || !strings.HasPrefix(rest.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("resume: %d %s", rest.StatusCode, rest.Header.Get("Content-Type"))
+	}
+	got = append(got, rsBlocks(readAll(t, rest))...)
+	if len(got) != len(ref) {
+		t.Fatalf("got %d events, the uninterrupted stream has %d", len(got), len(ref))
+	}
+	for i := range ref {
+		if stripVolatile(got[i].data) != stripVolatile(ref[i].data) {
+			t.Fatalf("event %d differs:\n got %s\nwant %s", i, got[i].data, ref[i].data)
+		}
+	}
+}
+
+// TestResumeDetachedCountsLimits: a detached generation is the same
+// request without its client: the key's max_concurrent counts it until
+// it ends, then frees.
+func TestResumeDetachedCountsLimits(t *testing.T) {
+	up := rsStreamUpstream(t, 40, 25*time.Millisecond, nil)
+	startRelay(t, `llm_relay {
+		key sk-resume-a a {
+			max_concurrent 1
+		}
+		upstream up `+up.v1()+` {
+			api chat
+		}
+		model m {
+			to up
+		}
+		resume {
+			detach 30s
+		}
+	}`)
+	resp := post(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"first"}]}`, "Authorization", "Bearer sk-resume-a")
+	url := resp.Header.Get("X-Relay-Stream")
+	rsReadEvents(t, resp, 2) // the client goes away; the generation goes on
+	second := `{"model":"m","stream":true,"messages":[{"role":"user","content":"second"}]}`
+	if r := post(t, second, "Authorization", "Bearer sk-resume-a"); r.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a second request while the first runs detached: %d %s, want 429 (max_concurrent 1 counts it)", r.StatusCode, readAll(t, r))
+	}
+	// The whole journal, read to its end, is the detached generation's end.
+	if tail := readAll(t, rsGet(t, url+"?after=0", "Authorization", "Bearer sk-resume-a")); !strings.HasSuffix(tail, "data: [DONE]\n\n") {
+		t.Fatalf("the detached generation did not complete:\n%s", tail)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		r := post(t, second, "Authorization", "Bearer sk-resume-a")
+		if r.StatusCode == http.StatusOK {
+			readAll(t, r)
+			break
+		}
+		readAll(t, r)
+		if time.Now().After(deadline) {
+			t.Fatalf("after the detached generation ended the key is still full: %d", r.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(up.requests()); n != 2 {
+		t.Fatalf("the upstream saw %d requests, want 2 (the 429 never reached it)", n)
+	}
+}
