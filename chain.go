@@ -177,6 +177,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	}
 	x, ok := exchangeFor(c.req.ep, t.up, t.think, c.rt.reasoningField)
 	x.request = body.raw
+	x.idBase = journalIDBase(c.req)
 	x.pivot = c.leg != nil && !c.leg.native
 	if !ok {
 		c.req.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.req.ep.rest)

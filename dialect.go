@@ -103,6 +103,11 @@ type exchange struct {
 	// handoff.go). The request is still translated from the client's
 	// dialect.
 	pivot bool
+	// idBase, when set, is the base of a translated answer's ids
+	// (chat.Options.ID): a journaled stream's own (journalIDBase), so
+	// that a Responses response id names one stream even when the
+	// upstream gives every answer the same chunk id.
+	idBase string
 }
 
 // crosses reports whether the request and its answer are translated.
@@ -255,7 +260,7 @@ func (x exchange) translateStream(src pace.Source, model string, includeUsage bo
 	if x.crosses() {
 		opt := chat.Options{Model: model, Created: time.Now().Unix(), Request: x.request,
 			IncludeUsage: includeUsage || x.client != dialectChat, KeepPauseTurn: x.client == dialectResponses,
-			InputTokens: inputTokens}
+			InputTokens: inputTokens, ID: x.idBase}
 		src = x.upstream.codec().ToChatStream(src, opt)
 		src = x.client.codec().FromChatStream(src, opt)
 	}

@@ -431,7 +431,7 @@ func (c *chainRun) handoff() {
 	}
 	defer src.close()
 
-	xOut := exchange{ep: c.req.ep, client: c.req.ep.dialect, upstream: dialectChat, rest: c.req.ep.rest, request: c.body.raw}
+	xOut := exchange{ep: c.req.ep, client: c.req.ep.dialect, upstream: dialectChat, rest: c.req.ep.rest, request: c.body.raw, idBase: journalIDBase(c.req)}
 	if c.req.ep.kind == kindChat {
 		xOut.reasoningField = c.rt.reasoningField
 	}

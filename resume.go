@@ -230,6 +230,21 @@ func (rs *resumer) reattach(r *http.Request, key, hash string, now time.Time) (s
 	return nil, 0, false
 }
 
+// journalIDBase is the base of the ids a journaled Responses stream's
+// translation mints (resp_<base>, its items'): its journal's random part,
+// so that the response id finds this stream and no other. A translated
+// response's ids used to come from the upstream's chunk id, which some
+// providers repeat for every answer (or leave out): two streams of one
+// key then had one response id, and a starting_after resume of the first
+// was answered from the second. "" for any other request (the upstream's
+// ids, as before).
+func journalIDBase(req *requestState) string {
+	if req.resumeStream == "" || req.ep.dialect != dialectResponses {
+		return ""
+	}
+	return strings.TrimPrefix(req.resumeStream, "rs_")
+}
+
 // lastEventAfter is the position a Last-Event-ID of st names (0: none).
 func lastEventAfter(r *http.Request, st journalStream) uint64 {
 	if id, n, ok := journal.ParseID(r.Header.Get("Last-Event-ID")); ok && id == st.Info().ID {

@@ -77,13 +77,13 @@ func lines(ls ...string) string { return strings.Join(ls, "\n\t\t\t") }
 
 // ports are the listening ports of the run.
 type ports struct {
-	sim, relay, chaos, proxy, bad, dead int
+	sim, relay, chaos, proxy, bad, dead, resume int
 }
 
 // caddyfile renders the config of generation gen. Every generation
 // differs (a response header), so each load is a real reload, as an
 // admin API POST /load of an edited config would be.
-func caddyfile(p ports, gen int, cs []chaosCase, logOutput, logLevel string) string {
+func caddyfile(p ports, gen int, cs []chaosCase, rcs []resumeCase, logOutput, logLevel string) string {
 	var models strings.Builder
 	for _, c := range cs {
 		fmt.Fprintf(&models, "\t\tmodel %s {\n\t\t\t%s\n\t\t}\n", c.alias, c.chain)
@@ -190,13 +190,15 @@ http://127.0.0.1:%[3]d {
 	}
 }
 `, p.sim, p.relay, p.proxy, p.bad, p.dead, gen, logOutput,
-		firstByteTimeout, tryDuration, streamIdleTimeout, heartbeat, models.String(), common, p.chaos, logLevel)
+		firstByteTimeout, tryDuration, streamIdleTimeout, heartbeat, models.String(), common, p.chaos, logLevel) +
+		resumeSite(p, gen, rcs, common)
 }
 
 // loader adapts and loads generations of the config.
 type loader struct {
 	ports     ports
 	cases     []chaosCase
+	resumes   []resumeCase
 	logOutput string
 	logLevel  string
 
@@ -213,7 +215,7 @@ func (l *loader) load() error {
 	l.gen++
 	gen := l.gen
 	l.mu.Unlock()
-	src := caddyfile(l.ports, gen, l.cases, l.logOutput, l.logLevel)
+	src := caddyfile(l.ports, gen, l.cases, l.resumes, l.logOutput, l.logLevel)
 	cfg, err := inproc.Adapt(src, "relaychaos.Caddyfile", nil)
 	if err != nil {
 		return err

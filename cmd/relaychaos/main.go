@@ -100,6 +100,7 @@ type options struct {
 	logLevel    string
 	settle      time.Duration
 	peer        string
+	resumers    int
 }
 
 func parseFlags() options {
@@ -113,6 +114,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.list, "list", false, "list the chaos cases and exit")
 	flag.StringVar(&o.logLevel, "log", "", `Caddy's log level to stderr, e.g. ERROR or INFO (default: discarded)`)
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "how long the end may take to return to the baseline")
+	flag.IntVar(&o.resumers, "resume-workers", 4, "clients of the resume cases (beside -concurrency): each disconnects from its streams at random points and resumes them")
 	flag.StringVar(&o.peer, "peer", "", "(internal) run as a fleet case's relay instance, from this directory's Caddyfile, until stdin closes")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./cmd/relaychaos [flags]\n\n"+
@@ -131,13 +133,15 @@ func parseFlags() options {
 		fatalf("-concurrency must be at least 3 (one relay, one reverse_proxy, one chaos client)")
 	case o.reload < 0:
 		fatalf("-reload must not be negative")
+	case o.resumers < 0:
+		fatalf("-resume-workers must not be negative")
 	}
 	return o
 }
 
-// selectCases applies -only and -skip to the chaos cases and the fleet
-// cases.
-func selectCases(o options) ([]chaosCase, []chaos.RedisCase) {
+// selectCases applies -only and -skip to the chaos cases, the fleet
+// cases and the resume cases.
+func selectCases(o options) ([]chaosCase, []chaos.RedisCase, []resumeCase) {
 	all := cases()
 	known := map[string]bool{}
 	for _, c := range all {
@@ -145,6 +149,9 @@ func selectCases(o options) ([]chaosCase, []chaos.RedisCase) {
 	}
 	for _, c := range chaos.RedisCases() {
 		known[c.Name] = true
+	}
+	for _, c := range resumeCases() {
+		known[c.name] = true
 	}
 	set := func(list string) map[string]bool {
 		m := map[string]bool{}
@@ -176,10 +183,16 @@ func selectCases(o options) ([]chaosCase, []chaos.RedisCase) {
 			rcs = append(rcs, c)
 		}
 	}
-	if len(out) == 0 && len(rcs) == 0 {
+	var res []resumeCase
+	for _, c := range resumeCases() {
+		if (len(only) == 0 || only[c.name]) && !skip[c.name] {
+			res = append(res, c)
+		}
+	}
+	if len(out) == 0 && len(rcs) == 0 && len(res) == 0 {
 		fatalf("no chaos case left to run")
 	}
-	return out, rcs
+	return out, rcs, res
 }
 
 func main() {
@@ -187,7 +200,7 @@ func main() {
 	if o.peer != "" {
 		os.Exit(runPeer(o.peer))
 	}
-	cs, rcs := selectCases(o)
+	cs, rcs, res := selectCases(o)
 	cleanup, err := inproc.PrivateData() // no state from, or for, another run
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -201,6 +214,9 @@ func main() {
 		for _, c := range rcs {
 			fmt.Printf("%-22s %s\n", c.Name, c.About)
 		}
+		for _, c := range res {
+			fmt.Printf("%-22s %s\n", c.name, c.about)
+		}
 		return
 	}
 	fmt.Printf("relaychaos: %s, GOMAXPROCS=%d, %s/%s; -duration %s -concurrency %d -reload %s -seed %d\n",
@@ -208,16 +224,16 @@ func main() {
 	fmt.Printf("relay: first_byte_timeout %s, try_duration %s, stream_idle_timeout %s, heartbeat %s; client deadlines: headers %s, idle %s\n",
 		firstByteTimeout, tryDuration, streamIdleTimeout, heartbeat, tryDuration+clientMargin, streamIdleTimeout+clientMargin)
 
-	os.Exit(run(o, cs, rcs))
+	os.Exit(run(o, cs, rcs, res))
 }
 
 // run is the whole suite; it returns the exit code.
-func run(o options, cs []chaosCase, rcs []chaos.RedisCase) int {
-	pp, err := inproc.FreePorts(6)
+func run(o options, cs []chaosCase, rcs []chaos.RedisCase, res []resumeCase) int {
+	pp, err := inproc.FreePorts(7)
 	if err != nil {
 		fatalf("%v", err)
 	}
-	p := ports{sim: pp[0], relay: pp[1], chaos: pp[2], proxy: pp[3], bad: pp[4], dead: pp[5]} // dead: nothing listens there
+	p := ports{sim: pp[0], relay: pp[1], chaos: pp[2], proxy: pp[3], bad: pp[4], dead: pp[5], resume: pp[6]} // dead: nothing listens there
 
 	up := chaos.NewUpstream(chaos.UpstreamParams{MaxStall: 2 * time.Minute, StormPeriod: 4 * time.Second, RetryAfter: 1, Seed: o.seed})
 	badLn, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p.bad))
@@ -235,13 +251,13 @@ func run(o options, cs []chaosCase, rcs []chaos.RedisCase) int {
 	if o.logLevel != "" {
 		logOutput, logLevel = "stderr", o.logLevel
 	}
-	ld := &loader{ports: p, cases: cs, logOutput: logOutput, logLevel: logLevel}
+	ld := &loader{ports: p, cases: cs, resumes: res, logOutput: logOutput, logLevel: logLevel}
 	if err := ld.load(); err != nil {
 		fatalf("starting Caddy: %v", err)
 	}
 	defer func() { _ = caddy.Stop() }()
-	fmt.Printf("ports on 127.0.0.1: sim %d, relay %d, relay (chaos cases) %d, reverse_proxy %d, misbehaving upstream %d, closed %d\n",
-		p.sim, p.relay, p.chaos, p.proxy, p.bad, p.dead)
+	fmt.Printf("ports on 127.0.0.1: sim %d, relay %d, relay (chaos cases) %d, relay (resume cases) %d, reverse_proxy %d, misbehaving upstream %d, closed %d\n",
+		p.sim, p.relay, p.chaos, p.resume, p.proxy, p.bad, p.dead)
 
 	client := newClient(o.concurrency)
 	lim := chaos.Limits{
@@ -267,7 +283,15 @@ func run(o options, cs []chaosCase, rcs []chaos.RedisCase) int {
 	// they are over (and their processes gone) before the after check.
 	fleetDone := make(chan fleetOutcome, 1)
 	go func() { fleetDone <- runFleet(rcs) }()
-	res := d.run()
+	// The resume cases run beside the load too, on clients of their own
+	// (no keep-alive: a reload's closing of idle connections is not
+	// theirs to tell apart).
+	rz := &resumer{d: d, up: up, base: fmt.Sprintf("http://127.0.0.1:%d", p.resume), cases: res, est: map[string]int{},
+		client: &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true, DisableCompression: true}}}
+	resumeDone := make(chan *resumeResults, 1)
+	go func() { resumeDone <- rz.run(o.resumers, time.Now().Add(o.duration), maxResumeIterations) }()
+	results := d.run()
+	resumed := <-resumeDone
 	fleet := <-fleetDone
 	nReloads, meanReload, maxReload := ld.stats()
 
@@ -277,16 +301,18 @@ func run(o options, cs []chaosCase, rcs []chaos.RedisCase) int {
 	finalReloadErr := ld.load()
 	after, settledIn := waitForBaseline(base, o.settle)
 
-	code := report(os.Stdout, res, cs, reloadFigures{n: nReloads, mean: meanReload, max: maxReload, every: o.reload})
+	code := report(os.Stdout, results, cs, reloadFigures{n: nReloads, mean: meanReload, max: maxReload, every: o.reload})
 	fleetWhy := reportFleet(os.Stdout, fleet)
+	resumeWhy := reportResume(os.Stdout, resumed, res)
 	fmt.Printf("\nresources (after: load stopped, idle client connections closed, one more reload, waited %s)\n", settledIn.Round(10*time.Millisecond))
-	fmt.Printf("  before  %s\n  peak    %s\n  after   %s\n", base, res.peak, after)
+	fmt.Printf("  before  %s\n  peak    %s\n  after   %s\n", base, results.peak, after)
 
 	var why []string
-	why = append(why, res.verdict()...)
+	why = append(why, results.verdict()...)
 	why = append(why, fleetWhy...)
-	if res.reloadErrs > 0 {
-		why = append(why, fmt.Sprintf("%d config reloads failed (first: %s)", res.reloadErrs, res.firstReloadErr))
+	why = append(why, resumeWhy...)
+	if results.reloadErrs > 0 {
+		why = append(why, fmt.Sprintf("%d config reloads failed (first: %s)", results.reloadErrs, results.firstReloadErr))
 	}
 	if finalReloadErr != nil {
 		why = append(why, "the final reload failed: "+finalReloadErr.Error())
@@ -310,6 +336,9 @@ func run(o options, cs []chaosCase, rcs []chaos.RedisCase) int {
 	fmt.Printf("\nPASS: no hang, no silent truncation, no malformed or wrong answer%s, back to baseline\n", held)
 	return 0
 }
+
+// maxResumeIterations bounds each resume worker's logical requests.
+const maxResumeIterations = 2000
 
 // leakMargins: how far above the baseline "back to baseline" may be. A
 // few goroutines and fds come and go (timers, the runtime, Caddy's own);

@@ -15,12 +15,12 @@ import (
 // TestConfigAdapts: every generation of the config adapts, generations
 // differ (so each load is a real reload), and every case has its alias.
 func TestConfigAdapts(t *testing.T) {
-	cs, _ := selectCases(options{})
-	p := ports{sim: 1001, relay: 1002, chaos: 1003, proxy: 1004, bad: 1005, dead: 1006}
+	cs, _, rcs := selectCases(options{})
+	p := ports{sim: 1001, relay: 1002, chaos: 1003, proxy: 1004, bad: 1005, dead: 1006, resume: 1007}
 	adapter := caddyconfig.GetAdapter("caddyfile")
 	var prev []byte
 	for gen := 1; gen <= 2; gen++ {
-		src := caddyfile(p, gen, cs, "discard", "ERROR")
+		src := caddyfile(p, gen, cs, rcs, "discard", "ERROR")
 		cfg, warnings, err := adapter.Adapt([]byte(src), map[string]any{"filename": "test.Caddyfile"})
 		if err != nil {
 			t.Fatalf("generation %d: %v\n%s", gen, err, src)
@@ -33,6 +33,14 @@ func TestConfigAdapts(t *testing.T) {
 				t.Errorf("case %s: alias %s missing from the JSON config", c.name, c.alias)
 			}
 		}
+		for _, c := range rcs {
+			if !bytes.Contains(cfg, []byte(`"alias":"`+c.alias+`"`)) {
+				t.Errorf("resume case %s: alias %s missing from the JSON config", c.name, c.alias)
+			}
+		}
+		if len(rcs) != 3 || !bytes.Contains(cfg, []byte(`"resume":{`)) {
+			t.Errorf("%d resume cases; no resume block in the JSON config", len(rcs))
+		}
 		if !strings.Contains(string(cfg), `"stream_idle_timeout":3000000000`) {
 			t.Errorf("stream_idle_timeout not in the JSON config")
 		}
@@ -44,19 +52,25 @@ func TestConfigAdapts(t *testing.T) {
 }
 
 func TestSelectCases(t *testing.T) {
-	all, allRedis := selectCases(options{})
-	if got, _ := selectCases(options{skip: "budget,shadow"}); len(got) != len(all)-2 {
+	all, allRedis, allResume := selectCases(options{})
+	if got, _, _ := selectCases(options{skip: "budget,shadow"}); len(got) != len(all)-2 {
 		t.Fatalf("skip: %d cases of %d", len(got), len(all))
 	}
-	got, rcs := selectCases(options{only: "429-only"})
-	if len(got) != 1 || got[0].alias != "chaos-429-only" || got[0].path != "chat/completions" || len(rcs) != 0 {
+	got, rcs, res := selectCases(options{only: "429-only"})
+	if len(got) != 1 || got[0].alias != "chaos-429-only" || got[0].path != "chat/completions" || len(rcs) != 0 || len(res) != 0 {
 		t.Fatalf("only: %+v, fleet cases %d", got, len(rcs))
 	}
-	if _, rcs := selectCases(options{skip: "redis-future"}); len(rcs) != len(allRedis)-1 || len(allRedis) < 3 {
+	if _, rcs, _ := selectCases(options{skip: "redis-future"}); len(rcs) != len(allRedis)-1 || len(allRedis) < 3 {
 		t.Fatalf("skip redis-future: %d fleet cases of %d", len(rcs), len(allRedis))
 	}
-	if got, rcs := selectCases(options{only: "redis-negative"}); len(got) != 0 || len(rcs) != 1 {
+	if got, rcs, _ := selectCases(options{only: "redis-negative"}); len(got) != 0 || len(rcs) != 1 {
 		t.Fatalf("only redis-negative: %d chaos cases, %d fleet cases", len(got), len(rcs))
+	}
+	if got, rcs, res := selectCases(options{only: "resume-responses"}); len(got) != 0 || len(rcs) != 0 || len(res) != 1 || res[0].path != "responses" {
+		t.Fatalf("only resume-responses: %d chaos, %d fleet, %+v resume cases", len(got), len(rcs), res)
+	}
+	if _, _, res := selectCases(options{skip: "resume-chat"}); len(res) != len(allResume)-1 {
+		t.Fatalf("skip resume-chat: %d resume cases of %d", len(res), len(allResume))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The continuation behaviours (issue 30): every one of them writes the
@@ -147,12 +148,16 @@ func (u *Upstream) cont(w http.ResponseWriter, r *http.Request, b Behaviour, mod
 		}
 		u.mu.Unlock()
 	}
+	paced := strings.HasSuffix(model, PacedSuffix)
 	sseHeaders(w)
 	_, _ = io.WriteString(w, "data: "+contChunk(`"role":"assistant","content":""`, "")+"\n\n")
 	flush(w)
 	for i, p := range pieces {
 		if i == at {
 			break
+		}
+		if paced && !u.pause(r, ContPacedGap) {
+			return
 		}
 		c, _ := json.Marshal(p)
 		_, _ = io.WriteString(w, "data: "+contChunk(`"content":`+string(c), "")+"\n\n")
@@ -171,6 +176,21 @@ func (u *Upstream) cont(w http.ResponseWriter, r *http.Request, b Behaviour, mod
 		}
 	}
 	_, _ = io.WriteString(w, "data: "+contChunk("", "stop")+"\n\ndata: [DONE]\n\n")
+}
+
+// pause waits d, or less when the request ends (false) or the upstream
+// closes.
+func (u *Upstream) pause(r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.Context().Done():
+		return false
+	case <-u.closed:
+		return true
+	case <-t.C:
+		return true
+	}
 }
 
 // contErrorEvent is the continuation behaviours' in-band server error.

@@ -63,8 +63,9 @@ type Upstream struct {
 	closeOnce sync.Once
 	mu        sync.Mutex
 	counts    map[Behaviour]int
-	rng       *rand.Rand      // the continuation behaviours' break points (under mu)
-	contBroke map[string]bool // the last answer per target broke (under mu)
+	rng       *rand.Rand       // the continuation behaviours' break points (under mu)
+	contBroke map[string]bool  // the last answer per target broke (under mu)
+	hits      map[string][]Hit // the resume cases' requests by nonce (under mu)
 }
 
 // NewUpstream returns the upstream.
@@ -82,7 +83,7 @@ func NewUpstream(p UpstreamParams) *Upstream {
 		p.Start = p.Now()
 	}
 	return &Upstream{p: p, closed: make(chan struct{}), counts: map[Behaviour]int{},
-		rng: rand.New(rand.NewPCG(p.Seed, 0x636f6e74)), contBroke: map[string]bool{}}
+		rng: rand.New(rand.NewPCG(p.Seed, 0x636f6e74)), contBroke: map[string]bool{}, hits: map[string][]Hit{}}
 }
 
 // Close ends every stall, current and future.
@@ -97,6 +98,16 @@ func (u *Upstream) Counts() map[Behaviour]int {
 		out[k] = v
 	}
 	return out
+}
+
+// TakeHits returns the requests that carried nonce (a resume case's, in
+// its prompt), and forgets them.
+func (u *Upstream) TakeHits(nonce string) []Hit {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	h := u.hits[nonce]
+	delete(u.hits, nonce)
+	return h
 }
 
 // StormActive reports whether a 503 storm is on at now: the first half of
@@ -127,8 +138,12 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if name, _, ok := strings.Cut(req.Model, "@"); ok && isCont(Behaviour(name)) {
 		b = Behaviour(name) // "cont-drop@<tag>": a target of its own (see cont)
 	}
+	nonce := findNonce(body)
 	u.mu.Lock()
 	u.counts[b]++
+	if nonce != "" {
+		u.hits[nonce] = append(u.hits[nonce], Hit{Path: r.URL.Path, Fresh: answerSoFar(body) == ""})
+	}
 	u.mu.Unlock()
 	if isCont(b) {
 		u.cont(w, r, b, req.Model, body, req.Stream)

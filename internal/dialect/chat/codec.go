@@ -74,6 +74,12 @@ type Options struct {
 	// dialect announces it before the Chat stream says (Messages'
 	// message_start): the relay's estimate.
 	InputTokens int
+	// ID, for FromChatStream and FromChatResponse, is the base of the
+	// ids of what is made (a Responses response's resp_<ID> and its
+	// items'), instead of the source's chunk id: the caller's own, unique
+	// where the source's may not be (a provider that sends one id for
+	// every answer, or none). "" derives them from the source's.
+	ID string
 }
 
 // FinishPauseTurn is the finish_reason of a turn the provider paused

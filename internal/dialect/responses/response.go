@@ -67,6 +67,9 @@ type result struct {
 
 func newResult(chatID, model string, created int64, opt chat.Options) *result {
 	base := strings.TrimPrefix(chatID, "chatcmpl-")
+	if opt.ID != "" {
+		base = opt.ID
+	}
 	if base == "" {
 		base = "0"
 	}
