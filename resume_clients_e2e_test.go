@@ -1,0 +1,333 @@
+package llmrelay_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Resumable streams (issue 31) with the official clients: the openai npm
+// client's Responses streams resumed by starting_after, background
+// responses polled, streamed and cancelled (e2e/node/resume-responses.mjs);
+// the eventsource npm package reconnecting with Last-Event-ID through a
+// proxy that cuts its first connection (e2e/node/resume-eventsource.mjs);
+// the openai and Anthropic SDKs reading journaled streams with heartbeats
+// (e2e/node/resume-sdks.mjs). Codex CLI's retries: resume_codex_e2e_test.go.
+
+// rcSite is the simulator these tests use, on :9130: one handler speaks
+// Responses, Chat and Messages; 40 answer tokens at 80 a second make a
+// stream of half a second, long enough to be cut and resumed while it
+// is still being generated. The text depends on the seed only, so two
+// requests with different inputs get the same answer (the tests vary the
+// input so that no request re-attaches to another test's stream).
+const rcSite = `http://127.0.0.1:9130 {
+	handle /slow/* {
+		llm_simulator {
+			seed 31
+			reasoning_tokens 6
+			content_tokens 40
+			pattern steady 10
+		}
+	}
+	llm_simulator {
+		seed 31
+		reasoning_tokens 6
+		content_tokens 40
+		pattern steady 80
+	}
+}`
+
+// rcRelay reaches the simulator natively (Responses), as Chat and as
+// Anthropic Messages, with resume on; model slow takes four seconds.
+const rcRelay = `llm_relay {
+		key sk-rc-a a
+		key sk-rc-b b
+		upstream native http://127.0.0.1:9130/v1
+		upstream simchat http://127.0.0.1:9130/v1 {
+			api chat
+		}
+		upstream simanth http://127.0.0.1:9130/v1 {
+			api anthropic
+		}
+		model native {
+			to native sim
+		}
+		model via-chat {
+			to simchat sim
+		}
+		model via-claude {
+			to simanth sim
+		}
+		upstream slowchat http://127.0.0.1:9130/slow/v1 {
+			api chat
+		}
+		model slow {
+			to slowchat sim
+		}
+		resume {
+			detach 30s
+			retry 200ms
+		}
+	}`
+
+// rcNode runs an e2e/node script with a bound and returns its one JSON
+// line decoded into out. The test is skipped when node or the package
+// is missing, and fails then under RELAY_REQUIRE_NODE=1.
+func rcNode(t *testing.T, pkg, script string, out any, args ...string) {
+	t.Helper()
+	requireNodeTool(t, filepath.Join(pkg, "package.json"), "the "+pkg+" Node package")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("e2e/node/node_modules is installed but node is not on PATH: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("e2e", "node", script)}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NO_COLOR=1"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) || ctx.Err() != nil {
+		t.Fatalf("node %s %v: %v\nstderr: %s", script, args, err, stderr.String())
+	}
+	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), out); jerr != nil {
+		t.Fatalf("node %s %v (%v): output is not one JSON line: %v\nstdout: %s\nstderr: %s", script, args, err, jerr, stdout.String(), stderr.String())
+	}
+}
+
+// rcNonce makes an input no other request sent.
+func rcNonce(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + " " + hex.EncodeToString(b[:])
+}
+
+// rcNodeError is what the scripts report when the SDK raised.
+type rcNodeError struct {
+	Name    string `json:"name"`
+	Status  int    `json:"status"`
+	Message string `json:"message"`
+}
+
+// rcEvent is one Responses event as the SDK parsed it.
+type rcEvent map[string]any
+
+func (e rcEvent) seq() int {
+	f, _ := e["sequence_number"].(float64)
+	return int(f)
+}
+
+func (e rcEvent) typ() string { s, _ := e["type"].(string); return s }
+
+// rcVolatile are the fields two generations of one answer may differ in:
+// the ids minted per response and item, and the times.
+var rcVolatile = map[string]bool{"id": true, "item_id": true, "created_at": true, "completed_at": true, "response_id": true, "call_id": true}
+
+// rcStable is an event without its volatile fields, as JSON.
+func rcStable(v any) string {
+	var strip func(any) any
+	strip = func(v any) any {
+		switch x := v.(type) {
+		case rcEvent:
+			return strip(map[string]any(x))
+		case map[string]any:
+			m := map[string]any{}
+			for k, e := range x {
+				if !rcVolatile[k] {
+					m[k] = strip(e)
+				}
+			}
+			return m
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = strip(e)
+			}
+			return out
+		}
+		return v
+	}
+	b, _ := json.Marshal(strip(v))
+	return string(b)
+}
+
+// rcText joins a Responses stream's output_text deltas.
+func rcText(events []rcEvent) string {
+	var s strings.Builder
+	for _, e := range events {
+		if e.typ() == "response.output_text.delta" {
+			d, _ := e["delta"].(string)
+			s.WriteString(d)
+		}
+	}
+	return s.String()
+}
+
+// rcSameStream fails unless got is want event for event (volatile fields
+// aside), its sequence numbers 0, 1, 2... with no gap and no repeat.
+func rcSameStream(t *testing.T, name string, got, want []rcEvent) {
+	t.Helper()
+	for i, e := range got {
+		if e.seq() != i {
+			var seqs []int
+			for _, e := range got {
+				seqs = append(seqs, e.seq())
+			}
+			t.Errorf("%s: event %d has sequence_number %d; the sequence: %v", name, i, e.seq(), seqs)
+			return
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%s: %d events, the uninterrupted stream has %d", name, len(got), len(want))
+		return
+	}
+	for i := range want {
+		if g, w := rcStable(got[i]), rcStable(want[i]); g != w {
+			t.Errorf("%s: event %d differs:\n got %s\nwant %s", name, i, g, w)
+			return
+		}
+	}
+}
+
+type rcResponsesRun struct {
+	ID     string    `json:"id"`
+	Events []rcEvent `json:"events"`
+	Cuts   []struct {
+		ID     string    `json:"id"`
+		Before []rcEvent `json:"before"`
+		After  []rcEvent `json:"after"`
+		Helper *struct {
+			Text   string `json:"text"`
+			Status string `json:"status"`
+			Events int    `json:"events"`
+		} `json:"helper"`
+	} `json:"cuts"`
+	First *struct {
+		Status     string `json:"status"`
+		Background bool   `json:"background"`
+	} `json:"first"`
+	Polls int `json:"polls"`
+	Final *struct {
+		Status string `json:"status"`
+		Text   string `json:"text"`
+	} `json:"final"`
+	Cancelled *struct {
+		Status string `json:"status"`
+	} `json:"cancelled"`
+	Retrieved *struct {
+		Status string `json:"status"`
+		Text   string `json:"text"`
+	} `json:"retrieved"`
+	Error *rcNodeError `json:"error"`
+}
+
+func rcResponses(t *testing.T, model, input, mode string, args ...string) rcResponsesRun {
+	t.Helper()
+	var r rcResponsesRun
+	rcNode(t, "openai", "resume-responses.mjs", &r, append([]string{relayBase + "/v1", "sk-rc-a", model, input, mode}, args...)...)
+	if r.Error != nil {
+		t.Fatalf("%s %s: the SDK raised %+v", model, mode, *r.Error)
+	}
+	return r
+}
+
+// TestResumeResponsesOpenAINode: the openai npm client reads a Responses
+// stream for a few events and aborts it (its connection goes away); the
+// relay goes on generating (resume detach); the client asks for the rest
+// with responses.retrieve(id, {stream: true, starting_after}) and ends up
+// with exactly the events of an uninterrupted stream, sequence numbers
+// 0..n-1, none missing, none twice, whether the target speaks Responses,
+// Chat or Anthropic Messages. The SDK's own resuming helper
+// (responses.stream({response_id, starting_after})) completes the same
+// answer.
+func TestResumeResponsesOpenAINode(t *testing.T) {
+	startRelay(t, rcRelay, rcSite)
+	for _, model := range []string{"native", "via-chat", "via-claude"} {
+		r := rcResponses(t, model, rcNonce("hi"), "resume", "1,7,-1")
+		whole := r.Events
+		if len(whole) < 20 || whole[len(whole)-1].typ() != "response.completed" {
+			t.Fatalf("%s: the uninterrupted stream is short or unfinished: %d events", model, len(whole))
+		}
+		text := rcText(whole)
+		for i, k := range []int{1, 7, len(whole) - 1} {
+			c := r.Cuts[i]
+			if len(c.Before) != k || c.ID == "" {
+				t.Fatalf("%s cut at %d: read %d events before the abort, response id %q", model, k, len(c.Before), c.ID)
+			}
+			rcSameStream(t, model+" cut at "+strconv.Itoa(k), append(c.Before, c.After...), whole)
+			if c.Helper == nil || c.Helper.Text != text || c.Helper.Status != "completed" {
+				t.Errorf("%s cut at %d: responses.stream({response_id, starting_after}): %+v; want %q, completed", model, k, c.Helper, text)
+			}
+		}
+	}
+}
+
+// rcWantText is the simulator's answer, asked of it directly.
+func rcWantText(t *testing.T) string {
+	t.Helper()
+	resp, err := httpClient.Post("http://127.0.0.1:9130/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"sim","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatalf("asking the simulator: %v", err)
+	}
+	var c struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if body := readAll(t, resp); json.Unmarshal([]byte(body), &c) != nil || len(c.Choices) != 1 || c.Choices[0].Message.Content == "" {
+		t.Fatalf("the simulator answered %d: %s", resp.StatusCode, body)
+	}
+	return c.Choices[0].Message.Content
+}
+
+// TestResumeBackgroundOpenAINode: the openai npm client creates a
+// background response (background: true) for each target dialect: it is
+// answered at once, in progress; polled with responses.retrieve(id) it
+// completes with the whole answer; streamed with retrieve(id, {stream:
+// true}) it is the whole stream from sequence_number 0. One cancelled
+// with responses.cancel(id) while it runs says cancelled, and so does
+// retrieve(id) after, with less than the whole answer.
+func TestResumeBackgroundOpenAINode(t *testing.T) {
+	startRelay(t, rcRelay, rcSite)
+	want := rcWantText(t)
+	for _, model := range []string{"native", "via-chat", "via-claude"} {
+		r := rcResponses(t, model, rcNonce("hi"), "background")
+		if r.First == nil || r.First.Status != "in_progress" && r.First.Status != "queued" || !r.First.Background {
+			t.Errorf("%s: create answered %+v; want in progress (or queued), background", model, r.First)
+		}
+		if r.Final == nil || r.Final.Status != "completed" || r.Final.Text != want {
+			t.Errorf("%s: polled %d times, the response is %+v; want completed with %q", model, r.Polls, r.Final, want)
+		}
+		n := len(r.Events)
+		if n < 20 || r.Events[n-1].typ() != "response.completed" || rcText(r.Events) != want {
+			t.Errorf("%s: the streamed background response has %d events, the last %q, the text %q", model, n, r.Events[max(n-1, 0)].typ(), rcText(r.Events))
+		}
+		for i, e := range r.Events {
+			if e.seq() != i {
+				t.Errorf("%s: streamed event %d has sequence_number %d", model, i, e.seq())
+				break
+			}
+		}
+	}
+	r := rcResponses(t, "slow", rcNonce("hi"), "cancel")
+	if r.First == nil || r.First.Status != "in_progress" && r.First.Status != "queued" {
+		t.Errorf("cancel: create answered %+v", r.First)
+	}
+	if r.Cancelled == nil || r.Cancelled.Status != "cancelled" || r.Retrieved == nil || r.Retrieved.Status != "cancelled" || r.Retrieved.Text == want {
+		t.Errorf("cancel: responses.cancel answered %+v, retrieve %+v; want cancelled, with less than the whole answer", r.Cancelled, r.Retrieved)
+	}
+}
