@@ -7,11 +7,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -47,16 +51,28 @@ const rcSite = `http://127.0.0.1:9130 {
 	}
 }`
 
-// rcRelay reaches the simulator natively (Responses), as Chat and as
-// Anthropic Messages, with resume on; model slow takes four seconds.
-const rcRelay = `llm_relay {
+// rcRelay reaches the simulator (at sim, its base URL without /v1: the
+// simulator itself or a witness proxy in front of it) natively
+// (Responses), as Chat and as Anthropic Messages, with resume on: models
+// native, via-chat and via-claude take half a second, slow-native, slow
+// and slow-claude four; the hb- models are the slow ones with a heartbeat
+// every 50ms, so comments fall between the journaled events.
+func rcRelay(sim string) string {
+	return `llm_relay {
 		key sk-rc-a a
 		key sk-rc-b b
-		upstream native http://127.0.0.1:9130/v1
-		upstream simchat http://127.0.0.1:9130/v1 {
+		upstream native ` + sim + `/v1
+		upstream simchat ` + sim + `/v1 {
 			api chat
 		}
-		upstream simanth http://127.0.0.1:9130/v1 {
+		upstream simanth ` + sim + `/v1 {
+			api anthropic
+		}
+		upstream slownative ` + sim + `/slow/v1
+		upstream slowchat ` + sim + `/slow/v1 {
+			api chat
+		}
+		upstream slowanth ` + sim + `/slow/v1 {
 			api anthropic
 		}
 		model native {
@@ -68,17 +84,42 @@ const rcRelay = `llm_relay {
 		model via-claude {
 			to simanth sim
 		}
-		upstream slowchat http://127.0.0.1:9130/slow/v1 {
-			api chat
+		model slow-native {
+			to slownative sim
 		}
 		model slow {
 			to slowchat sim
+		}
+		model slow-claude {
+			to slowanth sim
+		}
+		model hb-native {
+			to slownative sim
+			smoothing off {
+				heartbeat 50ms
+			}
+		}
+		model hb-chat {
+			to slowchat sim
+			smoothing off {
+				heartbeat 50ms
+			}
+		}
+		model hb-claude {
+			to slowanth sim
+			smoothing off {
+				heartbeat 50ms
+			}
 		}
 		resume {
 			detach 30s
 			retry 200ms
 		}
 	}`
+}
+
+// rcSim is the simulator's own base URL.
+const rcSim = "http://127.0.0.1:9130"
 
 // rcNode runs an e2e/node script with a bound and returns its one JSON
 // line decoded into out. The test is skipped when node or the package
@@ -252,7 +293,7 @@ func rcResponses(t *testing.T, model, input, mode string, args ...string) rcResp
 // (responses.stream({response_id, starting_after})) completes the same
 // answer.
 func TestResumeResponsesOpenAINode(t *testing.T) {
-	startRelay(t, rcRelay, rcSite)
+	startRelay(t, rcRelay(rcSim), rcSite)
 	for _, model := range []string{"native", "via-chat", "via-claude"} {
 		r := rcResponses(t, model, rcNonce("hi"), "resume", "1,7,-1")
 		whole := r.Events
@@ -302,7 +343,7 @@ func rcWantText(t *testing.T) string {
 // with responses.cancel(id) while it runs says cancelled, and so does
 // retrieve(id) after, with less than the whole answer.
 func TestResumeBackgroundOpenAINode(t *testing.T) {
-	startRelay(t, rcRelay, rcSite)
+	startRelay(t, rcRelay(rcSim), rcSite)
 	want := rcWantText(t)
 	for _, model := range []string{"native", "via-chat", "via-claude"} {
 		r := rcResponses(t, model, rcNonce("hi"), "background")
@@ -330,4 +371,165 @@ func TestResumeBackgroundOpenAINode(t *testing.T) {
 	if r.Cancelled == nil || r.Cancelled.Status != "cancelled" || r.Retrieved == nil || r.Retrieved.Status != "cancelled" || r.Retrieved.Text == want {
 		t.Errorf("cancel: responses.cancel answered %+v, retrieve %+v; want cancelled, with less than the whole answer", r.Cancelled, r.Retrieved)
 	}
+}
+
+// rcProxy is an HTTP proxy the tests put between two parties: in front of
+// the simulator it is a witness of the generations the relay asked for
+// (each request, and whether it ran to its end or its client, the relay,
+// went away); in front of the relay it cuts the first stream that reaches
+// cutAfter events, mid-event, dropping the connection as a broken network
+// would (the relay sees its client gone, the client an unfinished body).
+type rcProxy struct {
+	*httptest.Server
+	target   string
+	cutAfter int // 0: never cut
+
+	mu   sync.Mutex
+	seen []rcSeen
+	cut  bool
+}
+
+// rcSeen is one request through an rcProxy and how it ended.
+type rcSeen struct {
+	Method, Path, LastEventID string
+	Header                    http.Header
+	Body                      string
+	Events                    int    // SSE events passed on ("\n\n" seen)
+	End                       string // "complete", "cut", "gone" (the client left), "error"
+}
+
+func newRCProxy(t *testing.T, target string, cutAfter int) *rcProxy {
+	t.Helper()
+	p := &rcProxy{target: target, cutAfter: cutAfter}
+	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (p *rcProxy) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s := rcSeen{Method: r.Method, Path: r.URL.Path, LastEventID: r.Header.Get("Last-Event-ID"), Header: r.Header.Clone(), Body: string(body)}
+	record := func() {
+		p.mu.Lock()
+		p.seen = append(p.seen, s)
+		p.mu.Unlock()
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, p.target+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		s.End = "error"
+		record()
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	out.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(out)
+	if err != nil {
+		s.End = "error"
+		if r.Context().Err() != nil {
+			s.End = "gone"
+		}
+		record()
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.(http.Flusher).Flush()
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	buf := make([]byte, 32<<10)
+	var tail []byte // the last byte written, to see "\n\n" across reads
+	for {
+		n, rerr := resp.Body.Read(buf)
+		chunk := buf[:n]
+		for i := 0; i < len(chunk) && sse; i++ {
+			if chunk[i] == '\n' && (i > 0 && chunk[i-1] == '\n' || i == 0 && len(tail) > 0 && tail[0] == '\n') {
+				s.Events++
+				p.mu.Lock()
+				cut := p.cutAfter > 0 && !p.cut && s.Events >= p.cutAfter
+				if cut {
+					p.cut = true
+				}
+				p.mu.Unlock()
+				if cut {
+					// Half of what follows goes out: the cut falls inside
+					// the next event.
+					rest := chunk[i+1:]
+					_, _ = w.Write(chunk[:i+1+len(rest)/2])
+					w.(http.Flusher).Flush()
+					s.End = "cut"
+					record()
+					panic(http.ErrAbortHandler) // the connection is dropped, not ended
+				}
+			}
+		}
+		if n > 0 {
+			tail = chunk[n-1:]
+			if _, werr := w.Write(chunk); werr != nil {
+				s.End = "gone"
+				record()
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+		if rerr == io.EOF {
+			s.End = "complete"
+			break
+		}
+		if rerr != nil {
+			s.End = "error"
+			if r.Context().Err() != nil {
+				s.End = "gone"
+			}
+			break
+		}
+	}
+	record()
+}
+
+// requests returns what went through the proxy so far (a request is
+// recorded when it ends).
+func (p *rcProxy) requests() []rcSeen {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]rcSeen(nil), p.seen...)
+}
+
+// generations returns the requests to a conversation endpoint that went
+// through the proxy, waiting up to a few seconds for n of them to end.
+func (p *rcProxy) generations(n int) []rcSeen {
+	var gens []rcSeen
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		gens = gens[:0]
+		for _, s := range p.requests() {
+			if s.Method == http.MethodPost && (strings.HasSuffix(s.Path, "/chat/completions") || strings.HasSuffix(s.Path, "/messages") || strings.HasSuffix(s.Path, "/responses")) {
+				gens = append(gens, s)
+			}
+		}
+		if len(gens) >= n || time.Now().After(deadline) {
+			return gens
+		}
+	}
+}
+
+// rcSummary is what a failure message says of proxied requests.
+func rcSummary(seen []rcSeen) []string {
+	var out []string
+	for _, s := range seen {
+		out = append(out, s.Method+" "+s.Path+" "+strconv.Itoa(s.Events)+" events, "+s.End)
+	}
+	return out
+}
+
+// canonicalJSON is a JSON text with its objects' keys in order.
+func canonicalJSON(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("not JSON: %v: %.200s", err, s)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
