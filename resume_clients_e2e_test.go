@@ -341,9 +341,12 @@ func rcWantText(t *testing.T) string {
 // completes with the whole answer; streamed with retrieve(id, {stream:
 // true}) it is the whole stream from sequence_number 0. One cancelled
 // with responses.cancel(id) while it runs says cancelled, and so does
-// retrieve(id) after, with less than the whole answer.
+// retrieve(id) after, with less than the whole answer; the relay left
+// its upstream request then (a witness proxy in front of the simulator
+// sees it go), for each target dialect.
 func TestResumeBackgroundOpenAINode(t *testing.T) {
-	startRelay(t, rcRelay(rcSim), rcSite)
+	witness := newRCProxy(t, rcSim, 0)
+	startRelay(t, rcRelay(witness.URL), rcSite)
 	want := rcWantText(t)
 	for _, model := range []string{"native", "via-chat", "via-claude"} {
 		r := rcResponses(t, model, rcNonce("hi"), "background")
@@ -364,12 +367,22 @@ func TestResumeBackgroundOpenAINode(t *testing.T) {
 			}
 		}
 	}
-	r := rcResponses(t, "slow", rcNonce("hi"), "cancel")
-	if r.First == nil || r.First.Status != "in_progress" && r.First.Status != "queued" {
-		t.Errorf("cancel: create answered %+v", r.First)
-	}
-	if r.Cancelled == nil || r.Cancelled.Status != "cancelled" || r.Retrieved == nil || r.Retrieved.Status != "cancelled" || r.Retrieved.Text == want {
-		t.Errorf("cancel: responses.cancel answered %+v, retrieve %+v; want cancelled, with less than the whole answer", r.Cancelled, r.Retrieved)
+	// Cancelled a second into a four-second generation: the relay stops
+	// its upstream request (the witness sees the relay leave it before
+	// its end).
+	for _, model := range []string{"slow-native", "slow", "slow-claude"} {
+		before := len(witness.generations(0))
+		r := rcResponses(t, model, rcNonce("hi"), "cancel", "1000")
+		if r.First == nil || r.First.Status != "in_progress" && r.First.Status != "queued" {
+			t.Errorf("%s cancel: create answered %+v", model, r.First)
+		}
+		if r.Cancelled == nil || r.Cancelled.Status != "cancelled" || r.Retrieved == nil || r.Retrieved.Status != "cancelled" || r.Retrieved.Text == want {
+			t.Errorf("%s cancel: responses.cancel answered %+v, retrieve %+v; want cancelled, with less than the whole answer", model, r.Cancelled, r.Retrieved)
+		}
+		gens := witness.generations(before + 1)[before:]
+		if len(gens) != 1 || gens[0].End != "gone" {
+			t.Errorf("%s cancel: the simulator saw %v; want one generation the relay left before its end", model, rcSummary(gens))
+		}
 	}
 }
 

@@ -17,8 +17,8 @@
 //               then streamed from the start with retrieve(id, {stream:
 //               true}): {"id","first":{"status","background"},"polls",
 //               "final":{"status","text"},"events":[...]}
-//   cancel      responses.create({background: true}), then
-//               responses.cancel(id) at once, then retrieve(id):
+//   cancel [<ms>] responses.create({background: true}), then after ms
+//               responses.cancel(id), then retrieve(id):
 //               {"id","first":{"status"},"cancelled":{"status"},
 //               "retrieved":{"status","text"}}
 //
@@ -86,6 +86,7 @@ try {
       const first = await client.responses.create({ ...params, background: true });
       out.id = first.id;
       out.first = { status: first.status };
+      await sleep(Number(k ?? 0)); // the generation is under way upstream
       const c = await client.responses.cancel(first.id);
       out.cancelled = { status: c.status };
       const r = await client.responses.retrieve(first.id);
