@@ -546,3 +546,129 @@ func canonicalJSON(t *testing.T, s string) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+type rcESRun struct {
+	Events []struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+		Data string `json:"data"`
+	} `json:"events"`
+	Conns []struct {
+		Method       string  `json:"method"`
+		URL          string  `json:"url"`
+		Status       int     `json:"status"`
+		LastEventID  *string `json:"lastEventId"`
+		EventsBefore int     `json:"eventsBefore"`
+	} `json:"conns"`
+	Errors    int    `json:"errors"`
+	StreamURL string `json:"streamURL"`
+	Error     string `json:"error"`
+}
+
+// rcESStable is an EventSource run's events as type and data, the data's
+// volatile fields aside, and the input's token count: the two runs it
+// compares send different inputs (a nonce each, so that neither joins the
+// other's stream), whose counts differ by a token or two.
+func rcESStable(t *testing.T, r rcESRun) []string {
+	var out []string
+	for _, e := range r.Events {
+		d := e.Data
+		var v any
+		if json.Unmarshal([]byte(d), &v) == nil {
+			d = rcStable(rcDropKey(v, "input_tokens"))
+		}
+		out = append(out, e.Type+" "+d)
+	}
+	return out
+}
+
+// rcDropKey is v without the named key in any of its objects.
+func rcDropKey(v any, key string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := map[string]any{}
+		for k, e := range x {
+			if k != key {
+				m[k] = rcDropKey(e, key)
+			}
+		}
+		return m
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = rcDropKey(e, key)
+		}
+		return out
+	}
+	return v
+}
+
+// TestResumeEventSourceNode: the eventsource npm package follows a Chat
+// stream and a Messages stream (each through a target of another dialect
+// too) via a proxy that drops its first connection mid-event after five
+// events. The package reconnects by itself, after the relay's retry hint,
+// with Last-Event-ID: the id of the last whole event it got. Its first
+// connection is the conversation's POST (the package's fetch option turns
+// its GET into it); the reconnection is its own GET, sent to the
+// X-Relay-Stream URL the POST's response announced. The client ends up
+// with every event of an uninterrupted stream once, in order, to the end,
+// its ids <stream>.1 to <stream>.n.
+func TestResumeEventSourceNode(t *testing.T) {
+	requireNodeTool(t, filepath.Join("eventsource", "package.json"), "the eventsource Node package")
+	witness := newRCProxy(t, rcSim, 0)
+	startRelay(t, rcRelay(witness.URL), rcSite)
+	for _, tc := range []struct{ dialect, model string }{
+		{"chat", "slow"}, {"chat", "slow-claude"}, {"messages", "slow-claude"}, {"messages", "slow-native"},
+	} {
+		name := tc.dialect + " via " + tc.model
+		before := len(witness.generations(0))
+		cutter := newRCProxy(t, relayBase, 5)
+		var whole, cut rcESRun
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			rcNode(t, "eventsource", "resume-eventsource.mjs", &whole, relayBase+"/v1", "sk-rc-a", tc.dialect, tc.model, rcNonce("hi"))
+		}()
+		rcNode(t, "eventsource", "resume-eventsource.mjs", &cut, cutter.URL+"/v1", "sk-rc-a", tc.dialect, tc.model, rcNonce("hi"))
+		<-done
+		if whole.Error != "" || cut.Error != "" || len(whole.Conns) != 1 {
+			t.Fatalf("%s: the uninterrupted run: %s, %d connections; the cut one: %s", name, whole.Error, len(whole.Conns), cut.Error)
+		}
+		n := len(whole.Events)
+		if n < 20 {
+			t.Fatalf("%s: the uninterrupted stream has %d events", name, n)
+		}
+		// The connections: the POST, cut after five events; one GET at the
+		// announced stream URL, with the last whole event's id.
+		if len(cut.Conns) != 2 || cut.Conns[0].Method != "POST" || cut.Conns[0].LastEventID != nil ||
+			cut.Conns[1].Method != "GET" || cut.Conns[1].URL != cut.StreamURL || cut.Conns[1].Status != 200 {
+			t.Fatalf("%s: connections %+v; want the POST, then one GET at %s", name, cut.Conns, cut.StreamURL)
+		}
+		if !strings.HasPrefix(cut.StreamURL, cutter.URL+"/v1/relay/streams/rs_") {
+			t.Errorf("%s: the stream URL is %q", name, cut.StreamURL)
+		}
+		k := cut.Conns[1].EventsBefore
+		if k != 5 || cut.Conns[1].LastEventID == nil || *cut.Conns[1].LastEventID != cut.Events[k-1].ID {
+			t.Errorf("%s: the reconnection came after %d events with Last-Event-ID %v; want after 5, the fifth's id", name, k, cut.Conns[1].LastEventID)
+		}
+		if cut.Errors != 1 {
+			t.Errorf("%s: the client saw %d errors; want the one cut", name, cut.Errors)
+		}
+		// Every event once, in order, to the end.
+		stream := strings.TrimPrefix(cut.StreamURL, cutter.URL+"/v1/relay/streams/")
+		for i, e := range cut.Events {
+			if want := stream + "." + strconv.Itoa(i+1); e.ID != want {
+				t.Errorf("%s: event %d has id %q; want %q", name, i, e.ID, want)
+				break
+			}
+		}
+		if got, want := rcESStable(t, cut), rcESStable(t, whole); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: the resumed client's events differ from an uninterrupted stream's:\n got %d: %s\nwant %d: %s", name, len(got), strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
+		}
+		// And one generation each: the reconnection was served from the
+		// journal.
+		if gens := witness.generations(before + 2)[before:]; len(gens) != 2 {
+			t.Errorf("%s: the simulator saw %v; want two generations (the uninterrupted and the cut stream)", name, rcSummary(gens))
+		}
+	}
+}
