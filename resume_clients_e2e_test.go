@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,7 +27,8 @@ import (
 // the eventsource npm package reconnecting with Last-Event-ID through a
 // proxy that cuts its first connection (e2e/node/resume-eventsource.mjs);
 // the openai and Anthropic SDKs reading journaled streams with heartbeats
-// (e2e/node/resume-sdks.mjs). Codex CLI's retries: resume_codex_e2e_test.go.
+// (e2e/node/resume-sdks.mjs, and e2e/python/resume_sse.py decoding as the
+// Python SDKs do). Codex CLI's retries: resume_codex_e2e_test.go.
 
 // rcSite is the simulator these tests use, on :9130: one handler speaks
 // Responses, Chat and Messages; 40 answer tokens at 80 a second make a
@@ -670,5 +672,227 @@ func TestResumeEventSourceNode(t *testing.T) {
 		if gens := witness.generations(before + 2)[before:]; len(gens) != 2 {
 			t.Errorf("%s: the simulator saw %v; want two generations (the uninterrupted and the cut stream)", name, rcSummary(gens))
 		}
+	}
+}
+
+// rcWireRun is what e2e/node/resume-sdks.mjs and e2e/python/resume_sse.py
+// report: the text the client collected, the number of events it decoded,
+// the response's status and stream id, the bytes it was sent, and the
+// error it raised, if any.
+type rcWireRun struct {
+	Text     string          `json:"text"`
+	Events   int             `json:"events"`
+	Status   int             `json:"status"`
+	StreamID string          `json:"streamId"`
+	Raw      string          `json:"raw"`
+	Error    json.RawMessage `json:"error"`
+}
+
+// rcPython runs an e2e/python script with a bound and decodes its one JSON
+// line into out; skipped without python3 (failed under
+// RELAY_REQUIRE_PYTHON=1).
+func rcPython(t *testing.T, script string, out any, args ...string) {
+	t.Helper()
+	python := requirePython(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, append([]string{filepath.Join("e2e", "python", script)}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "PYTHONDONTWRITEBYTECODE=1"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil || ctx.Err() != nil {
+		t.Fatalf("python3 %s %v: %v\nstdout: %s\nstderr: %s", script, args, err, stdout.String(), stderr.String())
+	}
+	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), out); jerr != nil {
+		t.Fatalf("python3 %s %v: output is not one JSON line: %v\nstdout: %s\nstderr: %s", script, args, jerr, stdout.String(), stderr.String())
+	}
+}
+
+// rcWire reads a journaled stream's raw bytes (LF line ends, as the relay
+// writes them) and returns what breaks the wire resume promises, with the
+// number of events and of comment lines seen: every event (a block with
+// data) carries exactly one id, <stream>.1, <stream>.2, ... in order, the
+// stream being the X-Relay-Stream-Id header's; exactly one retry hint,
+// retryMS, on the first event and nowhere else; no id or retry in a block
+// without data; and, once an id has been sent, no comment line followed by
+// a blank line (a Python SDK's decoder dispatches an empty event there
+// and fails parsing it). A last block without a blank line after it (a
+// comment after the stream's end) is not an event.
+func rcWire(raw, stream string, retryMS int) (problems []string, events, comments int) {
+	bad := func(f string, a ...any) { problems = append(problems, fmt.Sprintf(f, a...)) }
+	if raw == "" {
+		return []string{"no bytes"}, 0, 0
+	}
+	lines := strings.Split(raw, "\n")
+	if partial := lines[len(lines)-1]; partial != "" {
+		bad("the stream ends inside a line: %q", partial)
+	}
+	lines = lines[:len(lines)-1] // whole lines
+	idSeen := false
+	var block []string
+	for i, line := range lines {
+		if strings.HasPrefix(line, ":") {
+			comments++
+			if idSeen && i+1 < len(lines) && lines[i+1] == "" {
+				bad("line %d: the comment %q is followed by a blank line after an id was sent", i+1, line)
+			}
+		}
+		if strings.HasPrefix(line, "id:") {
+			idSeen = true
+		}
+		if line != "" {
+			block = append(block, line)
+			continue
+		}
+		if len(block) == 0 {
+			bad("line %d: a blank line ends no block", i+1)
+			continue
+		}
+		var ids, retries []string
+		data := false
+		for _, l := range block {
+			switch {
+			case strings.HasPrefix(l, "id:"):
+				ids = append(ids, strings.TrimPrefix(strings.TrimPrefix(l, "id:"), " "))
+			case strings.HasPrefix(l, "retry:"):
+				retries = append(retries, strings.TrimPrefix(strings.TrimPrefix(l, "retry:"), " "))
+			case strings.HasPrefix(l, "data:"):
+				data = true
+			}
+		}
+		block = block[:0]
+		if !data {
+			if len(ids)+len(retries) > 0 {
+				bad("line %d: a block without data has ids %q, retry %q", i, ids, retries)
+			}
+			continue
+		}
+		events++
+		if len(ids) != 1 {
+			bad("event %d (ending line %d) has %d ids: %q", events, i, len(ids), ids)
+		} else if want := stream + "." + strconv.Itoa(events); ids[0] != want {
+			bad("event %d has the id %q; want %q", events, ids[0], want)
+		}
+		if events == 1 && (len(retries) != 1 || retries[0] != strconv.Itoa(retryMS)) {
+			bad("the first event has retry %q; want one retry: %d", retries, retryMS)
+		}
+		if events > 1 && len(retries) > 0 {
+			bad("event %d has retry %q; only the first should", events, retries)
+		}
+	}
+	for _, l := range block { // after the last blank line: comments only
+		if !strings.HasPrefix(l, ":") {
+			bad("the stream ends inside an event: %q", block)
+			break
+		}
+	}
+	if events == 0 {
+		bad("no events")
+	}
+	return problems, events, comments
+}
+
+// TestResumeWireCheck: rcWire finds each fault it looks for (the test
+// below relies on it).
+func TestResumeWireCheck(t *testing.T) {
+	const good = "id: rs_x.1\nretry: 200\ndata: {}\n\n: keep-alive\nid: rs_x.2\ndata: {}\n\n: keep-alive\n: cost 1\nid: rs_x.3\ndata: [DONE]\n\n: cost 2\n"
+	if p, n, c := rcWire(good, "rs_x", 200); len(p) != 0 || n != 3 || c != 4 {
+		t.Fatalf("a good stream: %q, %d events, %d comments", p, n, c)
+	}
+	for name, raw := range map[string]string{
+		"blank after comment": "id: rs_x.1\nretry: 200\ndata: {}\n\n: keep-alive\n\nid: rs_x.2\ndata: {}\n\n",
+		"two ids":             "id: rs_x.1\nretry: 200\ndata: {}\n\nid: up-7\nid: rs_x.2\ndata: {}\n\n",
+		"no id":               "id: rs_x.1\nretry: 200\ndata: {}\n\ndata: {}\n\n",
+		"ids out of order":    "id: rs_x.2\nretry: 200\ndata: {}\n\nid: rs_x.1\ndata: {}\n\n",
+		"another stream":      "id: rs_y.1\nretry: 200\ndata: {}\n\n",
+		"no retry":            "id: rs_x.1\ndata: {}\n\n",
+		"retry again":         "id: rs_x.1\nretry: 200\ndata: {}\n\nid: rs_x.2\nretry: 200\ndata: {}\n\n",
+		"retry off the first": "id: rs_x.1\ndata: {}\n\nid: rs_x.2\nretry: 200\ndata: {}\n\n",
+		"id-only block":       "id: rs_x.1\nretry: 200\ndata: {}\n\nid: rs_x.2\n\n",
+		"cut short":           "id: rs_x.1\nretry: 200\ndata: {}\n\nid: rs_x.2\ndata: {",
+		"cut at a line end":   "id: rs_x.1\nretry: 200\ndata: {}\n\nid: rs_x.2\ndata: {}\n",
+		"blank after the end": "id: rs_x.1\nretry: 200\ndata: {}\n\n: cost 1\n\n",
+	} {
+		if p, _, _ := rcWire(raw, "rs_x", 200); len(p) == 0 {
+			t.Errorf("%s: no problem found in %q", name, raw)
+		}
+	}
+}
+
+// TestResumeSDKWire: with resume on and a heartbeat every 50ms (four-second
+// generations, so comments fall between the journaled events), the
+// official openai Node SDK reads a Chat stream and the Anthropic Node SDK
+// a Messages stream, each through a target of either dialect, and a
+// Python standard-library client that decodes as the Python SDKs do
+// (e2e/python/resume_sse.py) reads both: each parses its stream without
+// error and collects exactly the simulator's answer, and the bytes it was
+// sent keep the wire's promises (rcWire): one id per event, in order; the
+// retry hint once, on the first event; no comment followed by a blank
+// line once ids are on (docs/resume.md, "Comments"), which the Python
+// decoder would turn into an empty event and fail on. The Python client
+// is first shown to fail on a stream with such a blank line, so that its
+// passing means something.
+func TestResumeSDKWire(t *testing.T) {
+	witness := newRCProxy(t, rcSim, 0)
+	startRelay(t, rcRelay(witness.URL), rcSite)
+	want := rcWantText(t)
+	t.Run("python decodes as the SDKs", func(t *testing.T) {
+		requirePython(t)
+		for _, tc := range []struct {
+			name, gap string
+			fails     bool
+		}{{"blank line after a comment", ": keep-alive\n\n", true}, {"comment in the next block", ": keep-alive\n", false}} {
+			stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "id: rs_x.1\nretry: 200\ndata: "+`{"choices":[{"index":0,"delta":{"content":"hi"}}]}`+"\n\n"+tc.gap+"id: rs_x.2\ndata: [DONE]\n\n")
+			}))
+			var r rcWireRun
+			rcPython(t, "resume_sse.py", &r, stub.URL, "sk", "chat", "m", "hi")
+			stub.Close()
+			if failed := len(r.Error) > 0; failed != tc.fails || !tc.fails && r.Text != "hi" {
+				t.Errorf("%s: the client reported %s, the text %q; want it to fail: %v", tc.name, r.Error, r.Text, tc.fails)
+			}
+		}
+	})
+	for _, tc := range []struct{ client, dialect, model string }{
+		{"node", "chat", "hb-chat"}, {"node", "chat", "hb-claude"},
+		{"node", "messages", "hb-claude"}, {"node", "messages", "hb-chat"},
+		{"python", "chat", "hb-chat"}, {"python", "chat", "hb-claude"},
+		{"python", "messages", "hb-claude"}, {"python", "messages", "hb-chat"},
+	} {
+		t.Run(tc.client+" "+tc.dialect+" via "+tc.model, func(t *testing.T) {
+			t.Parallel()
+			var r rcWireRun
+			if tc.client == "node" {
+				pkg := map[string]string{"chat": "openai", "messages": filepath.Join("@anthropic-ai", "sdk")}[tc.dialect]
+				rcNode(t, pkg, "resume-sdks.mjs", &r, relayBase, "sk-rc-a", tc.dialect, tc.model, rcNonce("hi"))
+			} else {
+				rcPython(t, "resume_sse.py", &r, relayBase, "sk-rc-a", tc.dialect, tc.model, rcNonce("hi"))
+			}
+			if len(r.Error) > 0 || r.Status != http.StatusOK {
+				t.Errorf("the client raised %s (status %d), after %d events", r.Error, r.Status, r.Events)
+			}
+			if r.Text != want {
+				t.Errorf("the client collected %q; the simulator's answer is %q", r.Text, want)
+			}
+			if !strings.HasPrefix(r.StreamID, "rs_") {
+				t.Fatalf("X-Relay-Stream-Id is %q", r.StreamID)
+			}
+			problems, events, comments := rcWire(r.Raw, r.StreamID, 200)
+			for _, p := range problems {
+				t.Error(p)
+			}
+			// Heartbeats ran between the events (else the comment rule was
+			// not tried): a four-second stream at one every 50ms of
+			// silence has dozens.
+			if events < 20 || comments < 10 {
+				t.Errorf("%d events and %d comment lines; want a stream with heartbeats between its events", events, comments)
+			}
+			t.Logf("%d events, %d comment lines, %d bytes, the client decoded %d", events, comments, len(r.Raw), r.Events)
+			if t.Failed() {
+				t.Logf("the raw stream:\n%s", r.Raw)
+			}
+		})
 	}
 }
