@@ -176,14 +176,14 @@ func (c *Resume) check() error {
 }
 
 // requestHash names a request for re-attaching retries: its method, path
-// and body.
+// and body (canonicalBody: the order of an object's keys does not count).
 func requestHash(r *http.Request, raw []byte) string {
 	s := sha256.New()
 	s.Write([]byte(r.Method))
 	s.Write([]byte{0})
 	s.Write([]byte(r.URL.EscapedPath()))
 	s.Write([]byte{0})
-	s.Write(raw)
+	s.Write(canonicalBody(raw))
 	return hex.EncodeToString(s.Sum(nil)[:16])
 }
 
