@@ -129,24 +129,34 @@ const rcSim = "http://127.0.0.1:9130"
 func rcNode(t *testing.T, pkg, script string, out any, args ...string) {
 	t.Helper()
 	requireNodeTool(t, filepath.Join(pkg, "package.json"), "the "+pkg+" Node package")
+	if err := rcNodeRun(t.TempDir(), script, out, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rcNodeRun is rcNode without the test: it may run on a goroutine other
+// than the test's (only that one may stop the test), its caller having
+// checked the package is there.
+func rcNodeRun(home, script string, out any, args ...string) error {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Fatalf("e2e/node/node_modules is installed but node is not on PATH: %v", err)
+		return fmt.Errorf("e2e/node/node_modules is installed but node is not on PATH: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("e2e", "node", script)}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NO_COLOR=1"}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "NO_COLOR=1"}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) || ctx.Err() != nil {
-		t.Fatalf("node %s %v: %v\nstderr: %s", script, args, err, stderr.String())
+		return fmt.Errorf("node %s %v: %v\nstderr: %s", script, args, err, stderr.String())
 	}
 	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), out); jerr != nil {
-		t.Fatalf("node %s %v (%v): output is not one JSON line: %v\nstdout: %s\nstderr: %s", script, args, err, jerr, stdout.String(), stderr.String())
+		return fmt.Errorf("node %s %v (%v): output is not one JSON line: %v\nstdout: %s\nstderr: %s", script, args, err, jerr, stdout.String(), stderr.String())
 	}
+	return nil
 }
 
 // rcNonce makes an input no other request sent.
@@ -626,13 +636,15 @@ func TestResumeEventSourceNode(t *testing.T) {
 		before := len(witness.generations(0))
 		cutter := newRCProxy(t, relayBase, 5)
 		var whole, cut rcESRun
-		done := make(chan struct{})
+		done := make(chan error, 1)
+		home := t.TempDir()
 		go func() {
-			defer close(done)
-			rcNode(t, "eventsource", "resume-eventsource.mjs", &whole, relayBase+"/v1", "sk-rc-a", tc.dialect, tc.model, rcNonce("hi"))
+			done <- rcNodeRun(home, "resume-eventsource.mjs", &whole, relayBase+"/v1", "sk-rc-a", tc.dialect, tc.model, rcNonce("hi"))
 		}()
 		rcNode(t, "eventsource", "resume-eventsource.mjs", &cut, cutter.URL+"/v1", "sk-rc-a", tc.dialect, tc.model, rcNonce("hi"))
-		<-done
+		if err := <-done; err != nil {
+			t.Fatalf("%s: the uninterrupted run: %v", name, err)
+		}
 		if whole.Error != "" || cut.Error != "" || len(whole.Conns) != 1 {
 			t.Fatalf("%s: the uninterrupted run: %s, %d connections; the cut one: %s", name, whole.Error, len(whole.Conns), cut.Error)
 		}
