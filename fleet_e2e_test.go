@@ -24,34 +24,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	llmrelay "github.com/llmrelay/caddy-llm-relay"
 )
 
 // startRedis starts a redis-server on a unix socket in a temp dir, with no
 // persistence (a kill loses its data, as the outage test wants). It skips
 // where redis-server is absent, unless RELAY_REQUIRE_REDIS=1 (CI).
-func startRedis(t *testing.T, sock string) *exec.Cmd {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		msg := "redis-server not installed (Debian: apt-get install redis-server)"
-		if os.Getenv("RELAY_REQUIRE_REDIS") == "1" {
-			t.Fatal(msg + " (RELAY_REQUIRE_REDIS=1)")
-		}
-		t.Skip(msg)
-	}
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
-		"--save", "", "--appendonly", "no", "--dir", filepath.Dir(sock), "--loglevel", "warning")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Network: "unix", Addr: sock})
-	defer c.Close()
-	waitFor(t, 10*time.Second, "redis-server answering", func() bool {
-		return c.Ping(context.Background()).Err() == nil
-	})
-	return cmd
-}
+func startRedis(t *testing.T, sock string) *exec.Cmd { return llmrelay.StartTestRedis(t, sock) }
 
 // relayProc is a relay instance in a process of its own.
 type relayProc struct {

@@ -93,6 +93,10 @@ const (
 	// redisPendingMax bounds a stream's unwritten events when max_bytes
 	// does not.
 	redisPendingMax = 8 << 20
+	// redisBatchMax bounds the events one pipeline writes, so the
+	// backlog of an outage is written in round trips that each fit the
+	// command timeout.
+	redisBatchMax = 512
 	// redisFinalFlush bounds the last writes at Close.
 	redisFinalFlush = 2 * time.Second
 )
@@ -152,9 +156,16 @@ func (st *redisStore) Close() error {
 	return nil
 }
 
-func (st *redisStore) eventsKey(id string) string { return st.prefix + "stream:{" + id + "}:events" }
-func (st *redisStore) metaKey(id string) string   { return st.prefix + "stream:{" + id + "}:meta" }
-func (st *redisStore) cancelChannel() string      { return st.prefix + "stream:cancel" }
+// eventsKey and metaKey share streamKeyTag(id), "{id}" for a stream id:
+// whatever braces the prefix holds, the two names differ only after it,
+// so Cluster puts them in one slot.
+func (st *redisStore) eventsKey(id string) string {
+	return st.prefix + "stream:" + streamKeyTag(id) + ":events"
+}
+func (st *redisStore) metaKey(id string) string {
+	return st.prefix + "stream:" + streamKeyTag(id) + ":meta"
+}
+func (st *redisStore) cancelChannel() string { return st.prefix + "stream:cancel" }
 
 // indexKey names an index entry: kind is by-response, by-idem or by-hash.
 func (st *redisStore) indexKey(kind, owner, value string) string {
@@ -486,10 +497,21 @@ func (w *redisWriter) bound(maxBytes int) {
 		limit = redisPendingMax
 	}
 	for w.pendingBytes > limit && len(w.pending) > 1 {
+		n := w.pending[0].N
 		w.pendingBytes -= len(w.pending[0].Data)
 		w.pending[0] = journal.Entry{}
 		w.pending = w.pending[1:]
 		w.lost++
+		// The journal now starts after it: the next write trims what
+		// Redis holds before it (MINID), so the loss is a trim at the
+		// front, which readers are told of, never a hole inside (with
+		// max_bytes above redisPendingMax, or none, the window
+		// would not have moved past it).
+		for w.first <= n && len(w.sizes) > 0 {
+			w.kept -= int(w.sizes[0])
+			w.sizes = w.sizes[1:]
+			w.first++
+		}
 	}
 }
 
@@ -591,7 +613,17 @@ func (s *redisStream) write() {
 		w.mu.Lock()
 		batch := w.pending
 		w.pending, w.pendingBytes = nil, 0
+		if len(batch) > redisBatchMax { // the rest in the next pipeline
+			w.pending, batch = batch[redisBatchMax:], batch[:redisBatchMax:redisBatchMax]
+			for _, e := range w.pending {
+				w.pendingBytes += len(e.Data)
+			}
+		}
+		more := len(w.pending) > 0
 		first, rid, finish := w.first, w.rid, w.finish
+		if more {
+			finish = "" // the end goes after the last event
+		}
 		w.rid = ""
 		last := w.next - 1
 		w.mu.Unlock()
@@ -651,8 +683,11 @@ func (s *redisStream) write() {
 				lastRefresh = time.Now()
 				eventsTTL = eventsTTL || len(batch) > 0 || finish != ""
 			}
-			if finish != "" || closing {
+			if finish != "" || closing && !more {
 				return
+			}
+			if more {
+				w.signal()
 			}
 			refresh.Reset(refreshEvery)
 			select { // at most one write per redisFlushEvery
@@ -744,10 +779,38 @@ func (s *redisStream) ResponseID() string {
 }
 
 // Follow returns the events after position after, waiting (XREAD BLOCK)
-// until there is one, the stream ended, or ctx is done.
+// until there is one, the stream ended, or ctx is done. With ctx done
+// already it reads what is there without waiting, as journal.Stream's
+// Follow does: the relay asks so whether a cursor was trimmed and what a
+// Responses object holds so far.
 func (s *redisStream) Follow(ctx context.Context, after uint64, max int, dst []journal.Entry) ([]journal.Entry, bool, error) {
 	if max <= 0 || max > redisReadCount {
 		max = redisReadCount
+	}
+	if ctx.Err() != nil {
+		c, cancel := s.st.opCtx()
+		defer cancel()
+		r, err := s.st.client.XRead(c, &redis.XReadArgs{Streams: []string{s.events, strconv.FormatUint(after, 10) + "-0"},
+			Count: int64(max + 1), Block: -1}).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return dst, false, err
+		}
+		n0 := len(dst)
+		var msgs []redis.XMessage
+		if len(r) > 0 {
+			msgs = r[0].Messages
+		}
+		dst, ended, err := appendEntries(dst, msgs, after, max)
+		if err != nil || ended || len(dst) > n0 {
+			return dst, ended, err
+		}
+		switch gone, ended := s.endedBefore(after); {
+		case gone:
+			return dst, false, errJournalGone
+		case ended:
+			return dst, true, nil
+		}
+		return dst, false, ctx.Err()
 	}
 	fails := 0
 	for {
@@ -762,12 +825,14 @@ func (s *redisStream) Follow(ctx context.Context, after uint64, max int, dst []j
 		}
 		switch {
 		case errors.Is(err, redis.Nil):
-			// Nothing within block: is the stream still there?
-			c, cancel := s.st.opCtx()
-			n, err := s.st.client.Exists(c, s.metaKey).Result()
-			cancel()
-			if err == nil && n == 0 {
+			// Nothing within block: is the stream still there, and did
+			// it end before the cursor (a cursor past its end)?
+			gone, ended := s.endedBefore(after)
+			if gone {
 				return dst, false, errJournalGone
+			}
+			if ended {
+				return dst, true, nil
 			}
 			continue
 		case err != nil:
@@ -782,6 +847,30 @@ func (s *redisStream) Follow(ctx context.Context, after uint64, max int, dst []j
 		}
 		return appendEntries(dst, msgs, after, max)
 	}
+}
+
+// endedBefore reports, for a read after position after that found
+// nothing, whether the stream's keys are gone, or whether it ended at or
+// before after (a cursor past its end reads nothing, ever, as in
+// journal.Buffer). A read error is neither: the caller reads again.
+func (s *redisStream) endedBefore(after uint64) (gone, ended bool) {
+	ctx, cancel := s.st.opCtx()
+	defer cancel()
+	state, err := s.st.client.HGet(ctx, s.metaKey, "state").Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return true, false
+	case err != nil || state == journal.StateRunning:
+		return false, false
+	}
+	// Ended: the end entry is the stream's last; an end written after
+	// the read is not before the cursor, and the next read returns it.
+	last, err := s.st.client.XRevRangeN(ctx, s.events, "+", "-", 1).Result()
+	if err != nil || len(last) == 0 {
+		return false, false
+	}
+	n, end, ok := parseEntryID(last[0].ID)
+	return false, ok && end && n <= after
 }
 
 func maxDuration(a, b time.Duration) time.Duration {

@@ -9,11 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,15 +25,19 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/journal"
 )
 
-// rjRedis starts a redis-server on a unix socket, without persistence. It
-// skips where redis-server is absent, unless RELAY_REQUIRE_REDIS=1.
+// rjRedis starts a redis-server on a unix socket (StartTestRedis).
 func rjRedis(t testing.TB) (sock string, cmd *exec.Cmd) {
 	t.Helper()
 	sock = filepath.Join(t.TempDir(), "redis.sock")
-	return sock, rjStartRedisAt(t, sock)
+	return sock, StartTestRedis(t, sock)
 }
 
-func rjStartRedisAt(t testing.TB, sock string) *exec.Cmd {
+// StartTestRedis starts a redis-server on a unix socket in a temp dir,
+// with no persistence (a kill loses its data, as the outage tests want).
+// It skips where redis-server is absent, unless RELAY_REQUIRE_REDIS=1
+// (CI). It is the fleet tests' startRedis too (exported for the
+// external test package).
+func StartTestRedis(t testing.TB, sock string) *exec.Cmd {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -641,7 +648,7 @@ func TestRedisJournalAppendNeverBlocks(t *testing.T) {
 	if a.Stats(time.Now()).Refused == 0 {
 		t.Fatal("refused streams not counted")
 	}
-	rjStartRedisAt(t, sock)
+	StartTestRedis(t, sock)
 	rjWait(t, 15*time.Second, "Create accepted once Redis is back", func() bool {
 		return a.Create(rjMeta("alice"), time.Now()) != nil
 	})
@@ -746,4 +753,188 @@ func BenchmarkRedisJournalAppendFollow(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(count.cmds.Load())/float64(b.N), "cmds/event")
 	b.ReportMetric(float64(count.trips.Load())/float64(b.N), "trips/event")
+}
+
+// TestRedisJournalFollowDone: Follow with a context already done reads
+// what the journal holds without waiting, as journal.Stream's does: the
+// relay asks so whether a cursor was trimmed (replay) and what a
+// Responses object holds (responseObject, answerBackground), on an edge
+// that reads another's stream.
+func TestRedisJournalFollowDone(t *testing.T) {
+	sock, _ := rjRedis(t)
+	a := rjStore(t, sock, time.Minute, 1000)
+	b := rjStore(t, sock, time.Minute, 1000)
+	s := a.Create(rjMeta("alice"), time.Now())
+	var want []journal.Entry
+	for i := range 5 {
+		blk := rjBlock(i, 100)
+		want = append(want, journal.Entry{N: s.Append(blk, int64(i)), Seq: int64(i), Data: blk})
+	}
+	rs := rjGet(t, b, "alice", s.Info().ID)
+	rjWait(t, 5*time.Second, "the events written", func() bool { return rs.Len() == 5 })
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	got, ended, err := rs.Follow(done, 2, 0, nil)
+	if err != nil || ended {
+		t.Fatalf("Follow(done) of a running stream with events held: ended %v, %v; want the events", ended, err)
+	}
+	rjSame(t, got, want, 2)
+	if _, _, err := rs.Follow(done, 5, 0, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Follow(done) with nothing after the cursor: %v, want context.Canceled", err)
+	}
+	for i := 5; i < 20; i++ { // past max_bytes: the first events go
+		s.Append(rjBlock(i, 100), int64(i))
+	}
+	s.Finish(journal.StateCompleted, time.Now())
+	<-s.(*redisStream).flushed()
+	if _, _, err := rs.Follow(done, 0, 0, nil); !errors.Is(err, journal.ErrTrimmed) {
+		t.Fatalf("Follow(done) from a trimmed cursor: %v, want ErrTrimmed", err)
+	}
+	if es, ended, err := rs.Follow(done, 20, 0, nil); err != nil || !ended || len(es) != 0 {
+		t.Fatalf("Follow(done) at the end of an ended stream: %d events, ended %v, %v; want the end", len(es), ended, err)
+	}
+}
+
+// TestRedisJournalCursorPastEnd: a cursor beyond the last event of an
+// ended stream (a number the client chose) reads the end, as in
+// journal.Buffer, instead of waiting for events that never come.
+func TestRedisJournalCursorPastEnd(t *testing.T) {
+	sock, _ := rjRedis(t)
+	a := rjStore(t, sock, time.Minute, 0)
+	b := rjStore(t, sock, time.Minute, 0)
+	s := a.Create(rjMeta("alice"), time.Now())
+	s.Append(rjBlock(0, 50), 0)
+	s.Append(rjBlock(1, 50), 1)
+	s.Finish(journal.StateCompleted, time.Now())
+	<-s.(*redisStream).flushed()
+	rs := rjGet(t, b, "alice", s.Info().ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*redisFollowBlock)
+	defer cancel()
+	es, ended, err := rs.Follow(ctx, 7, 0, nil)
+	if err != nil || !ended || len(es) != 0 {
+		t.Fatalf("a cursor past the end of an ended stream: %d events, ended %v, %v; want the end", len(es), ended, err)
+	}
+}
+
+// TestRedisJournalOutageTrimsFront: events dropped while Redis did not
+// answer (beyond what a stream may keep pending, with no max_bytes below
+// it) make the journal start after them: Redis, which kept what it had,
+// holds no hole, a reader from before them is told ErrTrimmed, and one
+// from after reads every event since.
+func TestRedisJournalOutageTrimsFront(t *testing.T) {
+	sock, cmd := rjRedis(t)
+	a := rjStore(t, sock, time.Minute, 0) // no max_bytes: only redisPendingMax bounds what waits
+	b := rjStore(t, sock, time.Minute, 0)
+	c := rjClient(t, sock)
+	s := a.Create(rjMeta("alice"), time.Now())
+	var want []journal.Entry
+	add := func(i int) {
+		blk := rjBlock(i, 1000)
+		want = append(want, journal.Entry{N: s.Append(blk, int64(i)), Seq: int64(i), Data: blk})
+	}
+	for i := range 10 {
+		add(i)
+	}
+	rs := rjGet(t, b, "alice", s.Info().ID)
+	rjWait(t, 5*time.Second, "the first events written", func() bool { return rs.Len() == 10 })
+	// Redis stops answering (it keeps its data): the writes time out.
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	for i := 10; len(want) < redisPendingMax/1000+2000; i++ {
+		add(i)
+		if i%1000 == 0 {
+			time.Sleep(300 * time.Millisecond) // some writes start, stall and fail
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	stopped = false
+	s.Finish(journal.StateCompleted, time.Now())
+	select {
+	case <-s.(*redisStream).flushed():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the backlog was not written within 30s of Redis answering again")
+	}
+	msgs := c.XRange(context.Background(), a.eventsKey(s.Info().ID), "-", "+").Val()
+	if len(msgs) < 2 {
+		t.Fatalf("Redis holds %d entries", len(msgs))
+	}
+	w := s.(*redisStream).w
+	t.Logf("%d events dropped pending; Redis holds %d entries from %s", w.lost, len(msgs), msgs[0].ID)
+	if w.lost == 0 {
+		t.Fatal("nothing was dropped: the test did not test")
+	}
+	first, _, _ := parseEntryID(msgs[0].ID)
+	for i, m := range msgs[:len(msgs)-1] {
+		if n, _, _ := parseEntryID(m.ID); n != first+uint64(i) {
+			t.Fatalf("a hole in the journal: entry %d is %s, want %d-0 (the journal starts at %d)", i, m.ID, first+uint64(i), first)
+		}
+	}
+	if last, end, _ := parseEntryID(msgs[len(msgs)-1].ID); !end || last != uint64(len(want)) {
+		t.Fatalf("the journal ends with %s, want the end after %d", msgs[len(msgs)-1].ID, len(want))
+	}
+	if _, err := rjFollowAll(t, rs, first-2, 0); !errors.Is(err, journal.ErrTrimmed) {
+		t.Fatalf("a reader from before the dropped events: %v, want ErrTrimmed", err)
+	}
+	got, err := rjFollowAll(t, rs, first-1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rjSame(t, got, want, first-1)
+}
+
+// goneStream is a journal whose reads fail after its first event, as a
+// Redis journal's do once the keys of a stream whose producer died
+// expire.
+type goneStream struct {
+	journalStream // the methods replay does not call
+	reads         atomic.Int64
+}
+
+func (g *goneStream) Info() journal.Meta {
+	return journal.Meta{ID: "rs_0000000000000000000000", Owner: "alice", Dialect: "chat"}
+}
+func (g *goneStream) Attach()                  {}
+func (g *goneStream) Leave(now time.Time) bool { return false }
+func (g *goneStream) Follow(ctx context.Context, after uint64, max int, dst []journal.Entry) ([]journal.Entry, bool, error) {
+	switch {
+	case ctx.Err() != nil:
+		return dst, false, ctx.Err()
+	case after == 0:
+		return append(dst, journal.Entry{N: 1, Seq: -1, Data: []byte("data: {\"i\":1}\n\n")}), false, nil
+	}
+	g.reads.Add(1)
+	return dst, false, errJournalGone
+}
+
+// TestReplayEndsWhenJournalUnreadable: a replay whose journal cannot be
+// read any more ends with an in-band error in the client's dialect,
+// instead of sending heartbeats for as long as the client stays.
+func TestReplayEndsWhenJournalUnreadable(t *testing.T) {
+	h := &Relay{resume: &resumer{heartbeat: 20 * time.Millisecond, retryMS: 1000}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := httptest.NewRequestWithContext(ctx, "GET", "/v1/relay/streams/rs_0000000000000000000000", nil)
+	w := httptest.NewRecorder()
+	req := newRequestState(endpoint{dialect: dialectChat})
+	g := &goneStream{}
+	done := make(chan struct{})
+	go func() { defer close(done); h.replay(w, r, req, g, 0) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cancel()
+		<-done
+		t.Fatalf("the replay of an unreadable journal still runs after 5s (%d reads): %.300q", g.reads.Load(), w.Body.String())
+	}
+	body := w.Body.String()
+	if !strings.Contains(body, `"i":1`) || !strings.Contains(body, "stream_unavailable") || strings.Contains(body, "relay-heartbeat") {
+		t.Fatalf("the replay sent %q; want the event, then the error stream_unavailable", body)
+	}
 }
