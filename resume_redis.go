@@ -122,16 +122,14 @@ type redisStore struct {
 	produced map[string]*redisStream // by id: streams this instance produces, and produced within ttl
 	pubsub   *redis.PubSub
 	refused  int
+	refusing bool      // no config uses the store any more (refuse)
 	failing  bool      // the last write failed
 	warned   time.Time // when a failed write was last logged
 }
 
-// newRedisStreamStore keeps journals in Redis under prefix, each for ttl
-// after its end and of at most maxBytes of events (0: no bound).
-func newRedisStreamStore(client redis.UniversalClient, prefix string, ttl time.Duration, maxBytes int, logger *zap.Logger) streamStore {
-	return newRedisStore(client, prefix, ttl, maxBytes, logger)
-}
-
+// newRedisStore keeps journals in Redis under prefix, each for ttl after
+// its end and of at most maxBytes of events (0: no bound). The caller
+// closes client after the store.
 func newRedisStore(client redis.UniversalClient, prefix string, ttl time.Duration, maxBytes int, logger *zap.Logger) *redisStore {
 	if logger == nil {
 		logger = zap.NewNop()
@@ -154,6 +152,33 @@ func (st *redisStore) Close() error {
 	}
 	st.wg.Wait()
 	return nil
+}
+
+// refuse makes Create refuse new streams: the store is closing.
+func (st *redisStore) refuse() {
+	st.mu.Lock()
+	st.refusing = true
+	st.mu.Unlock()
+}
+
+// drain waits, at most max, until every stream produced here has ended
+// and its end is written.
+func (st *redisStore) drain(max time.Duration) {
+	st.mu.Lock()
+	var done []<-chan struct{}
+	for _, s := range st.produced {
+		done = append(done, s.w.done)
+	}
+	st.mu.Unlock()
+	limit := time.NewTimer(max)
+	defer limit.Stop()
+	for _, d := range done {
+		select {
+		case <-d:
+		case <-limit.C:
+			return
+		}
+	}
 }
 
 // eventsKey and metaKey share streamKeyTag(id), "{id}" for a stream id:
@@ -192,7 +217,7 @@ func (st *redisStore) wrote(err error, what string) {
 // milliseconds later.
 func (st *redisStore) Create(m journal.Meta, now time.Time) journalStream {
 	st.mu.Lock()
-	if st.failing || st.ctx.Err() != nil {
+	if st.failing || st.refusing || st.ctx.Err() != nil {
 		st.refused++
 		st.mu.Unlock()
 		return nil
@@ -1023,6 +1048,12 @@ func (s *redisStream) Leave(now time.Time) (detached bool) {
 	pipe.Do(ctx, "pexpire", s.metaKey, s.st.ttl.Milliseconds(), "nx")
 	_, _ = pipe.Exec(ctx)
 	if n.Err() != nil {
+		return false
+	}
+	if s.w == nil && errors.Is(state.Err(), redis.Nil) {
+		// The stream's keys expired while it was read (its producer
+		// gone): the count just made a meta of its own; it goes.
+		s.st.client.Del(ctx, s.metaKey)
 		return false
 	}
 	running := state.Val() == journal.StateRunning
