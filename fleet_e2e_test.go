@@ -31,7 +31,7 @@ import (
 // startRedis starts a redis-server on a unix socket in a temp dir, with no
 // persistence (a kill loses its data, as the outage test wants). It skips
 // where redis-server is absent, unless RELAY_REQUIRE_REDIS=1 (CI).
-func startRedis(t *testing.T, sock string) *exec.Cmd { return llmrelay.StartTestRedis(t, sock) }
+func startRedis(t testing.TB, sock string) *exec.Cmd { return llmrelay.StartTestRedis(t, sock) }
 
 // relayProc is a relay instance in a process of its own.
 type relayProc struct {
@@ -42,7 +42,7 @@ type relayProc struct {
 	log   string
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -55,7 +55,7 @@ func freePort(t *testing.T) int {
 // startRelayProc runs this binary as a Caddy serving block (an llm_relay
 // block) on a free port, with dir as its home: data directory (instance
 // ID), storage and log. The same dir again is the same instance restarted.
-func startRelayProc(t *testing.T, dir, block string) *relayProc {
+func startRelayProc(t testing.TB, dir, block string) *relayProc {
 	t.Helper()
 	port, admin := freePort(t), freePort(t)
 	p := &relayProc{dir: dir, base: fmt.Sprintf("http://127.0.0.1:%d", port), log: filepath.Join(dir, "caddy.log"),
@@ -122,7 +122,7 @@ func startRelayProc(t *testing.T, dir, block string) *relayProc {
 
 // stop ends the process as an operator's `systemctl stop` does: SIGTERM,
 // which makes Caddy unload its config (and the relay save its state).
-func (p *relayProc) stop(t *testing.T) {
+func (p *relayProc) stop(t testing.TB) {
 	if p.cmd.ProcessState != nil || p.cmd.Process == nil {
 		return
 	}
