@@ -461,3 +461,39 @@ func BenchmarkResumeAcrossEdges(b *testing.B) {
 		})
 	}
 }
+
+// TestResumeRedisAcrossReload: a stream produced under one config goes on
+// being journaled in Redis through a reload with the same settings (the
+// store is kept) and through one that changes them (the old store takes
+// no new streams but writes the ones it produces until they end): its
+// journal ends in Redis, and the new config resumes it to [DONE].
+func TestResumeRedisAcrossReload(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	startRedis(t, sock)
+	rc := redis.NewClient(&redis.Options{Network: "unix", Addr: sock})
+	defer rc.Close()
+	up := rsStreamUpstream(t, 40, 50*time.Millisecond, nil) // 2 s
+	auth := []string{"Authorization", "Bearer sk-rf-a"}
+	startRelay(t, rfRelay(up.v1(), sock, "ttl 1m"))
+	s := rfOpen(t, rfDo(t, "POST", relayBase+"/v1/chat/completions",
+		`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, auth...), time.Now())
+	head := s.waitN(t, 5, 10*time.Second)
+	id, path := s.resp.Header.Get("X-Relay-Stream-Id"), s.resp.Header.Get("X-Relay-Stream")
+	startRelay(t, rfRelay(up.v1(), sock, "ttl 1m")) // the same settings
+	time.Sleep(300 * time.Millisecond)
+	startRelay(t, rfRelay(up.v1(), sock, "ttl 2m")) // other settings: another store
+	events := "llm_relay:stream:{" + id + "}:events"
+	waitFor(t, 10*time.Second, "the stream's end in Redis", func() bool {
+		last, err := rc.XRevRangeN(context.Background(), events, "+", "-", 1).Result()
+		return err == nil && len(last) == 1 && strings.HasSuffix(last[0].ID, "-1") && last[0].Values["e"] == "completed"
+	})
+	r := rfOpen(t, rfDo(t, "GET", relayBase+path, "", append(auth, "Last-Event-ID", head[4].id)...), time.Now())
+	rest := r.wait(t, 10*time.Second)
+	if len(rest) == 0 || rest[len(rest)-1].data != "[DONE]" {
+		t.Fatalf("the resume after the reloads did not end with [DONE]: %q", r.tail)
+	}
+	rfConsecutive(t, "the resume after the reloads", rest, 6)
+	if !strings.Contains(rest[len(rest)-2].data+rest[len(rest)-3].data, "w39 ") {
+		t.Fatalf("the resume after the reloads lacks the last chunk: %q", rest[len(rest)-3:])
+	}
+}
