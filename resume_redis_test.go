@@ -547,14 +547,15 @@ func rjResumeRound(t *testing.T, sock string, b, c *redisStore, rng *rand.Rand, 
 		want = append(want, journal.Entry{N: uint64(i + 1), Seq: q, Data: rjBlock(i, 10+rng.IntN(400))})
 	}
 	written := make(chan struct{})
+	wrng := rand.New(rand.NewPCG(rng.Uint64(), 8)) // the writer's own: a Rand is not safe for concurrent use
 	go func() {
 		defer close(written)
 		for i, e := range want {
 			if n := s.Append(e.Data, e.Seq); n != e.N {
 				t.Errorf("Append %d: position %d", i, n)
 			}
-			if rng.IntN(8) == 0 {
-				time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+			if wrng.IntN(8) == 0 {
+				time.Sleep(time.Duration(wrng.IntN(3)) * time.Millisecond)
 			}
 		}
 		s.Finish(journal.StateCompleted, time.Now())
