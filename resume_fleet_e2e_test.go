@@ -207,8 +207,9 @@ func rfConsecutive(t testing.TB, what string, bs []rsBlock, first int) {
 // is resumed on edge B: (a) a Chat stream at its stream URL with
 // Last-Event-ID while A still writes it, B following live to the end;
 // (d) meanwhile another key on B finds nothing, in its dialect, and
-// cannot cancel it; (c) a Responses stream with starting_after, live;
-// then A is killed (SIGKILL): a stream it finished is still served whole
+// cannot cancel it; (c) a Responses stream with starting_after, live; a
+// retry with the same Idempotency-Key sent to B re-attaches to A's
+// stream (one generation); then A is killed (SIGKILL): a stream it finished is still served whole
 // by B, and (b) one it was producing is replayed by B as far as it was
 // journaled and, once its keys expire (the sliding ttl, no longer
 // refreshed by A), ends with an in-band stream_unavailable error.
@@ -330,6 +331,20 @@ func TestResumeAcrossEdges(t *testing.T) {
 		t.Fatalf("another key streamed the response on B: %s", readAll(t, o))
 	} else if ob := readAll(t, o); strings.Contains(ob, "w1 ") {
 		t.Fatalf("another key's answer holds the response's text: %s", ob)
+	}
+
+	// A retry with the same Idempotency-Key that reaches B re-attaches to
+	// the stream A produces: replayed from its first event, then live,
+	// and generated once.
+	before := len(up.requests())
+	idem := append(slices.Clone(authA), "Idempotency-Key", "rf-idem-1")
+	iA := rfOpen(t, rfDo(t, "POST", a.base+"/v1/chat/completions", chatBody, idem...), time.Now())
+	iA.waitN(t, 5, 10*time.Second)
+	iB := rfOpen(t, rfDo(t, "POST", b.base+"/v1/chat/completions", chatBody, idem...), time.Now())
+	iwhole, ifromB := iA.wait(t, 15*time.Second), iB.wait(t, 15*time.Second)
+	rfSame(t, "the retry re-attached on B", ifromB, iwhole)
+	if n := len(up.requests()) - before; n != 1 || !iB.at[0].Before(iA.ended) {
+		t.Fatalf("the retry on B: the upstream got %d requests (want 1); its first event %s before A's end", n, iA.ended.Sub(iB.at[0]))
 	}
 
 	// (b) A produces a stream and dies (SIGKILL) in its middle.
