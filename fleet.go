@@ -84,9 +84,12 @@ var fleetPool = caddy.NewUsagePool()
 
 // fleetState is one Redis's shared state, as this process sees it.
 type fleetState struct {
-	name        string // mode, addresses, db and prefix, for logs and status (no password)
-	prefix      string
-	client      redis.UniversalClient
+	name   string // mode, addresses, db and prefix, for logs and status (no password)
+	prefix string
+	client redis.UniversalClient
+	// dial connects another client to the same Redis, in the same mode,
+	// with poolSize connections per node (the stream journal's).
+	dial        func(poolSize int) redis.UniversalClient
 	script      clusterScript // under Cluster (redismodes.go)
 	instance    string
 	syncEvery   time.Duration
@@ -165,9 +168,12 @@ func (h *Relay) attachFleet(repl *caddy.Replacer) error {
 
 func newFleetState(c *StateConfig, password, sentinelPassword string, logger *zap.Logger) *fleetState {
 	f := &fleetState{
-		name:        redisName(c),
-		prefix:      fleetPrefix(c),
-		client:      newRedisClient(c, password, sentinelPassword),
+		name:   redisName(c),
+		prefix: fleetPrefix(c),
+		client: newRedisClient(c, password, sentinelPassword),
+		dial: func(poolSize int) redis.UniversalClient {
+			return newRedisClientPool(c, password, sentinelPassword, poolSize)
+		},
 		instance:    instanceID(),
 		syncEvery:   durationOr(c.SyncInterval, defaultSyncInterval),
 		shareHealth: c.ShareHealth == nil || *c.ShareHealth,

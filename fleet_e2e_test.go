@@ -24,34 +24,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	llmrelay "github.com/llmrelay/caddy-llm-relay"
 )
 
 // startRedis starts a redis-server on a unix socket in a temp dir, with no
 // persistence (a kill loses its data, as the outage test wants). It skips
 // where redis-server is absent, unless RELAY_REQUIRE_REDIS=1 (CI).
-func startRedis(t *testing.T, sock string) *exec.Cmd {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		msg := "redis-server not installed (Debian: apt-get install redis-server)"
-		if os.Getenv("RELAY_REQUIRE_REDIS") == "1" {
-			t.Fatal(msg + " (RELAY_REQUIRE_REDIS=1)")
-		}
-		t.Skip(msg)
-	}
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
-		"--save", "", "--appendonly", "no", "--dir", filepath.Dir(sock), "--loglevel", "warning")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Network: "unix", Addr: sock})
-	defer c.Close()
-	waitFor(t, 10*time.Second, "redis-server answering", func() bool {
-		return c.Ping(context.Background()).Err() == nil
-	})
-	return cmd
-}
+func startRedis(t testing.TB, sock string) *exec.Cmd { return llmrelay.StartTestRedis(t, sock) }
 
 // relayProc is a relay instance in a process of its own.
 type relayProc struct {
@@ -62,7 +42,7 @@ type relayProc struct {
 	log   string
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -75,7 +55,7 @@ func freePort(t *testing.T) int {
 // startRelayProc runs this binary as a Caddy serving block (an llm_relay
 // block) on a free port, with dir as its home: data directory (instance
 // ID), storage and log. The same dir again is the same instance restarted.
-func startRelayProc(t *testing.T, dir, block string) *relayProc {
+func startRelayProc(t testing.TB, dir, block string) *relayProc {
 	t.Helper()
 	port, admin := freePort(t), freePort(t)
 	p := &relayProc{dir: dir, base: fmt.Sprintf("http://127.0.0.1:%d", port), log: filepath.Join(dir, "caddy.log"),
@@ -142,7 +122,7 @@ func startRelayProc(t *testing.T, dir, block string) *relayProc {
 
 // stop ends the process as an operator's `systemctl stop` does: SIGTERM,
 // which makes Caddy unload its config (and the relay save its state).
-func (p *relayProc) stop(t *testing.T) {
+func (p *relayProc) stop(t testing.TB) {
 	if p.cmd.ProcessState != nil || p.cmd.Process == nil {
 		return
 	}

@@ -182,7 +182,7 @@ var freshConfig atomic.Bool
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
 // readAll reads and closes a response body.
-func readAll(t *testing.T, resp *http.Response) string {
+func readAll(t testing.TB, resp *http.Response) string {
 	t.Helper()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -224,7 +224,7 @@ func decodeErr(t *testing.T, body string) apiErr {
 }
 
 // waitFor polls cond every 10ms until it holds or the bound passes.
-func waitFor(t *testing.T, bound time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, bound time.Duration, what string, cond func() bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()

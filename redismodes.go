@@ -137,6 +137,12 @@ func redisName(c *StateConfig) string {
 // tick is the retry; under Cluster, go-redis still follows a MOVED or
 // ASK within the round).
 func newRedisClient(c *StateConfig, password, sentinelPassword string) redis.UniversalClient {
+	return newRedisClientPool(c, password, sentinelPassword, 2)
+}
+
+// newRedisClientPool is newRedisClient with a pool of poolSize
+// connections per node.
+func newRedisClientPool(c *StateConfig, password, sentinelPassword string, poolSize int) redis.UniversalClient {
 	var tlsConfig *tls.Config
 	if c.TLS {
 		// Without a ServerName, each connection checks the name of the
@@ -149,19 +155,19 @@ func newRedisClient(c *StateConfig, password, sentinelPassword string) redis.Uni
 			MasterName: c.MasterName, SentinelAddrs: c.Addresses, SentinelPassword: sentinelPassword,
 			Password: password, DB: c.DB, TLSConfig: tlsConfig,
 			DialTimeout: fleetTimeout, ReadTimeout: fleetTimeout, WriteTimeout: fleetTimeout,
-			PoolSize: 2, MaxRetries: -1, ContextTimeoutEnabled: true,
+			PoolSize: poolSize, MaxRetries: -1, ContextTimeoutEnabled: true,
 		})
 	case "cluster":
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: c.Addresses, Password: password, TLSConfig: tlsConfig,
 			DialTimeout: fleetTimeout, ReadTimeout: fleetTimeout, WriteTimeout: fleetTimeout,
-			PoolSize: 2, MaxRetries: -1, ContextTimeoutEnabled: true,
+			PoolSize: poolSize, MaxRetries: -1, ContextTimeoutEnabled: true,
 		})
 	}
 	opts := &redis.Options{
 		Addr: c.Address, Password: password, DB: c.DB,
 		DialTimeout: fleetTimeout, ReadTimeout: fleetTimeout, WriteTimeout: fleetTimeout,
-		PoolSize: 2, MaxRetries: -1, // the next tick is the retry
+		PoolSize: poolSize, MaxRetries: -1, // the next tick is the retry
 		ContextTimeoutEnabled: true,
 	}
 	if path, ok := strings.CutPrefix(c.Address, "unix:"); ok || strings.HasPrefix(c.Address, "/") {
@@ -178,17 +184,6 @@ func newRedisClient(c *StateConfig, password, sentinelPassword string) redis.Uni
 		opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
 	}
 	return redis.NewClient(opts)
-}
-
-// redisClient is the fleet's Redis client, in whichever mode the state
-// names, for the package's other users of the shared Redis (the stream
-// journal). Its options are the fleet's: a pool of 2 connections per
-// node, one-second timeouts (go-redis lengthens the read timeout of a
-// blocking command by its block time), no retries. Keys go under
-// f.prefix; keys that must share a node under Cluster share a hash tag
-// (streamKeyTag).
-func (f *fleetState) redisClient() redis.UniversalClient {
-	return f.client
 }
 
 // streamKeyTag is the Cluster hash tag of one resumable stream's keys:

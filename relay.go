@@ -146,8 +146,9 @@ type Relay struct {
 	fleet       *fleetState // the shared state (state redis), or nil
 	fleetKey    string      // its key in fleetPool
 	capacity    capacityPolicy
-	resume      *resumer // nil: resume off (resume.go)
-	resumeKey   string   // its local store's key in localStores
+	resume      *resumer         // nil: resume off (resume.go)
+	resumeKey   string           // its journal store's key in resumePool
+	resumePool  *caddy.UsagePool // localStores or redisStores
 
 	// Cost (cost.go): each key name's reasoning token budget (names with
 	// one), the (upstream, model) of every configured target, the only
@@ -316,8 +317,8 @@ func (h *Relay) Cleanup() error {
 	if h.fleet != nil {
 		_, _ = fleetPool.Delete(h.fleetKey)
 	}
-	if h.resumeKey != "" {
-		_, _ = localStores.Delete(h.resumeKey)
+	if h.resumePool != nil {
+		_, _ = h.resumePool.Delete(h.resumeKey)
 	}
 	h.inflight.retire(func() {
 		for _, u := range h.upstreams {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/dustin/go-humanize"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/journal"
 )
@@ -124,14 +125,63 @@ func (h *Relay) provisionResume() {
 }
 
 // newStreamStore picks where journals live: Redis with state redis, else
-// this instance's memory, kept across reloads while the settings hold.
+// this instance's memory; either store is kept across reloads while the
+// settings hold.
 func (h *Relay) newStreamStore(rs *resumer, maxStreams int) streamStore {
+	if f := h.fleet; f != nil {
+		key := "resume-redis|" + h.fleetKey + "|" + rs.ttl.String() + "|" + strconv.Itoa(rs.maxBytes)
+		v, _, _ := redisStores.LoadOrNew(key, func() (caddy.Destructor, error) {
+			client := f.dial(redisJournalPool)
+			return redisStoreHolder{newRedisStore(client, f.prefix, rs.ttl, rs.maxBytes, h.logger), client}, nil
+		})
+		h.resumePool, h.resumeKey = redisStores, key
+		return v.(redisStoreHolder).st
+	}
 	key := "resume|" + rs.ttl.String() + "|" + strconv.Itoa(maxStreams) + "|" + strconv.Itoa(rs.maxBytes)
 	v, _, _ := localStores.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return localStoreHolder{localStore{journal.NewStore(rs.ttl, maxStreams, rs.maxBytes)}}, nil
 	})
-	h.resumeKey = key
+	h.resumePool, h.resumeKey = localStores, key
 	return v.(localStoreHolder).s
+}
+
+// redisStores keeps the Redis journal stores across config reloads, by
+// Redis, prefix, ttl and max_bytes. The journals are in Redis, but the
+// streams this process produces (their writers, the cancel subscription)
+// are the store's, and a stream outlives the config that started it
+// (Caddy cleans up an old config while its streams are still served; a
+// detached or background generation goes on after its client).
+var redisStores = caddy.NewUsagePool()
+
+// redisJournalPool is the journal client's connections per node: a
+// reader following a stream holds one for the length of its blocking
+// read (redisFollowBlock), so it is far larger than the fleet's 2; idle
+// connections are not kept open beyond go-redis's defaults.
+const redisJournalPool = 256
+
+// redisDrainMax bounds how long a store no config uses any more keeps
+// writing the streams it still produces before it closes.
+const redisDrainMax = 10 * time.Minute
+
+type redisStoreHolder struct {
+	st     *redisStore
+	client redis.UniversalClient
+}
+
+// Destruct: the last config naming the store let go of it (its settings
+// changed, or the server stops). It refuses new streams at once; the
+// streams it still produces are written until they end, for at most
+// redisDrainMax, and then the store and its client close. (At a process
+// exit a stream still running stays so in Redis until its keys expire,
+// ttl after its last write.)
+func (h redisStoreHolder) Destruct() error {
+	h.st.refuse()
+	go func() {
+		h.st.drain(redisDrainMax)
+		_ = h.st.Close()
+		_ = h.client.Close()
+	}()
+	return nil
 }
 
 func cmpOr(v, def int64) int64 {

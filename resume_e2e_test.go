@@ -181,7 +181,7 @@ func rsStreamUpstream(t *testing.T, n int, gap time.Duration, gone chan<- int) *
 
 // rsReadEvents reads n data events of a stream and closes it: a client
 // that goes away mid-stream. It returns the blocks read.
-func rsReadEvents(t *testing.T, resp *http.Response, n int) []rsBlock {
+func rsReadEvents(t testing.TB, resp *http.Response, n int) []rsBlock {
 	t.Helper()
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)

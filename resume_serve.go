@@ -397,6 +397,14 @@ func (h *Relay) replay(w http.ResponseWriter, r *http.Request, req *requestState
 		case r.Context().Err() != nil:
 			req.status = statusClientClosed
 			return
+		case err != nil && !errors.Is(err, context.DeadlineExceeded):
+			// The journal cannot be read any more (a Redis journal
+			// whose keys expired, its producer gone; Redis away): the
+			// client is told in its dialect rather than kept waiting.
+			_, _ = w.Write(req.ep.errorEvent(&apiError{Status: http.StatusOK, Type: "server_error", Code: "stream_unavailable",
+				Message: "The stream's journal can no longer be read (it expired, or the journal store is unavailable)."}))
+			_ = rc.Flush()
+			return
 		case len(es) == 0:
 			_, _ = w.Write([]byte(": relay-heartbeat\n"))
 		}

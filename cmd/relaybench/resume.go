@@ -38,8 +38,8 @@ import (
 //     after, together, are the stream's, each once, in order.
 //
 // The cross-edge figure (two relays on one redis-server, a stream
-// produced on one and resumed on the other) waits for `state redis`
-// journals (resume_redis.go).
+// produced on one and resumed on the other) is the root package's
+// BenchmarkResumeAcrossEdges (resume_fleet_e2e_test.go).
 
 const (
 	goalResumeCPU = 1.25
