@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	llmrelay "github.com/llmrelay/caddy-llm-relay"
 )
 
 // rfClient has no overall timeout: a stream's bound is its context's.
@@ -211,8 +213,10 @@ func rfConsecutive(t testing.TB, what string, bs []rsBlock, first int) {
 // retry with the same Idempotency-Key sent to B re-attaches to A's
 // stream (one generation); then A is killed (SIGKILL): a stream it finished is still served whole
 // by B, and (b) one it was producing is replayed by B as far as it was
-// journaled and, once its keys expire (the sliding ttl, no longer
-// refreshed by A), ends with an in-band stream_unavailable error.
+// journaled and, once A's live key expires (redisLiveLease, no longer
+// renewed by A; its journal is kept for ttl), ends with an in-band
+// stream_lost error; a retry of it with its Idempotency-Key then starts a
+// new generation on B instead of re-attaching to one that cannot end.
 func TestResumeAcrossEdges(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "redis.sock")
@@ -221,8 +225,8 @@ func TestResumeAcrossEdges(t *testing.T) {
 	defer rc.Close()
 	// 60 chunks, 50 ms apart: 3 s a stream.
 	up := rsStreamUpstream(t, 60, 50*time.Millisecond, nil)
-	const ttl = 8 * time.Second
-	block := rfRelay(up.v1(), sock, "ttl 8s\n\t\t\tdetach 30s\n\t\t\tcoalesce off")
+	const ttl = 30 * time.Second
+	block := rfRelay(up.v1(), sock, "ttl 30s\n\t\t\tdetach 30s\n\t\t\tcoalesce off")
 	a := startRelayProc(t, filepath.Join(dir, "a"), block)
 	b := startRelayProc(t, filepath.Join(dir, "b"), block)
 	authA := []string{"Authorization", "Bearer sk-rf-a"}
@@ -348,7 +352,8 @@ func TestResumeAcrossEdges(t *testing.T) {
 	}
 
 	// (b) A produces a stream and dies (SIGKILL) in its middle.
-	orphan := rfOpen(t, rfDo(t, "POST", a.base+"/v1/chat/completions", chatBody, authA...), time.Now())
+	oidem := append(slices.Clone(authA), "Idempotency-Key", "rf-idem-orphan")
+	orphan := rfOpen(t, rfDo(t, "POST", a.base+"/v1/chat/completions", chatBody, oidem...), time.Now())
 	ohead := orphan.waitN(t, 10, 10*time.Second)
 	oid := orphan.resp.Header.Get("X-Relay-Stream-Id")
 	opath := orphan.resp.Header.Get("X-Relay-Stream")
@@ -379,9 +384,10 @@ func TestResumeAcrossEdges(t *testing.T) {
 	rfSame(t, "the finished Responses stream from B after A's death", again.wait(t, 10*time.Second), rwhole)
 
 	// The orphan: B replays what was journaled, then waits (the stream
-	// is still running as far as Redis knows) until its keys expire.
+	// is still running as far as Redis knows) until A's live key
+	// expires.
 	ob := rfOpen(t, rfDo(t, "GET", b.base+opath, "", append(authA, "Last-Event-ID", ohead[2].id)...), time.Now())
-	got := ob.wait(t, ttl+4*time.Second)
+	got := ob.wait(t, llmrelay.RedisLiveLease+llmrelay.RedisFollowBlock+5*time.Second)
 	endedAfter := ob.ended.Sub(killed)
 	if len(got) < len(seen)-3+1 {
 		t.Fatalf("B replayed %d events of the orphan; A's client had seen %d (from event 4 on: %d)", len(got), len(seen), len(seen)-3)
@@ -391,17 +397,30 @@ func TestResumeAcrossEdges(t *testing.T) {
 	rfConsecutive(t, "the orphan's replay", replayed, 4)
 	rfSame(t, "the orphan's replay, as far as A's client read", replayed[:len(seen)-3], seen[3:])
 	var e apiErr
-	if last.id != "" || json.Unmarshal([]byte(last.data), &e) != nil || e.Error.Code != "stream_unavailable" {
-		t.Fatalf("the orphan's replay ended with %q (id %q), want the in-band error stream_unavailable", last.data, last.id)
+	if last.id != "" || json.Unmarshal([]byte(last.data), &e) != nil || e.Error.Code != "stream_lost" {
+		t.Fatalf("the orphan's replay ended with %q (id %q), want the in-band error stream_lost", last.data, last.id)
 	}
-	if n, _ := rc.Exists(context.Background(), events, "llm_relay:stream:{"+oid+"}:meta").Result(); n != 0 {
-		t.Fatalf("the orphan's replay ended while its keys are still in Redis (%d)", n)
+	if n, _ := rc.Exists(context.Background(), events, "llm_relay:stream:{"+oid+"}:meta").Result(); n != 2 {
+		t.Fatalf("the orphan's journal is gone (%d of its 2 keys left) %s after A's death; ttl is %s", n, endedAfter, ttl)
 	}
-	if endedAfter < ttl*3/4-time.Second || endedAfter > ttl+4*time.Second {
-		t.Fatalf("the orphan's replay ended %s after A's death; its keys go between ¾ ttl and ttl (%s) after A's last write", endedAfter, ttl)
+	// A's last renewal was at most llmrelay.RedisLiveEvery before the kill; B
+	// looks at the live key after each empty blocking read.
+	if endedAfter < llmrelay.RedisLiveLease-llmrelay.RedisLiveEvery-time.Second || endedAfter > llmrelay.RedisLiveLease+llmrelay.RedisFollowBlock+3*time.Second {
+		t.Fatalf("the orphan's replay ended %s after A's death; A's live key goes %s after its last renewal", endedAfter, llmrelay.RedisLiveLease)
 	}
-	t.Logf("(b) orphan: %d events journaled of the %d A's client saw; B replayed %d from event 4 and ended with stream_unavailable %s after A's death",
+	t.Logf("(b) orphan: %d events journaled of the %d A's client saw; B replayed %d from event 4 and ended with stream_lost %s after A's death",
 		len(replayed)+3, len(seen), len(replayed), endedAfter.Round(time.Millisecond))
+
+	// The orphan's retry with its Idempotency-Key, on B: a new generation.
+	before = len(up.requests())
+	retry := rfOpen(t, rfDo(t, "POST", b.base+"/v1/chat/completions", chatBody, oidem...), time.Now())
+	rgot := retry.wait(t, 15*time.Second)
+	if rid := retry.resp.Header.Get("X-Relay-Stream-Id"); rid == oid || rid == "" {
+		t.Fatalf("the orphan's retry on B answered from stream %q (the orphan is %q)", rid, oid)
+	}
+	if n := len(up.requests()) - before; n != 1 || rgot[len(rgot)-1].data != "[DONE]" {
+		t.Fatalf("the orphan's retry on B: the upstream got %d requests (want 1), its last event %q", n, rgot[len(rgot)-1].data)
+	}
 }
 
 // BenchmarkResumeAcrossEdges: the time from a resume request on edge B

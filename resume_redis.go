@@ -99,11 +99,24 @@ const (
 	redisBatchMax = 512
 	// redisFinalFlush bounds the last writes at Close.
 	redisFinalFlush = 2 * time.Second
+	// redisLiveEvery and redisLiveLease: while a stream runs its
+	// producer sets its live key every redisLiveEvery, to expire
+	// redisLiveLease later. A running stream without it has lost its
+	// producer (that edge died, or lost Redis): a reader then ends its
+	// replay instead of waiting for the stream's keys to expire, ttl
+	// after the last write, and a retry starts a new generation instead
+	// of re-attaching to one that cannot end.
+	redisLiveEvery = 2 * time.Second
+	redisLiveLease = 6 * time.Second
 )
 
 // errJournalGone: the stream's keys expired while it was followed (its
 // producer died and the ttl passed, or it ended ttl ago).
 var errJournalGone = errors.New("journal: the stream is gone (expired)")
+
+// errProducerGone: the stream is still running as far as Redis knows, but
+// its producer stopped renewing its live key (redisLiveLease).
+var errProducerGone = errors.New("journal: the edge producing the stream is gone")
 
 // redisStore is the journals of one Redis, as one instance reads and
 // writes them.
@@ -113,6 +126,9 @@ type redisStore struct {
 	ttl      time.Duration
 	maxBytes int
 	logger   *zap.Logger
+	// liveEvery and liveLease: redisLiveEvery and redisLiveLease (tests
+	// shorten them).
+	liveEvery, liveLease time.Duration
 
 	ctx  context.Context
 	stop context.CancelFunc
@@ -136,6 +152,7 @@ func newRedisStore(client redis.UniversalClient, prefix string, ttl time.Duratio
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &redisStore{client: client, prefix: prefix, ttl: ttl, maxBytes: maxBytes, logger: logger,
+		liveEvery: redisLiveEvery, liveLease: redisLiveLease,
 		ctx: ctx, stop: stop, produced: map[string]*redisStream{}}
 }
 
@@ -189,6 +206,11 @@ func (st *redisStore) eventsKey(id string) string {
 }
 func (st *redisStore) metaKey(id string) string {
 	return st.prefix + "stream:" + streamKeyTag(id) + ":meta"
+}
+
+// liveKey is set, with a short TTL, while the stream's producer runs.
+func (st *redisStore) liveKey(id string) string {
+	return st.prefix + "stream:" + streamKeyTag(id) + ":live"
 }
 func (st *redisStore) cancelChannel() string { return st.prefix + "stream:cancel" }
 
@@ -316,9 +338,25 @@ func (st *redisStore) Get(owner, id string, now time.Time) journalStream {
 // ByIdempotencyKey finds owner's stream started with that key.
 func (st *redisStore) ByIdempotencyKey(owner, key string, now time.Time) journalStream {
 	if sid := st.lookup(st.indexKey("by-idem", owner, key)); sid != "" {
-		return st.load(owner, sid)
+		return st.alive(st.load(owner, sid))
 	}
 	return nil
+}
+
+// alive is js, unless it is a stream Redis holds as running whose
+// producer is gone: a retry must not re-attach to a generation that can
+// never end, and starts a new one.
+func (st *redisStore) alive(js journalStream) journalStream {
+	s, ok := js.(*redisStream)
+	if !ok || s.w != nil || s.State() != journal.StateRunning {
+		return js
+	}
+	ctx, cancel := st.opCtx()
+	defer cancel()
+	if s.producerGone(ctx) {
+		return nil
+	}
+	return js
 }
 
 // Orphan finds owner's latest stream of that request hash, started within
@@ -340,7 +378,7 @@ func (st *redisStore) Orphan(owner, hash string, window time.Duration, now time.
 	if created == 0 || now.Sub(time.Unix(0, created)) > window || orphaned == 0 || clients > 0 {
 		return nil
 	}
-	return st.load(owner, sid)
+	return st.alive(st.load(owner, sid))
 }
 
 func str(v any) string {
@@ -613,19 +651,22 @@ func (s *redisStream) Finish(state string, now time.Time) {
 func (s *redisStream) flushed() <-chan struct{} { return s.w.done }
 
 // write is the producer's writer: it writes what is pending, at most once
-// per redisFlushEvery, refreshes the TTLs every ttl/4, and ends after
-// writing the end (or when the store closes).
+// per redisFlushEvery, refreshes the TTLs every ttl/4 and the live key
+// every liveEvery, and ends after writing the end (or when the store
+// closes).
 func (s *redisStream) write() {
 	st, w := s.st, s.w
 	defer st.wg.Done()
 	defer close(w.done)
-	refreshEvery := max(st.ttl/4, 10*time.Millisecond)
+	ttlEvery := max(st.ttl/4, 10*time.Millisecond)
+	refreshEvery := max(min(ttlEvery, st.liveEvery), 10*time.Millisecond)
 	refresh := time.NewTimer(refreshEvery)
 	defer refresh.Stop()
+	liveKey := st.liveKey(s.meta.ID)
 	var (
-		created, eventsTTL bool
-		lastRefresh        time.Time
-		backoff            time.Duration
+		created, eventsTTL    bool
+		lastRefresh, lastLive time.Time
+		backoff               time.Duration
 	)
 	for {
 		closing := false
@@ -654,13 +695,18 @@ func (s *redisStream) write() {
 		w.mu.Unlock()
 
 		ttl := st.ttl
-		due := !created || finish != "" || time.Since(lastRefresh) >= refreshEvery || (len(batch) > 0 && !eventsTTL)
+		due := !created || finish != "" || time.Since(lastRefresh) >= ttlEvery || (len(batch) > 0 && !eventsTTL)
+		liveDue := finish == "" && (!created || time.Since(lastLive) >= st.liveEvery)
 		timeout := redisJournalTimeout
 		if closing {
 			timeout = redisFinalFlush
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		pipe := st.client.Pipeline()
+		if liveDue {
+			// First: a reader that finds the meta finds the live key.
+			pipe.Set(ctx, liveKey, "1", st.liveLease)
+		}
 		if !created {
 			m := s.meta
 			bg := ""
@@ -704,6 +750,9 @@ func (s *redisStream) write() {
 		st.wrote(err, "events")
 		if err == nil {
 			created, backoff = true, 0
+			if liveDue {
+				lastLive = time.Now()
+			}
 			if due {
 				lastRefresh = time.Now()
 				eventsTTL = eventsTTL || len(batch) > 0 || finish != ""
@@ -829,7 +878,7 @@ func (s *redisStream) Follow(ctx context.Context, after uint64, max int, dst []j
 		if err != nil || ended || len(dst) > n0 {
 			return dst, ended, err
 		}
-		switch gone, ended := s.endedBefore(after); {
+		switch gone, ended, _ := s.endedBefore(after); {
 		case gone:
 			return dst, false, errJournalGone
 		case ended:
@@ -850,11 +899,15 @@ func (s *redisStream) Follow(ctx context.Context, after uint64, max int, dst []j
 		}
 		switch {
 		case errors.Is(err, redis.Nil):
-			// Nothing within block: is the stream still there, and did
-			// it end before the cursor (a cursor past its end)?
-			gone, ended := s.endedBefore(after)
+			// Nothing within block: is the stream still there, did
+			// it end before the cursor (a cursor past its end), is its
+			// producer still there?
+			gone, ended, dead := s.endedBefore(after)
 			if gone {
 				return dst, false, errJournalGone
+			}
+			if dead {
+				return dst, false, errProducerGone
 			}
 			if ended {
 				return dst, true, nil
@@ -877,25 +930,44 @@ func (s *redisStream) Follow(ctx context.Context, after uint64, max int, dst []j
 // endedBefore reports, for a read after position after that found
 // nothing, whether the stream's keys are gone, or whether it ended at or
 // before after (a cursor past its end reads nothing, ever, as in
-// journal.Buffer). A read error is neither: the caller reads again.
-func (s *redisStream) endedBefore(after uint64) (gone, ended bool) {
+// journal.Buffer), or whether it runs without a producer (dead). A read
+// error is none of them: the caller reads again.
+func (s *redisStream) endedBefore(after uint64) (gone, ended, dead bool) {
 	ctx, cancel := s.st.opCtx()
 	defer cancel()
 	state, err := s.st.client.HGet(ctx, s.metaKey, "state").Result()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return true, false
-	case err != nil || state == journal.StateRunning:
-		return false, false
+		return true, false, false
+	case err != nil:
+		return false, false, false
+	case state == journal.StateRunning:
+		return false, false, s.producerGone(ctx)
 	}
 	// Ended: the end entry is the stream's last; an end written after
 	// the read is not before the cursor, and the next read returns it.
 	last, err := s.st.client.XRevRangeN(ctx, s.events, "+", "-", 1).Result()
 	if err != nil || len(last) == 0 {
-		return false, false
+		return false, false, false
 	}
 	n, end, ok := parseEntryID(last[0].ID)
-	return false, ok && end && n <= after
+	return false, ok && end && n <= after, false
+}
+
+// producerGone reports whether a stream Redis holds as running has lost
+// its producer: its live key expired (redisLiveLease). The state is read
+// again after the live key, since a producer that ends its stream stops
+// renewing it.
+func (s *redisStream) producerGone(ctx context.Context) bool {
+	if s.w != nil {
+		return false // produced here
+	}
+	n, err := s.st.client.Exists(ctx, s.st.liveKey(s.meta.ID)).Result()
+	if err != nil || n > 0 {
+		return false
+	}
+	state, err := s.st.client.HGet(ctx, s.metaKey, "state").Result()
+	return err == nil && state == journal.StateRunning
 }
 
 func maxDuration(a, b time.Duration) time.Duration {

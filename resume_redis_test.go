@@ -939,3 +939,88 @@ func TestReplayEndsWhenJournalUnreadable(t *testing.T) {
 		t.Fatalf("the replay sent %q; want the event, then the error stream_unavailable", body)
 	}
 }
+
+// TestRedisJournalProducerGone: a stream whose producing edge dies before
+// its end stays "running" in Redis until its keys expire; its live key,
+// which the producer renews, tells the other edges sooner. A reader on B
+// reads what was journaled, then gets errProducerGone within the lease
+// (not ttl later), and B no longer offers the stream to a retry, by
+// Idempotency-Key or as an orphan, so the retry starts a new generation.
+// While A runs, even quiet, B keeps following and offers it.
+func TestRedisJournalProducerGone(t *testing.T) {
+	sock, _ := rjRedis(t)
+	const every, lease = 50 * time.Millisecond, 300 * time.Millisecond
+	short := func(st *redisStore) *redisStore { st.liveEvery, st.liveLease = every, lease; return st }
+	a := short(rjStore(t, sock, time.Minute, 0))
+	b := short(rjStore(t, sock, time.Minute, 0))
+	m := rjMeta("alice")
+	m.IdemKey, m.BodyHash = "idem-gone", "hash-gone"
+	s := a.Create(m, time.Now())
+	if s == nil {
+		t.Fatal("Create refused")
+	}
+	s.Attach()
+	var want []journal.Entry
+	for i := range 5 {
+		block := rjBlock(i, 60)
+		want = append(want, journal.Entry{N: s.Append(block, int64(i)), Seq: int64(i), Data: block})
+	}
+	if !s.Leave(time.Now()) {
+		t.Fatal("the last reader leaving a running stream did not detach it")
+	}
+	rs := rjGet(t, b, "alice", m.ID)
+
+	// A alive but quiet for several leases: B waits, and offers it.
+	var got []journal.Entry
+	for len(got) < 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*lease)
+		es, ended, err := rs.Follow(ctx, uint64(len(got)), 10, nil)
+		cancel()
+		if err != nil || ended {
+			t.Fatalf("B's read after %d: ended %v, %v", len(got), ended, err)
+		}
+		got = append(got, es...)
+	}
+	rjSame(t, got, want, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*lease)
+	_, _, err := rs.Follow(ctx, 5, 10, nil)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("B's read past the end while A runs, quiet: %v, want to wait (deadline)", err)
+	}
+	if b.ByIdempotencyKey("alice", "idem-gone", time.Now()) == nil {
+		t.Fatal("B does not offer a live stream to its Idempotency-Key")
+	}
+	if b.Orphan("alice", "hash-gone", time.Minute, time.Now()) == nil {
+		t.Fatal("B does not offer a live orphan to a retry of its request")
+	}
+
+	// A dies: its store stops without ending the stream.
+	_ = a.Close()
+	died := time.Now()
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	_, _, err = rs.Follow(ctx, 5, 10, nil)
+	cancel()
+	if !errors.Is(err, errProducerGone) {
+		t.Fatalf("B's read after A died: %v, want errProducerGone", err)
+	}
+	if took := time.Since(died); took > lease+redisFollowBlock+time.Second {
+		t.Fatalf("B noticed A's death %s after it (lease %s, block %s)", took, lease, redisFollowBlock)
+	}
+	if st := b.ByIdempotencyKey("alice", "idem-gone", time.Now()); st != nil {
+		t.Fatal("B offers a stream whose producer is gone to its Idempotency-Key")
+	}
+	if st := b.Orphan("alice", "hash-gone", time.Minute, time.Now()); st != nil {
+		t.Fatal("B offers a stream whose producer is gone to a retry of its request")
+	}
+	if st := b.Get("alice", m.ID, time.Now()); st == nil {
+		t.Fatal("B no longer finds the stream by id: its journal is still there to replay")
+	}
+}
+
+// The live key's timing, for the external tests of the fleet.
+const (
+	RedisLiveLease   = redisLiveLease
+	RedisLiveEvery   = redisLiveEvery
+	RedisFollowBlock = redisFollowBlock
+)

@@ -397,6 +397,14 @@ func (h *Relay) replay(w http.ResponseWriter, r *http.Request, req *requestState
 		case r.Context().Err() != nil:
 			req.status = statusClientClosed
 			return
+		case errors.Is(err, errProducerGone):
+			// The edge producing it died (or lost Redis) before its
+			// end: what it journaled was replayed, the rest never
+			// will be. A retry of the request starts a new generation.
+			_, _ = w.Write(req.ep.errorEvent(&apiError{Status: http.StatusOK, Type: "server_error", Code: "stream_lost",
+				Message: "The relay instance producing this stream stopped before the stream ended; every event it sent was replayed. Send the request again to start a new generation."}))
+			_ = rc.Flush()
+			return
 		case err != nil && !errors.Is(err, context.DeadlineExceeded):
 			// The journal cannot be read any more (a Redis journal
 			// whose keys expired, its producer gone; Redis away): the
