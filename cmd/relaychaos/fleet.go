@@ -57,6 +57,7 @@ type fleetOutcome struct {
 	skipped string // why it did not run
 	redis   string // redis-server's version
 	rows    []fleetRow
+	edge    edgeRow  // the resume-edge-kill case
 	failed  []string // what went wrong outside a case's checks
 	logs    []string // the relays' own lines, when a case failed
 	took    time.Duration
@@ -102,7 +103,9 @@ func runFleet(rcs []chaos.RedisCase) (out fleetOutcome) {
 		row := fr.runCase(ctx, c)
 		out.rows = append(out.rows, row)
 	}
-	if out.failedCases() > 0 {
+	// Last: it kills A.
+	out.edge = fr.runEdgeKill(ctx)
+	if out.failedCases() > 0 || len(out.edge.why) > 0 {
 		for _, p := range fr.peers {
 			out.logs = append(out.logs, p.warnings()...)
 		}
@@ -240,6 +243,14 @@ http://127.0.0.1:%[3]d {
 %[6]s		key sk-other other {
 			rpm 1000
 		}
+		key %[9]s edge
+		model slow {
+			to gate slow
+		}
+		resume {
+			ttl 1m
+			coalesce off
+		}
 		model hold {
 			to gate hold
 		}
@@ -254,7 +265,7 @@ http://127.0.0.1:%[3]d {
 		llm_relay_status
 	}
 }
-`, filepath.Join(p.dir, "storage"), p.log(), p.port, gatePort, p.name, keys.String(), sock, fleetSync)
+`, filepath.Join(p.dir, "storage"), p.log(), p.port, gatePort, p.name, keys.String(), sock, fleetSync, edgeKey)
 }
 
 // peer is a relay instance in a process of its own.
@@ -372,11 +383,14 @@ func runPeer(dir string) int {
 // so the gate counts each one's requests held.
 type gate struct {
 	mu      sync.Mutex
+	slow    map[string]int // model slow's requests, by peer
 	held    map[string]int
 	release chan struct{}
 }
 
-func newGate() *gate { return &gate{held: map[string]int{}, release: make(chan struct{})} }
+func newGate() *gate {
+	return &gate{held: map[string]int{}, slow: map[string]int{}, release: make(chan struct{})}
+}
 
 const gateAnswer = `{"id":"g","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
 
@@ -386,6 +400,10 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Model string `json:"model"`
 	}
 	_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body)
+	if body.Model == "slow" {
+		g.stream(w, r, who)
+		return
+	}
 	if body.Model == "hold" {
 		g.mu.Lock()
 		g.held[who]++
@@ -704,6 +722,7 @@ func reportFleet(w io.Writer, o fleetOutcome) []string {
 			why = append(why, r.name+": "+y)
 		}
 	}
+	why = append(why, reportEdgeKill(w, o.edge)...)
 	if len(o.logs) > 0 {
 		fmt.Fprintf(w, "  the relays' log lines:\n    %s\n", strings.Join(o.logs, "\n    "))
 	}

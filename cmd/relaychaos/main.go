@@ -61,8 +61,10 @@
 // (-peer) as a process of its own. Into their shared state go keys of the
 // wrong type, a negative count, a time an hour ahead; then a key's
 // max_concurrent and rpm must hold across the two, neither broken nor
-// held shut, and the shared state must stay up. Without redis-server
-// they are skipped, unless RELAY_REQUIRE_REDIS=1.
+// held shut, and the shared state must stay up. Last, resume-edge-kill
+// (edgekill.go): streams journaled in Redis by A, A killed mid-stream,
+// then served, resumed and retried on B. Without redis-server they are
+// skipped, unless RELAY_REQUIRE_REDIS=1.
 //
 // It prints the table per case and in total, the reload failures of the
 // relay next to reverse_proxy's under the same load, and the process's
