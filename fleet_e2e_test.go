@@ -483,14 +483,27 @@ func TestFleetSharesSpendCanaryAndEjections(t *testing.T) {
 	u, a, b := f.u, f.a, f.b
 
 	// Spend: $0.003 on A and $0.002 on B reach the key's $0.005 together.
+	// Each waits for the other's spend to be in Redis and for rounds of
+	// its own after that (a fixed wait was too short under load).
+	c, ctx := f.client(t), context.Background()
+	day := time.Now().UTC().Format("2006-01-02")
+	spent := func(p *relayProc, want string) {
+		t.Helper()
+		waitFor(t, 5*time.Second, "the spend in Redis", func() bool {
+			v, _ := c.HGet(ctx, "llm_relay:spend:team:day:"+day, p.state(t).Instance).Result()
+			return v == want
+		})
+	}
 	a.chatOK(t, "sk-team", "m", 3)
-	time.Sleep(syncWait)
+	spent(a, "3000000")
+	f.rounds(t, b, 2)
 	for i := range 2 {
 		if st := b.chat(t, "sk-team", "m"); st != 200 {
 			t.Fatalf("B request %d: status %d (B must not count A's spend before the budget is reached)", i+1, st)
 		}
 	}
-	time.Sleep(syncWait)
+	spent(b, "2000000")
+	f.rounds(t, a, 2)
 	for name, p := range map[string]*relayProc{"A": a, "B": b} {
 		if st := p.chat(t, "sk-team", "m"); st != 429 {
 			t.Errorf("%s after the fleet spent the budget: status %d, want 429", name, st)

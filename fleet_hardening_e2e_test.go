@@ -160,6 +160,12 @@ func TestFleetForeignKeysDoNotStopSync(t *testing.T) {
 	})
 	f.rounds(t, b, 2)
 	b.chatOK(t, "sk-team", "m", 2)
+	// B writes its spend at its own next round: A's rounds count only
+	// once it is there (without this wait the test failed under load).
+	waitFor(t, 5*time.Second, "B's spend in Redis", func() bool {
+		v, _ := c.HGet(ctx, "llm_relay:spend:team:day:"+day, b.state(t).Instance).Result()
+		return v == "2000000"
+	})
 	f.rounds(t, a, 2)
 	for name, p := range map[string]*relayProc{"A": a, "B": b} {
 		if st := p.chat(t, "sk-team", "m"); st != 429 {
@@ -421,6 +427,12 @@ func TestFleetWithoutScripts(t *testing.T) {
 	})
 	f.rounds(t, b, 2)
 	b.chatOK(t, "sk-team", "m", 2)
+	// B writes its spend at its own next round: A's rounds count only
+	// once it is there (without this wait the test failed under load).
+	waitFor(t, 5*time.Second, "B's spend in Redis", func() bool {
+		v, _ := c.HGet(ctx, "llm_relay:spend:team:day:"+day, b.state(t).Instance).Result()
+		return v == "2000000"
+	})
 	f.rounds(t, a, 2)
 	for name, p := range map[string]*relayProc{"A": a, "B": b} {
 		if st := p.chat(t, "sk-team", "m"); st != 429 {
