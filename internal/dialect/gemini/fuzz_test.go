@@ -208,3 +208,38 @@ func checkTranslation(t *testing.T, out []byte, err error) {
 		t.Fatalf("invalid JSON: %s", out)
 	}
 }
+
+// FuzzToChatStreamFastSlow: the hot path reads a chunk as the slow path
+// does: the same events, the same end, for any bytes.
+func FuzzToChatStreamFastSlow(f *testing.F) {
+	for _, s := range []string{
+		`data: {"candidates":[{"content":{"parts":[{"text":"a\u00e9\"","thought":true},{"text":"b","thoughtSignature":"x"}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":1,"totalTokenCount":3},"modelVersion":"m","responseId":"r"}` + "\n\n",
+		`data: {"candidates":[{"content":{"parts":[{"text":"b"}]},"finishReason":"STOP","index":1}]}` + "\n\n",
+		`data: {"candidates":[{"content":{"parts":[{"Text":"b","text":"c"}]}}],"usageMetadata":{"promptTokenCount":1.5}}` + "\n\n",
+		`data: {"candidates":[{"content":{"parts":[{"thought":true}]},"finishReason":"MAX_TOKENS"}]}` + "\n\ndata: {\"usageMetadata\":{\"candidatesTokenCount\":4}}\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		run := func(slow bool) ([]sse.Event, string) {
+			slowOnly = slow
+			defer func() { slowOnly = false }()
+			evs, err := drain(ToChatStream(sse.NewReader(strings.NewReader(string(b)), 0), chat.Options{IncludeUsage: true}))
+			kind := "eof"
+			if err != nil && err.Error() != "EOF" {
+				kind = "error"
+			}
+			return evs, kind
+		}
+		fast, fk := run(false)
+		slow, sk := run(true)
+		if fk != sk || len(fast) != len(slow) {
+			t.Fatalf("fast: %d events, %s; slow: %d events, %s", len(fast), fk, len(slow), sk)
+		}
+		for i := range fast {
+			if string(fast[i].Raw) != string(slow[i].Raw) {
+				t.Fatalf("event %d: fast %q, slow %q", i, fast[i].Raw, slow[i].Raw)
+			}
+		}
+	})
+}

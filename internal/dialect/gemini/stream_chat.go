@@ -65,6 +65,9 @@ type chatStream struct {
 	ended    bool // the stream's end (usage, [DONE]) or its error is out
 	calls    int  // function calls so far: the next one's index
 	usage    UsageMetadata
+
+	fc      fastChunk // the hot path's chunk, its slices reused
+	scratch []byte    // the hot path's decoded texts
 }
 
 // Next returns the next Chat event.
@@ -116,6 +119,10 @@ func (s *chatStream) Handle(ev *sse.Event) {
 	if isBlank(data) {
 		return
 	}
+	if s.fast(data) {
+		s.handleFast(ev)
+		return
+	}
 	var c geminiChunk
 	if err := json.Unmarshal(data, &c); err != nil || !isJSONObject(data) {
 		if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) && bytes.Contains(data, []byte(`"error"`)) {
@@ -164,6 +171,51 @@ func (s *chatStream) Handle(ev *sse.Event) {
 	}
 	if cand.FinishReason != "" {
 		s.finish(cand.FinishReason)
+	}
+}
+
+// handleFast translates a chunk the hot path read.
+func (s *chatStream) handleFast(ev *sse.Event) {
+	fc := &s.fc
+	if !s.begun {
+		s.begun = true
+		model, id := s.w.Model(), ""
+		if model == "" && fc.model != nil {
+			_ = json.Unmarshal(fc.model, &model)
+		}
+		if fc.id != nil {
+			_ = json.Unmarshal(fc.id, &id)
+		}
+		s.w.Begin(id, model, s.opt.Created)
+	}
+	if fc.hasUsage {
+		s.usage = fc.usage
+	}
+	if fc.cands == 0 {
+		return
+	}
+	if fc.index != 0 {
+		s.unreadable(ev, "candidate %d, not the one the relay asks for", fc.index)
+		return
+	}
+	for _, seg := range fc.segs {
+		text := s.scratch[seg.start:seg.end]
+		if len(text) == 0 {
+			continue
+		}
+		if s.finished {
+			s.unreadable(ev, "content after the finishReason")
+			return
+		}
+		field := "content"
+		if seg.thought {
+			field = "reasoning_content"
+		}
+		s.begin()
+		s.push(s.w.Content(field, text))
+	}
+	if len(fc.finish) > 0 {
+		s.finish(string(fc.finish))
 	}
 }
 
