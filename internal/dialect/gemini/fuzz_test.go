@@ -161,8 +161,19 @@ var fuzzSeeds = [][]byte{
 }
 
 func checkGeminiAnswer(a *geminiAnswer, want chattest.Want) error {
+	// Arguments cut short cannot become a functionCall's args object:
+	// the stream must end in an error rather than drop or mend them.
+	badArgs := false
+	for _, c := range want.Calls {
+		if c.Args != "" && !isObject([]byte(c.Args)) {
+			badArgs = true
+		}
+	}
+	if badArgs && a.end == "finish" {
+		return fmt.Errorf("a clean end, yet a call's arguments are not a JSON object: %+v", want.Calls)
+	}
 	if a.end != "finish" {
-		if want.Complete && !want.Unreadable {
+		if want.Complete && !want.Unreadable && !badArgs {
 			return fmt.Errorf("a whole, readable stream ended %q", a.end)
 		}
 		return nil // the client sees an error, or a cut stream
