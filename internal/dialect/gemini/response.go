@@ -90,6 +90,9 @@ func ToChatResponse(body []byte, opt chat.Options) ([]byte, error) {
 // content ci, for its minted id). Its args must be an object.
 func toolCall(p part, ci, i int) (chat.ToolCall, error) {
 	fc := p.FunctionCall
+	if fc.streamed() {
+		return chat.ToolCall{}, &chat.UnreadableError{Reason: fmt.Sprintf("function call %q streams its arguments (partialArgs), which are not translated: turn streamFunctionCallArguments off", fc.Name)}
+	}
 	if !isNullOrAbsent(fc.Args) && !isObject(fc.Args) {
 		return chat.ToolCall{}, &chat.UnreadableError{Reason: fmt.Sprintf("the args of function call %q are not a JSON object", fc.Name)}
 	}

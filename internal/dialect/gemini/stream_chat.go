@@ -229,6 +229,10 @@ func (s *chatStream) part(ev *sse.Event, p *part) {
 	switch {
 	case p.FunctionCall != nil:
 		fc := p.FunctionCall
+		if fc.streamed() {
+			s.unreadable(ev, "function call %q streams its arguments (partialArgs), which are not translated", fc.Name)
+			return
+		}
 		if fc.Name == "" {
 			s.unreadable(ev, "a function call without a name")
 			return

@@ -276,3 +276,14 @@ func TestStreamRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestToChatStreamPartialArgs: a recorded Vertex AI stream whose call
+// streams its arguments (partialArgs, willContinue) is refused at its
+// first chunk, before any tool call is made: a call with "{}" for the
+// arguments still to come would lose them.
+func TestToChatStreamPartialArgs(t *testing.T) {
+	a, err := readChat(t, ToChatStream(reader(string(readFile(t, "stream_partial_args_vertex.sse"))), chat.Options{}))
+	if !errors.As(err, new(*chat.UnreadableError)) || len(a.calls) != 0 || a.done {
+		t.Fatalf("err %v, calls %+v, done %v", err, a.calls, a.done)
+	}
+}

@@ -54,6 +54,17 @@ type functionCall struct {
 	ID   string          `json:"id,omitempty"`
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args,omitempty"`
+
+	// A call whose arguments are streamed (Vertex AI, Gemini 3, with
+	// toolConfig.functionCallingConfig.streamFunctionCallArguments): read
+	// to be refused, as the relay never asks for it.
+	PartialArgs  json.RawMessage `json:"partialArgs,omitempty"`
+	WillContinue *bool           `json:"willContinue,omitempty"`
+}
+
+// streamed reports a call whose arguments come in pieces over chunks.
+func (c *functionCall) streamed() bool {
+	return !isNullOrAbsent(c.PartialArgs) || c.WillContinue != nil && *c.WillContinue
 }
 
 type functionResponse struct {
