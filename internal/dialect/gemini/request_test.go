@@ -290,3 +290,20 @@ func TestRequestRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestToChatRequestCLIIDs: Gemini CLI answers a call Gemini sent without
+// an id with an id it made up; the response still answers that call.
+func TestToChatRequestCLIIDs(t *testing.T) {
+	in := `{"contents":[{"role":"user","parts":[{"text":"go"}]},
+	  {"role":"model","parts":[{"functionCall":{"name":"read_file","args":{"path":"a"}}},{"functionCall":{"name":"read_file","args":{"path":"b"}}}]},
+	  {"role":"user","parts":[{"functionResponse":{"id":"read_file-1712000000000-0.1","name":"read_file","response":{"output":"A"}}},{"functionResponse":{"id":"read_file-1712000000000-0.2","name":"read_file","response":{"output":"B"}}}]}]}`
+	out, err := ToChatRequest([]byte(in), chat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := mustJSON(t, out)["messages"].([]any)
+	a, b := msgs[2].(map[string]any), msgs[3].(map[string]any)
+	if a["tool_call_id"] != CallID(1, 0) || a["content"] != "A" || b["tool_call_id"] != CallID(1, 1) || b["content"] != "B" {
+		t.Fatalf("%s", out)
+	}
+}

@@ -24,8 +24,9 @@ import (
 //	contents[role=user] text, inlineData    user content (a string for one text
 //	  (image/*)                             part, else parts; images as data: URLs)
 //	contents[role=user] functionResponse    tool messages (tool_call_id: the
-//	                                        response's id, else the first
-//	                                        unanswered call of that name; content:
+//	                                        call with the response's id, else
+//	                                        the first unanswered call of that
+//	                                        name without an id; content:
 //	                                        response.output when that is all the
 //	                                        response has, else the response's JSON),
 //	                                        before the rest of that turn
@@ -175,17 +176,31 @@ type pendingCall struct {
 	id, base, name string // the Chat id, the Gemini id it has ("" for none), the name
 }
 
-// answer finds the Chat id of the call a functionResponse answers: by
-// its id, else the first unanswered call of its name; ok is false when
-// no call matches.
+// answer finds the Chat id of the call a functionResponse answers: the
+// unanswered call with its id, else the first unanswered call of its
+// name that had no id of its own. The second is how Gemini CLI answers a
+// call Gemini sent without an id: with an id it made up itself
+// ("read_file-1712…"), which the history's call does not have. ok is
+// false when no call matches.
 func (p *pending) answer(id, name string) (string, bool) {
+	at := -1
 	for i, c := range p.calls {
-		if id != "" && (c.base == id || c.id == id) || id == "" && c.name == name {
-			p.calls = append(p.calls[:i], p.calls[i+1:]...)
-			return c.id, true
+		if id != "" && (c.base == id || c.id == id) {
+			at = i
+			break
 		}
 	}
-	return "", false
+	for i, c := range p.calls {
+		if at < 0 && c.base == "" && c.name == name {
+			at = i
+		}
+	}
+	if at < 0 {
+		return "", false
+	}
+	c := p.calls[at]
+	p.calls = append(p.calls[:at], p.calls[at+1:]...)
+	return c.id, true
 }
 
 // systemTexts is systemInstruction's content: a string for one text
