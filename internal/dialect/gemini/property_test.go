@@ -207,3 +207,159 @@ func TestArgsPreservedProperty(t *testing.T) {
 		t.Fatalf("the generator made %d calls in all: the property was hardly tested", total)
 	}
 }
+
+// genRequest builds a Gemini request history from fuzz input: user text
+// and images, model text, thoughts and calls (with and without ids and
+// signatures, args of any shape), and the responses to every call, in
+// any order, by id or by name.
+func genRequest(data []byte) generateRequest {
+	in := chattest.NewInput(data)
+	words := []string{"a", " b", "\"q\"", "\n", "é", "<x>", "\\", " 42"}
+	txt := func() *string { s := words[in.N(len(words))] + words[in.N(len(words))]; return &s }
+	r := generateRequest{Contents: []content{}}
+	if in.N(2) == 0 {
+		r.SystemInstruction = &content{Parts: []part{{Text: txt()}}}
+	}
+	for range 1 + in.N(5) {
+		u := content{Role: "user", Parts: []part{{Text: txt()}}}
+		if in.N(3) == 0 {
+			u.Parts = append(u.Parts, part{InlineData: &blob{MimeType: "image/png", Data: "iVBORw0K"}})
+		}
+		r.Contents = append(r.Contents, u)
+		m := content{Role: "model"}
+		if in.N(2) == 0 {
+			m.Parts = append(m.Parts, part{Thought: true, Text: txt()})
+		}
+		if in.N(2) == 0 {
+			m.Parts = append(m.Parts, part{Text: txt()})
+		}
+		var calls []functionCall
+		for k := range in.N(4) {
+			c := functionCall{Name: fmt.Sprintf("fn_%d", in.N(3)), Args: genArgs(in)}
+			if in.N(2) == 0 {
+				c.ID = fmt.Sprintf("id-%d-%d", len(r.Contents), k)
+			}
+			sig := ""
+			if in.N(2) == 0 {
+				sig = b64([]byte{byte(in.N(256)), byte(in.N(256))}[:1+in.N(2)])
+			}
+			calls = append(calls, c)
+			m.Parts = append(m.Parts, part{FunctionCall: &calls[len(calls)-1], ThoughtSignature: sig})
+		}
+		if len(m.Parts) == 0 {
+			m.Parts = append(m.Parts, part{Text: txt()})
+		}
+		r.Contents = append(r.Contents, m)
+		if len(calls) > 0 {
+			resp := content{Role: "user"}
+			for _, c := range calls {
+				fr := &functionResponse{ID: c.ID, Name: c.Name, Response: marshal(map[string]any{"output": *txt()})}
+				if in.N(3) == 0 {
+					fr.Response = marshal(map[string]any{"result": *txt(), "n": in.N(9)})
+				}
+				resp.Parts = append(resp.Parts, part{FunctionResponse: fr})
+			}
+			r.Contents = append(r.Contents, resp)
+		}
+	}
+	return r
+}
+
+// FuzzRequestRoundTrip: a Gemini history through Chat and back (what a
+// Gemini client's request becomes on its way to a Gemini target through
+// the pivot) keeps every turn's text, images, calls (name, args as JSON
+// values, signature) and responses (name, response), in order; only
+// thoughts (which no Chat provider takes back) and the ids (which Gemini
+// does not need) are gone.
+func FuzzRequestRoundTrip(f *testing.F) {
+	for _, seed := range fuzzSeeds {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := genRequest(data)
+		c, err := ToChatRequest(marshal(req), chat.Options{Model: "m"})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, marshal(req))
+		}
+		back, err := FromChatRequest(c, chat.Options{})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, c)
+		}
+		var got generateRequest
+		if err := json.Unmarshal(back, &got); err != nil {
+			t.Fatal(err)
+		}
+		// What must come back: every part but thoughts, ids cleared.
+		var want []content
+		for _, ct := range req.Contents {
+			w := content{Role: ct.Role}
+			for _, p := range ct.Parts {
+				switch {
+				case p.Thought:
+					continue
+				case p.FunctionCall != nil:
+					fc := *p.FunctionCall
+					fc.ID = ""
+					p.FunctionCall = &fc
+				case p.FunctionResponse != nil:
+					fr := *p.FunctionResponse
+					fr.ID = ""
+					p.FunctionResponse = &fr
+				}
+				w.Parts = append(w.Parts, p)
+			}
+			if len(w.Parts) == 0 {
+				continue // a turn of thoughts only vanishes, and its neighbours meet
+			}
+			if n := len(want); n > 0 && want[n-1].Role == w.Role {
+				want[n-1].Parts = append(want[n-1].Parts, w.Parts...)
+			} else {
+				want = append(want, w)
+			}
+		}
+		// Chat puts a turn's tool results before the rest of that turn,
+		// and joins a model turn's texts: compare the parts by kind.
+		flat := func(cs []content) (texts, calls, resps, images []string) {
+			for _, ct := range cs {
+				var text strings.Builder
+				for _, p := range ct.Parts {
+					switch {
+					case p.FunctionCall != nil:
+						calls = append(calls, p.FunctionCall.Name+" "+string(compactJSON(p.FunctionCall.Args))+" "+p.ThoughtSignature)
+					case p.FunctionResponse != nil:
+						resps = append(resps, p.FunctionResponse.Name+" "+canon(p.FunctionResponse.Response))
+					case p.InlineData != nil:
+						images = append(images, p.InlineData.MimeType+p.InlineData.Data)
+					case p.Text != nil:
+						text.WriteString(*p.Text)
+					}
+				}
+				texts = append(texts, ct.Role+": "+text.String())
+			}
+			return
+		}
+		wt, wc, wr, wi := flat(want)
+		gt, gc, gr, gi := flat(got.Contents)
+		for _, pair := range [][2][]string{{wt, gt}, {wc, gc}, {wr, gr}, {wi, gi}} {
+			if strings.Join(pair[0], "\n") != strings.Join(pair[1], "\n") {
+				t.Fatalf("got\n%s\nwant\n%s\nrequest %s\nback %s", strings.Join(pair[1], "\n"), strings.Join(pair[0], "\n"), marshal(req), back)
+			}
+		}
+		if len(wt) != len(gt) {
+			t.Fatalf("%d turns, want %d:\n%q\n%q", len(gt), len(wt), gt, wt)
+		}
+		if req.SystemInstruction != nil && (got.SystemInstruction == nil || *got.SystemInstruction.Parts[0].Text != *req.SystemInstruction.Parts[0].Text) {
+			t.Fatalf("system %s", back)
+		}
+	})
+}
+
+// canon is a JSON value re-encoded, keys sorted.
+func canon(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
