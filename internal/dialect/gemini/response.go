@@ -136,6 +136,9 @@ func FromChatResponse(body []byte, opt chat.Options) ([]byte, error) {
 		parts = append(parts, part{Thought: thought, Text: &p.Text})
 		lastThought = thought
 	}
+	if len(parts) == 0 && len(a.Calls) == 0 {
+		parts = append(parts, textPart("")) // as Gemini writes an empty answer, and FromChatStream its end
+	}
 	for i, tc := range a.Calls {
 		p, err := callPart(tc.ID, tc.Function.Name, tc.Function.Arguments)
 		if err != nil {
