@@ -135,9 +135,9 @@ func TestToChatStreamEnds(t *testing.T) {
 		}
 	})
 	for name, errEv := range map[string]string{
-		"data":  `data: {"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}` + "\n\n",
-		"bare":  `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}` + "\n",
-		"array": `data: [{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}]` + "\n\n",
+		"data":           `data: {"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}` + "\n\n",
+		"bare":           `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}` + "\n",
+		"array":          `data: [{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}]` + "\n\n",
 		"pretty, at EOF": "{\n  \"error\": {\n    \"code\": 503,\n    \"message\": \"The model is overloaded.\",\n    \"status\": \"UNAVAILABLE\"\n  }\n}",
 	} {
 		t.Run("error "+name, func(t *testing.T) {
