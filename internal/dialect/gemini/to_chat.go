@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
@@ -441,7 +443,8 @@ func lowerTypes(raw json.RawMessage) json.RawMessage {
 // toolsToChat translates tools and toolConfig.
 func (in *generateRequest) toolsToChat(out *chatRequestOut) error {
 	for i, t := range in.Tools {
-		for name := range t.Other {
+		if len(t.Other) > 0 {
+			name := slices.Sorted(maps.Keys(t.Other))[0] // the same one every time
 			return reqErr(fmt.Sprintf("tools[%d].%s", i, name), "the tool %q runs at Google; a Chat Completions provider cannot run it", name)
 		}
 		for j, fd := range t.FunctionDeclarations {
