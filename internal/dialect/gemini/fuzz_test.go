@@ -146,6 +146,37 @@ func FuzzFromChatStreamFaithful(f *testing.F) {
 		if err := checkGeminiAnswer(a, want); err != nil {
 			t.Fatalf("%v\ninput:\n%s", err, in)
 		}
+		if a.end != "finish" {
+			return
+		}
+		// And back to Chat: the same answer again.
+		c, err := readChat(t, ToChatStream(FromChatStream(sse.NewReader(strings.NewReader(in), 0), chat.Options{}), chat.Options{IncludeUsage: true}))
+		if err != nil || !c.done {
+			t.Fatalf("back to Chat: %v, done %v\ninput:\n%s", err, c.done, in)
+		}
+		if c.content != want.Answer || c.reasoning != want.Reasoning || len(c.calls) != len(want.Calls) {
+			t.Fatalf("back to Chat: %+v\ninput:\n%s", c, in)
+		}
+		for i, w := range want.Calls {
+			g := c.calls[i]
+			args := w.Args
+			if args == "" {
+				args = "{}"
+			}
+			if g.Function.Name != w.Name || !jsonEqual(g.Function.Arguments, args) || w.ID != "" && g.ID != w.ID {
+				t.Fatalf("back to Chat: call %d %+v, want %+v", i, g, w)
+			}
+		}
+		wantFinish := map[string]string{"length": "length", "content_filter": "content_filter"}[want.Finish]
+		if wantFinish == "" {
+			wantFinish = "stop"
+			if len(want.Calls) > 0 {
+				wantFinish = "tool_calls"
+			}
+		}
+		if c.finish != wantFinish {
+			t.Fatalf("back to Chat: finish %q, want %q", c.finish, wantFinish)
+		}
 	})
 }
 
