@@ -23,9 +23,9 @@ import (
 // Chat chunks' id). Nothing is written before the first content.
 //
 // Gemini sends a function call whole, in one part, while Chat streams its
-// arguments in fragments: the calls are gathered (by index; a fragment
-// with another id at the same index starts a new call, as Mistral sends
-// them) and written at the end, each a functionCall part (id: the Chat
+// arguments in fragments: the calls are gathered (a fragment with an id
+// goes to the call of that id, as Mistral sends calls without an index;
+// one without, to the newest call of its index) and written at the end, each a functionCall part (id: the Chat
 // id without the thought signature it carries, which goes back on the
 // part) whose args are the whole arguments, checked to be a JSON object.
 //
@@ -148,12 +148,23 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 func (s *geminiStream) call(cd *chat.CallDelta) {
 	var c *streamCall
 	for i := len(s.calls) - 1; i >= 0; i-- {
-		if s.calls[i].index == cd.Index {
+		// A fragment with an id belongs to the call of that id (calls
+		// without an index, told apart by ids on every fragment, may
+		// interleave); one without, to the newest call of its index.
+		if cd.ID != "" && s.calls[i].id == cd.ID || cd.ID == "" && s.calls[i].index == cd.Index {
 			c = &s.calls[i]
 			break
 		}
 	}
-	if c == nil || cd.ID != "" && c.id != "" && cd.ID != c.id {
+	if c == nil && cd.ID != "" {
+		for i := len(s.calls) - 1; i >= 0; i-- {
+			if s.calls[i].index == cd.Index && s.calls[i].id == "" {
+				c = &s.calls[i] // the id came after the call's first fragment
+				break
+			}
+		}
+	}
+	if c == nil {
 		s.calls = append(s.calls, streamCall{index: cd.Index})
 		c = &s.calls[len(s.calls)-1]
 	}
