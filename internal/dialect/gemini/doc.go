@@ -26,7 +26,8 @@
 // functionResponse without one answers the first unanswered call of its
 // name. A functionCall's thoughtSignature, which Gemini 3 wants back in
 // later turns, rides in the Chat tool call id (SplitCallID), which every
-// dialect hands back verbatim.
+// dialect hands back verbatim; StripSignatures takes it out of a Chat
+// request bound for another target (OpenAI refuses ids that long).
 //
 // Streams are translated as sources of SSE events (sse.Source). A Gemini
 // stream has no [DONE]: it ends on the chunk with the finishReason (plus

@@ -363,3 +363,56 @@ func canon(raw json.RawMessage) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// FuzzStripSignatures: the history of a generated Gemini request, in
+// Chat, without its signatures: no id carries one, every tool message
+// still answers a call, and the calls' arguments are untouched.
+func FuzzStripSignatures(f *testing.F) {
+	for _, seed := range fuzzSeeds {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ToChatRequest(marshal(genRequest(data)), chat.Options{Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := func(b []byte) (calls map[string]string, results []string) {
+			var r struct {
+				Messages []struct {
+					ToolCallID string          `json:"tool_call_id"`
+					ToolCalls  []chat.ToolCall `json:"tool_calls"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatalf("%v\n%s", err, b)
+			}
+			calls = map[string]string{}
+			for _, m := range r.Messages {
+				for _, tc := range m.ToolCalls {
+					calls[tc.ID] = tc.Function.Arguments
+				}
+				if m.ToolCallID != "" {
+					results = append(results, m.ToolCallID)
+				}
+			}
+			return calls, results
+		}
+		before, _ := read(c)
+		s := StripSignatures(c)
+		after, results := read(s)
+		if strings.Contains(string(s), sigSep) || len(after) != len(before) {
+			t.Fatalf("%s", s)
+		}
+		for id, args := range before {
+			base, _ := SplitCallID(id)
+			if after[base] != args {
+				t.Fatalf("call %q: args %q, want %q", base, after[base], args)
+			}
+		}
+		for _, id := range results {
+			if _, ok := after[id]; !ok {
+				t.Fatalf("a tool message answers %q, which no call has: %s", id, s)
+			}
+		}
+	})
+}

@@ -127,3 +127,57 @@ func splitSignature(id string) (base, sig string) {
 // SplitCallID is splitSignature for the relay: a Chat tool call id's own
 // part and the thoughtSignature it carries.
 func SplitCallID(id string) (base, thoughtSignature string) { return splitSignature(id) }
+
+// StripSignatures takes the thought signatures out of a Chat request's
+// tool call ids (assistant tool_calls[].id and tool messages'
+// tool_call_id), for a target that is not Gemini: the signature makes an
+// id hundreds of bytes long, and OpenAI refuses a tool call id longer
+// than 40 (its Responses API, an item id longer than 64). Both ids of a
+// pair lose the same suffix, so they still match. A body without a
+// signature is returned as it is; one that is not a Chat request too (the
+// translation that follows says what is wrong with it).
+func StripSignatures(chatBody []byte) []byte {
+	if !bytes.Contains(chatBody, []byte(sigSep)) {
+		return chatBody
+	}
+	var req map[string]json.RawMessage
+	var msgs []map[string]json.RawMessage
+	if json.Unmarshal(chatBody, &req) != nil || json.Unmarshal(req["messages"], &msgs) != nil {
+		return chatBody
+	}
+	strip := func(raw json.RawMessage) (json.RawMessage, bool) {
+		var id string
+		if json.Unmarshal(raw, &id) != nil {
+			return raw, false
+		}
+		base, sig := splitSignature(id)
+		if sig == "" {
+			return raw, false
+		}
+		return marshal(base), true
+	}
+	changed := false
+	for _, m := range msgs {
+		if v, ok := strip(m["tool_call_id"]); ok {
+			m["tool_call_id"], changed = v, true
+		}
+		var calls []map[string]json.RawMessage
+		if json.Unmarshal(m["tool_calls"], &calls) != nil {
+			continue
+		}
+		callsChanged := false
+		for _, c := range calls {
+			if v, ok := strip(c["id"]); ok {
+				c["id"], callsChanged = v, true
+			}
+		}
+		if callsChanged {
+			m["tool_calls"], changed = marshal(calls), true
+		}
+	}
+	if !changed {
+		return chatBody
+	}
+	req["messages"] = marshal(msgs)
+	return marshal(req)
+}

@@ -307,3 +307,35 @@ func TestToChatRequestCLIIDs(t *testing.T) {
 		t.Fatalf("%s", out)
 	}
 }
+
+// TestStripSignatures: a history whose call ids carry signatures loses
+// them, the pairs still matching and every id short; a body without
+// one is left as it is, byte for byte.
+func TestStripSignatures(t *testing.T) {
+	out, err := ToChatRequest(readFile(t, "request_function_history.json"), chat.Options{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), sigSep) {
+		t.Fatal("the recorded history has no signature to strip")
+	}
+	s := StripSignatures(out)
+	var r struct {
+		Messages []struct {
+			ToolCallID string          `json:"tool_call_id"`
+			ToolCalls  []chat.ToolCall `json:"tool_calls"`
+			Content    any             `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(s, &r); err != nil {
+		t.Fatal(err)
+	}
+	call, result := r.Messages[1].ToolCalls[0], r.Messages[2]
+	if call.ID != CallID(1, 0) || result.ToolCallID != call.ID || call.Function.Arguments != `{"denominator":2,"numerator":10}` || len(call.ID) > 40 {
+		t.Fatalf("%s", s)
+	}
+	plain := []byte(`{"model":"m", "messages":[{"role":"user","content":"hi"}]}`)
+	if got := StripSignatures(plain); string(got) != string(plain) {
+		t.Fatalf("%s", got)
+	}
+}
