@@ -58,10 +58,11 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Requests returns the number of requests received so far on the
-// chat completions, messages, count_tokens and responses endpoints
-// together, whatever their outcome (model listings and unknown paths do
-// not count). The n-th request (from 1) is the n-th fault draw and has
-// ID "chatcmpl-sim-<n>", "msg_sim_<n>" or "resp_sim_<n>".
+// chat completions, messages, count_tokens, responses and Gemini
+// endpoints together, whatever their outcome (model listings and unknown
+// paths do not count). The n-th request (from 1) is the n-th fault draw
+// and has ID "chatcmpl-sim-<n>", "msg_sim_<n>", "resp_sim_<n>" or (Gemini's
+// responseId) "gen_sim_<n>".
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Close ends stalled requests, current and future, by aborting their
