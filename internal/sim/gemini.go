@@ -9,8 +9,9 @@ import (
 )
 
 // The Gemini API (generativelanguage.googleapis.com), as the simulator
-// speaks it. The shapes follow what Gemini really sends (recorded
-// streams of gemini-2.5-flash, and the @google/genai SDK's types):
+// speaks it. The shapes follow what Gemini really sends (the recorded
+// gemini-2.5-flash streams in testdata/gemini, and the @google/genai
+// SDK's types):
 // camelCase members; a streamed chunk is a whole GenerateContentResponse
 // whose usageMetadata is cumulative; thoughts are text parts with
 // "thought": true, sent only when the request's

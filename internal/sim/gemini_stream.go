@@ -11,8 +11,9 @@ import (
 //
 //   - with ?alt=sse, Server-Sent Events: `data: <chunk>\r\n\r\n`, with
 //     no event names and no [DONE] (the chunk with a finishReason is the
-//     last); Google's servers end events with CRLF CRLF, and the SDKs
-//     split on "\n\n", "\r\r" and "\r\n\r\n" alike;
+//     last); Google's servers end events with CRLF CRLF (as in the
+//     recording testdata/gemini/function_call.sse), and the SDKs split
+//     on "\n\n", "\r\r" and "\r\n\r\n" alike;
 //   - without it, one JSON array streamed element by element:
 //     `[<chunk>\n,\r\n<chunk>\n]`, as Google's servers send it.
 //
