@@ -41,9 +41,11 @@ const geminiSimSite = `http://127.0.0.1:9150 {
 // auth chosen (without it a base URL gives "Invalid auth method
 // selected"), usage statistics off (on, the CLI looks up Google's
 // logging host), telemetry, auto-update and its notice, and the IDE
-// integration off.
+// integration off, and one attempt per request (by default the CLI
+// retries a 429 or 503 up to 10 times with backoff, for minutes; a relay
+// test wants the relay's own failover, not the client's).
 const geminiCLISettings = `{
-  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false, "maxAttempts": 1},
   "privacy": {"usageStatisticsEnabled": false},
   "telemetry": {"enabled": false},
   "ide": {"enabled": false},
