@@ -263,3 +263,38 @@ func TestGeminiSDK(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulatorToolCallsAuto: `tool_calls auto` is parsed and makes a
+// Gemini request that never forces a call (as Gemini CLI's) get one.
+func TestSimulatorToolCallsAuto(t *testing.T) {
+	var s Simulator
+	if err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser("llm_simulator {\n\ttool_calls auto\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(s); string(got) != `{"tool_calls":"auto"}` {
+		t.Errorf("JSON %s", got)
+	}
+	for block, want := range map[string]string{
+		"llm_simulator {\n\ttool_calls always\n}":                    `tool_calls: must be forced or auto, got "always"`,
+		"llm_simulator {\n\ttool_calls auto\n\ttool_calls forced\n}": "tool_calls already specified",
+		"llm_simulator {\n\ttool_calls\n}":                           "wrong argument count",
+	} {
+		var s Simulator
+		if err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser(block)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", block, err, want)
+		}
+	}
+
+	ts := serveSimulators(t, map[string]string{"/": "llm_simulator {\n\ttool_calls auto\n\tpattern steady 0\n}"})
+	body := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"read_file"},{"name":"glob"}]}]}`
+	resp, err := ts.Client().Post(ts.URL+"/v1beta/models/m:generateContent", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw := new(bytes.Buffer)
+	_, _ = raw.ReadFrom(resp.Body)
+	if !strings.Contains(raw.String(), `"functionCall":{"id":"call_sim_1","name":"read_file","args":{"input":"sim"}}`) {
+		t.Errorf("answer %s: want a call of read_file", raw)
+	}
+}

@@ -97,6 +97,19 @@ type Simulator struct {
 	// All three endpoints. Default: off.
 	Echo string `json:"echo,omitempty"`
 
+	// `tool_calls forced|auto`: when a request gets a tool call. `forced`:
+	// only when it forces one (Chat tool_choice "required" or a named
+	// function, Messages "any" or a named tool, Responses "required" or a
+	// named function, Gemini functionCallingConfig mode ANY). `auto`:
+	// also when it has tools and leaves the choice to the model (no tool
+	// choice or "auto"; Gemini no mode, AUTO or VALIDATED), which then
+	// calls its first tool, as a model that decides to would: how a
+	// client that never forces a call (Gemini CLI, Claude Code, Codex)
+	// is made to run a tool. Never with "none", nor when the last turn is
+	// the tool's result. A request's `X-Sim-Tool-Calls` header sets it for
+	// that request. Default: `forced`.
+	ToolCalls string `json:"tool_calls,omitempty"`
+
 	// `reasoning_pattern <kind> [<args...>]` (or `pattern`, which sets
 	// both phases): how reasoning deltas are paced. Default: steady at 50
 	// tokens per second.
@@ -266,6 +279,7 @@ func (s *Simulator) Provision(caddy.Context) error {
 		ContentTokens:    s.ContentTokens,
 		ReasoningForm:    s.ReasoningForm,
 		Echo:             s.Echo,
+		ToolCalls:        s.ToolCalls,
 		ContinueOverlap:  s.ContinueOverlap,
 		ReasoningPattern: s.ReasoningPattern.simPattern(),
 		ContentPattern:   s.ContentPattern.simPattern(),

@@ -94,6 +94,14 @@ type Config struct {
 	// X-Sim-Echo header. Default: "" (no echo).
 	Echo string
 
+	// ToolCalls is when a request gets a tool call: "forced"
+	// (ToolCallsForced: only when it forces one) or "auto" (ToolCallsAuto:
+	// also when it has tools and leaves the choice to the model, which
+	// then calls its first tool); see the tool rule in tools.go. A
+	// request may set it with the X-Sim-Tool-Calls header. Default:
+	// "forced".
+	ToolCalls string
+
 	// ReasoningPattern and ContentPattern pace each phase of a stream.
 	// A zero Pattern means steady at 50 tokens per second.
 	ReasoningPattern Pattern
@@ -295,6 +303,9 @@ func (c Config) validate() error {
 	}
 	if err := validateForm(c.ReasoningForm); err != nil {
 		errs = append(errs, fmt.Errorf("reasoning form: %w", err))
+	}
+	if err := validateToolCalls(c.ToolCalls); err != nil {
+		errs = append(errs, fmt.Errorf("tool calls: %w", err))
 	}
 	if err := validateEcho(c.Echo); err != nil {
 		errs = append(errs, fmt.Errorf("echo: %w", err))

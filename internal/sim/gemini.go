@@ -61,6 +61,8 @@ type geminiRequest struct {
 	// CachedContent names a cache (cachedContents/...); the simulator
 	// then reports part of the prompt as read from it.
 	CachedContent string `json:"cachedContent"`
+
+	autoTools bool // the tool-call mode is ToolCallsAuto
 }
 
 // geminiContent is one turn: role "user" or "model" and its parts.
@@ -108,7 +110,9 @@ func (req *geminiRequest) inputTokens() int {
 // geminiToolCall applies the tool rule to a Gemini request: function
 // declarations, toolConfig.functionCallingConfig.mode "ANY" (Gemini's
 // forced call; the first of allowedFunctionNames, else the first
-// declaration), and a last turn that does not carry a functionResponse.
+// declaration) or, in the ToolCallsAuto mode, no mode, AUTO or VALIDATED
+// (the first declaration), and a last turn that does not carry a
+// functionResponse.
 func (req *geminiRequest) geminiToolCall() *toolCall {
 	first := ""
 	for _, t := range req.Tools {
@@ -117,12 +121,8 @@ func (req *geminiRequest) geminiToolCall() *toolCall {
 			break
 		}
 	}
-	if first == "" || req.ToolConfig == nil || req.ToolConfig.FunctionCallingConfig == nil {
+	if first == "" {
 		return nil
-	}
-	fc := req.ToolConfig.FunctionCallingConfig
-	if !strings.EqualFold(fc.Mode, "ANY") {
-		return nil // AUTO, NONE, VALIDATED
 	}
 	if n := len(req.Contents); n > 0 {
 		for _, p := range req.Contents[n-1].Parts {
@@ -131,8 +131,21 @@ func (req *geminiRequest) geminiToolCall() *toolCall {
 			}
 		}
 	}
-	if len(fc.AllowedFunctionNames) > 0 {
-		return &toolCall{name: fc.AllowedFunctionNames[0]}
+	mode := ""
+	var allowed []string
+	if req.ToolConfig != nil && req.ToolConfig.FunctionCallingConfig != nil {
+		mode = strings.ToUpper(req.ToolConfig.FunctionCallingConfig.Mode)
+		allowed = req.ToolConfig.FunctionCallingConfig.AllowedFunctionNames
+	}
+	switch {
+	case mode == "ANY":
+	case req.autoTools && (mode == "" || mode == "AUTO" || mode == "VALIDATED"):
+		allowed = nil // the model picks among all of them: the first
+	default:
+		return nil // AUTO, NONE, VALIDATED
+	}
+	if len(allowed) > 0 {
+		return &toolCall{name: allowed[0]}
 	}
 	return &toolCall{name: first}
 }
@@ -341,13 +354,17 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, model, method st
 	}
 	n := s.requests.Add(1)
 	var req geminiRequest
+	var err error
+	if req.autoTools, err = s.autoTools(r.Header.Get(ToolCallsHeader)); err != nil {
+		writeGeminiError(w, http.StatusBadRequest, err.Error(), "")
+		return
+	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 		writeGeminiError(w, http.StatusBadRequest, "Invalid JSON payload received. "+err.Error(), "")
 		return
 	}
 	plan := s.newGeminiPlan(&req, model, n)
 	f := s.place(s.pickFault(uint64(n)), n, plan.shape())
-	var err error
 	switch {
 	case f != nil && (f.Kind == FaultStatus || f.Kind == FaultOverloaded):
 		writeGeminiFault(w, f)
