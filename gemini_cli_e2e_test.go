@@ -23,9 +23,11 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/sim"
 )
 
-// geminiSimSite serves a simulator on :9150 (this file's port; the
-// other e2e files use 9080-9149) that answers Gemini's
-// .../v1beta/models/{model}:streamGenerateContent among the rest.
+// geminiSimSite serves a simulator on :9150 (this file's ports are
+// 9150-9159; the other e2e files use 9080-9149) that answers Gemini's
+// .../v1beta/models/{model}:streamGenerateContent among the rest, and on
+// :9151 the same simulator calling the first tool of every request that
+// has tools (tool_calls auto: Gemini CLI never forces a call).
 const geminiSimSite = `http://127.0.0.1:9150 {
 	log
 	llm_simulator {
@@ -34,6 +36,15 @@ const geminiSimSite = `http://127.0.0.1:9150 {
 		reasoning_tokens 8
 		content_tokens 14
 		pattern steady 0
+	}
+}
+http://127.0.0.1:9151 {
+	llm_simulator {
+		seed 33
+		reasoning_tokens 8
+		content_tokens 14
+		pattern steady 0
+		tool_calls auto
 	}
 }`
 
@@ -57,6 +68,9 @@ const geminiCLISettings = `{
 type geminiCLIResult struct {
 	Response string `json:"response"`
 	Stats    struct {
+		Tools struct {
+			TotalCalls int `json:"totalCalls"`
+		} `json:"tools"`
 		Models map[string]struct {
 			API struct {
 				TotalRequests int `json:"totalRequests"`
@@ -199,5 +213,26 @@ func TestGeminiCLISimulator(t *testing.T) {
 	}
 	if strings.Contains(log, "key=sim-gemini-key") {
 		t.Errorf("the key went into a URL:\n%s", log)
+	}
+}
+
+// TestGeminiCLISimulatorToolTurn: one tool-using turn. The simulator
+// calls the CLI's first tool with its fixed args {"input":"sim"}; the
+// CLI runs it (it rejects the args: the turn is about the wire, a call
+// with its id and thoughtSignature, then the functionResponse sent back)
+// and asks again with the result, and the simulator, seeing the result
+// as the last turn, answers with its text, which the CLI prints.
+func TestGeminiCLISimulatorToolTurn(t *testing.T) {
+	gemini := requireNodeTool(t, filepath.Join(".bin", "gemini"), "Gemini CLI")
+	logFile := startRelay(t, `respond "no relay in this test" 404`, geminiSimSite)
+	_, content := sim.Texts(sim.Config{Seed: 33, ReasoningTokens: new(8), ContentTokens: new(14)})
+
+	res, stderr, _ := runGeminiCLI(t, gemini, "http://127.0.0.1:9151", "sim-gemini-key", "gemini-2.5-flash", "Say hi")
+	if res.Error != nil || res.Response != strings.Join(content, "") {
+		t.Fatalf("gemini's answer %q (error %+v)\nstderr: %s\ncaddy log:\n%s", res.Response, res.Error, stderr, readLog(t, logFile))
+	}
+	st := res.Stats.Models["gemini-2.5-flash"]
+	if res.Stats.Tools.TotalCalls != 1 || st.API.TotalRequests != 2 || st.API.TotalErrors != 0 {
+		t.Errorf("%d tool calls, %d requests, %d errors: want 1 call between 2 requests\nstderr: %s", res.Stats.Tools.TotalCalls, st.API.TotalRequests, st.API.TotalErrors, stderr)
 	}
 }
