@@ -94,7 +94,8 @@ type Simulator struct {
 	// The reasoning form still shapes chat completions (an empty think
 	// block in the tags forms), and a forced tool call is still made. A
 	// request's `X-Sim-Echo: handoff` header sets it for that request.
-	// All three endpoints. Default: off.
+	// All four dialects (Gemini: the system prompt is
+	// systemInstruction, a prefill a trailing model turn). Default: off.
 	Echo string `json:"echo,omitempty"`
 
 	// `tool_calls forced|auto`: when a request gets a tool call. `forced`:

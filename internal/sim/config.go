@@ -82,8 +82,8 @@ type Config struct {
 	// Responses ignore it. Default: "fields".
 	ReasoningForm string
 
-	// Echo, if "handoff" (EchoHandoff), makes every answer on the three
-	// endpoints echo the reasoning a hand-off injected into its request:
+	// Echo, if "handoff" (EchoHandoff), makes every answer in the four
+	// dialects echo the reasoning a hand-off injected into its request:
 	// no reasoning, and the answer text "handoff:<where>:<reasoning>",
 	// where is prefill, user or system and reasoning the text between
 	// "<think>\n" and "\n</think>" there ("handoff:none:" when the request

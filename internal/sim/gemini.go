@@ -70,6 +70,7 @@ type geminiContent struct {
 	Role  string `json:"role"`
 	Parts []struct {
 		Text             string          `json:"text"`
+		Thought          bool            `json:"thought"`
 		FunctionResponse json.RawMessage `json:"functionResponse"`
 	} `json:"parts"`
 }
@@ -219,23 +220,27 @@ type geminiPlan struct {
 func (p *geminiPlan) responseID() string { return "gen_sim_" + strconv.FormatInt(p.n, 10) }
 func (p *geminiPlan) callID() string     { return "call_sim_" + strconv.FormatInt(p.n, 10) }
 
-// newGeminiPlan decides the answer: thoughts first, then the text or
-// the function call. maxOutputTokens counts thoughts too, as Gemini's
-// does: a budget the thoughts and text overrun cuts them there and
-// finishes MAX_TOKENS (a function call is never cut).
-func (s *Server) newGeminiPlan(req *geminiRequest, model string, n int64) *geminiPlan {
+// newGeminiPlan decides the answer from its pieces (the Server's; none
+// and the echo in the handoff echo mode; none and the rest in a
+// continuation, which never calls a tool): thoughts first, then the
+// text or the function call. maxOutputTokens counts thoughts too, as
+// Gemini's does: a budget the thoughts and text overrun cuts them there
+// and finishes MAX_TOKENS (a function call is never cut).
+func (s *Server) newGeminiPlan(req *geminiRequest, model string, n int64, reasoning, content []string, continued bool) *geminiPlan {
 	p := &geminiPlan{
 		req: req, model: model, n: n,
-		tool:   req.geminiToolCall(),
 		input:  req.inputTokens(),
 		finish: geminiStop,
 	}
-	if req.thinks() && len(s.reasoning) > 0 {
+	if !continued {
+		p.tool = req.geminiToolCall()
+	}
+	if req.thinks() && len(reasoning) > 0 {
 		p.thinks, p.show = true, req.showsThoughts()
-		p.thoughts, p.signature = s.reasoning, s.signature
+		p.thoughts, p.signature = reasoning, s.signature
 	}
 	if p.tool == nil {
-		p.content = s.content
+		p.content = content
 	}
 	if gc := req.GenerationConfig; gc != nil && gc.MaxOutputTokens != nil && *gc.MaxOutputTokens > 0 {
 		budget := *gc.MaxOutputTokens
@@ -354,7 +359,11 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, model, method st
 	}
 	n := s.requests.Add(1)
 	var req geminiRequest
-	var err error
+	echo, err := s.echoMode(r.Header.Get(EchoHeader))
+	if err != nil {
+		writeGeminiError(w, http.StatusBadRequest, err.Error(), "")
+		return
+	}
 	if req.autoTools, err = s.autoTools(r.Header.Get(ToolCallsHeader)); err != nil {
 		writeGeminiError(w, http.StatusBadRequest, err.Error(), "")
 		return
@@ -363,7 +372,15 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, model, method st
 		writeGeminiError(w, http.StatusBadRequest, "Invalid JSON payload received. "+err.Error(), "")
 		return
 	}
-	plan := s.newGeminiPlan(&req, model, n)
+	reasoning, content := s.reasoning, s.content
+	if echo == EchoHandoff {
+		reasoning, content = nil, echoPieces(req.echo())
+	}
+	rest, continued := s.continueGemini(&req, echo == EchoHandoff)
+	if continued {
+		reasoning, content = nil, rest
+	}
+	plan := s.newGeminiPlan(&req, model, n, reasoning, content, continued)
 	f := s.place(s.pickFault(uint64(n)), n, plan.shape())
 	switch {
 	case f != nil && (f.Kind == FaultStatus || f.Kind == FaultOverloaded):
