@@ -215,8 +215,9 @@ type SimulatorFault struct {
 	//     without `[DONE]` (on Messages: `event: error` with Anthropic's
 	//     overloaded_error, and no message_stop; on Responses: `event:
 	//     error` with the error nested under "error" and flat, and no
-	//     response.completed; on Gemini: a `{"error":{"code":500,...}}`
-	//     chunk instead of the one with the finishReason); a
+	//     response.completed; on Gemini: Google's `{"error":{"code":500,
+	//     ...}}` instead of the chunk with the finishReason, in SSE
+	//     pretty-printed and outside the framing as Gemini sends it); a
 	//     non-streaming request gets a 500.
 	Kind string `json:"kind"`
 

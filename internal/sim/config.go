@@ -181,8 +181,9 @@ type Fault struct {
 	// google.rpc name (429 RESOURCE_EXHAUSTED, with a RetryInfo
 	// retryDelay when RetryAfter is whole seconds), "overloaded" 503
 	// UNAVAILABLE, and "error" sends {"error":{"code":500,"status":
-	// "INTERNAL",...}} as a chunk, the SSE event or array element the
-	// @google/genai SDK raises as an ApiError. A Gemini stream's end
+	// "INTERNAL",...}} as Gemini does (in SSE pretty-printed and alone,
+	// outside the framing; in the JSON array as an element), which the
+	// @google/genai SDK and Gemini CLI raise as an ApiError. A Gemini stream's end
 	// event is its chunk with the finishReason, so After beyond the last
 	// delta and BeforeEnd are one place there; Gemini sends a function
 	// call whole, so In "tool_args" cuts right after it.

@@ -32,9 +32,9 @@ type geminiDetails struct {
 // overloaded, word for word.
 const geminiOverloaded = "The model is overloaded. Please try again later."
 
-// geminiInBandError is the chunk an "error" fault sends inside a stream:
+// geminiInBandError is what an "error" fault sends inside a stream:
 // Google's error object, code 500, as Gemini sends when a stream fails
-// after it started.
+// after it started (see geminiWriter for where it goes).
 var geminiInBandError = geminiError{geminiErrorDetail{
 	Code:    http.StatusInternalServerError,
 	Message: inBandError.Error.Message,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"time"
 )
 
 // geminiWriter writes the chunks of a streamGenerateContent answer,
@@ -18,11 +19,17 @@ import (
 //     `[<chunk>\n,\r\n<chunk>\n]`, as Google's servers send it.
 //
 // Like sseWriter it trips the request's drop or error fault after After
-// counted chunks. The error fault sends Google's error object as one
-// more chunk (`data: {"error":{...}}` or an array element, the array
-// then closed), which @google/genai raises as an ApiError with the
-// code as its status.
+// counted chunks. The error fault sends Google's error object as Gemini
+// does when a stream fails after it started: in SSE, the object alone,
+// pretty-printed and outside the SSE framing (no "data: "); in the
+// array, one more element, the array then closed. @google/genai (2.x,
+// and the 1.x bundled in Gemini CLI) checks every network read for such
+// an object and raises it as an ApiError with the code as its status
+// when the object is the whole read, so the writer pauses
+// inBandErrorPause first, as a server noticing a failure does; a
+// `data: {"error":...}` event only 2.x raises.
 type geminiWriter struct {
+	wt    waiter
 	w     http.ResponseWriter
 	rc    *http.ResponseController
 	buf   bytes.Buffer
@@ -31,6 +38,10 @@ type geminiWriter struct {
 	sent  int    // counted chunks sent
 	elems int    // array elements written
 }
+
+// inBandErrorPause separates the in-band error from the chunk before it,
+// so a client reads it alone (see geminiWriter).
+const inBandErrorPause = 25 * time.Millisecond
 
 // counted sends a chunk that counts toward a fault's After.
 func (gw *geminiWriter) counted(v any) error {
@@ -67,6 +78,22 @@ func (gw *geminiWriter) trip() error {
 	if f.Kind == FaultDrop {
 		_ = gw.rc.Flush()
 		return errDrop
+	}
+	if gw.sse {
+		raw, err := json.MarshalIndent(geminiInBandError, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := gw.wt.wait(inBandErrorPause); err != nil {
+			return err
+		}
+		gw.buf.Reset()
+		gw.buf.Write(raw)
+		gw.buf.WriteByte('\n')
+		if err := gw.send(); err != nil {
+			return err
+		}
+		return errFaulted
 	}
 	if err := gw.chunk(geminiInBandError); err != nil {
 		return err
@@ -138,7 +165,7 @@ func (s *Server) streamGemini(w http.ResponseWriter, r *http.Request, p *geminiP
 	}
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	gw := &geminiWriter{w: w, rc: http.NewResponseController(w), sse: sse, fault: f}
+	gw := &geminiWriter{wt: wt, w: w, rc: http.NewResponseController(w), sse: sse, fault: f}
 
 	thoughts := len(p.thoughts)
 	if p.show {

@@ -128,7 +128,9 @@ const (
 
 // readGemSSE splits an alt=sse body into its chunks, checking Gemini's
 // framing: every event is exactly `data: <json>\r\n\r\n`, and there is
-// no [DONE]. err is the read error (nil on a clean end).
+// no [DONE]; an in-band error, Google's error object pretty-printed
+// outside the framing, may end it and is returned as the last chunk.
+// err is the read error (nil on a clean end).
 func readGemSSE(t *testing.T, body io.Reader) ([]gemChunk, error) {
 	t.Helper()
 	raw, err := io.ReadAll(body)
@@ -137,6 +139,11 @@ func readGemSSE(t *testing.T, body io.Reader) ([]gemChunk, error) {
 	for len(rest) > 0 {
 		ev, after, ok := bytes.Cut(rest, []byte("\r\n\r\n"))
 		if !ok {
+			var c gemChunk
+			if err == nil && bytes.HasPrefix(rest, []byte("{\n  \"error\": {")) && json.Unmarshal(rest, &c) == nil && c.Error != nil {
+				out = append(out, c)
+				break
+			}
 			if err == nil {
 				t.Fatalf("unterminated event %q", rest)
 			}
