@@ -27,7 +27,8 @@ import (
 // 9150-9159; the other e2e files use 9080-9149) that answers Gemini's
 // .../v1beta/models/{model}:streamGenerateContent among the rest, and on
 // :9151 the same simulator calling the first tool of every request that
-// has tools (tool_calls auto: Gemini CLI never forces a call).
+// has tools (tool_calls auto: Gemini CLI never forces a call), and on
+// :9152 one that fails every stream after 3 chunks.
 const geminiSimSite = `http://127.0.0.1:9150 {
 	log
 	llm_simulator {
@@ -45,6 +46,12 @@ http://127.0.0.1:9151 {
 		content_tokens 14
 		pattern steady 0
 		tool_calls auto
+	}
+}
+http://127.0.0.1:9152 {
+	llm_simulator {
+		pattern steady 0
+		error_after 3
 	}
 }`
 
@@ -84,10 +91,12 @@ type geminiCLIResult struct {
 	} `json:"stats"`
 	Error *struct {
 		Message string `json:"message"`
+		Code    int    `json:"code"`
 	} `json:"error"`
 }
 
 // runGeminiCLI runs `gemini -m model -p prompt --output-format json`
+// (whose JSON object is on stdout, or last on stderr when the run fails)
 // against baseURL with a fresh HOME holding geminiCLISettings and
 // nothing from this process's environment but PATH. When strace is
 // installed it runs under `strace -f -e trace=connect` and returns every
@@ -136,7 +145,17 @@ func runGeminiCLI(t *testing.T, gemini, baseURL, key, model, prompt string) (res
 	if err != nil && !errors.As(err, &exitErr) {
 		t.Fatalf("gemini: %v\nstderr: %s", err, errOut.String())
 	}
-	if jerr := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &res); jerr != nil {
+	result := bytes.TrimSpace(out.Bytes())
+	if len(result) == 0 && err != nil {
+		// A failed run prints its JSON object ({"session_id","error"}) last
+		// on stderr, after the error's stack.
+		if i := bytes.LastIndex(errOut.Bytes(), []byte("\n{\n")); i >= 0 {
+			result = bytes.TrimSpace(errOut.Bytes()[i:])
+		} else if bytes.HasPrefix(errOut.Bytes(), []byte("{\n")) {
+			result = bytes.TrimSpace(errOut.Bytes())
+		}
+	}
+	if jerr := json.Unmarshal(result, &res); jerr != nil {
 		t.Fatalf("gemini (%v): output is not one JSON object: %v\nstdout: %s\nstderr: %s", err, jerr, out.String(), errOut.String())
 	}
 	if err != nil {
@@ -234,5 +253,17 @@ func TestGeminiCLISimulatorToolTurn(t *testing.T) {
 	st := res.Stats.Models["gemini-2.5-flash"]
 	if res.Stats.Tools.TotalCalls != 1 || st.API.TotalRequests != 2 || st.API.TotalErrors != 0 {
 		t.Errorf("%d tool calls, %d requests, %d errors: want 1 call between 2 requests\nstderr: %s", res.Stats.Tools.TotalCalls, st.API.TotalRequests, st.API.TotalErrors, stderr)
+	}
+}
+
+// TestGeminiCLISimulatorInBandError: an error in the middle of the
+// stream, sent as Gemini sends it, is an error to the CLI (code 500),
+// not a short answer.
+func TestGeminiCLISimulatorInBandError(t *testing.T) {
+	gemini := requireNodeTool(t, filepath.Join(".bin", "gemini"), "Gemini CLI")
+	startRelay(t, `respond "no relay in this test" 404`, geminiSimSite)
+	res, stderr, _ := runGeminiCLI(t, gemini, "http://127.0.0.1:9152", "sim-gemini-key", "gemini-2.5-flash", "Say hi")
+	if res.Error == nil || res.Error.Code != 500 || !strings.Contains(res.Error.Message, "INTERNAL") || res.Response != "" {
+		t.Fatalf("result %+v (error %+v): want the stream's error, code 500\nstderr: %s", res, res.Error, stderr)
 	}
 }

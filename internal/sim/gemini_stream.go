@@ -20,7 +20,8 @@ import (
 //
 // Like sseWriter it trips the request's drop or error fault after After
 // counted chunks. The error fault sends Google's error object as Gemini
-// does when a stream fails after it started: in SSE, the object alone,
+// does when a stream fails after it started (as maximhq/bifrost#5262
+// describes Gemini and Vertex doing): in SSE, the object alone,
 // pretty-printed and outside the SSE framing (no "data: "); in the
 // array, one more element, the array then closed. @google/genai (2.x,
 // and the 1.x bundled in Gemini CLI) checks every network read for such
