@@ -13,12 +13,12 @@ import (
 // with it (after leading whitespace) as that instruction.
 const ContinueMarker = "Your previous reply was cut off"
 
-// The continuation rule, the same in the three dialects: a request
+// The continuation rule, the same in the four dialects: a request
 // whose conversation ends with an assistant turn (a prefill: Messages'
 // trailing assistant message, Chat's trailing assistant message, with
 // or without DeepSeek's and Mistral's "prefix": true or vLLM's
 // "continue_final_message": true, Responses' trailing assistant message
-// item), or with an assistant turn and then a user turn holding the
+// item, Gemini's trailing model turn), or with an assistant turn and then a user turn holding the
 // continue instruction (ContinueMarker), asks to continue the answer P
 // held by that assistant turn. The simulator answers the conversation
 // without that tail as usual (the text is the same for every request of

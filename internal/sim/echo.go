@@ -17,8 +17,8 @@ const (
 )
 
 // EchoHeader is the request header that sets the echo mode of one
-// request (Config.Echo sets it for every request), on all three
-// endpoints.
+// request (Config.Echo sets it for every request), in all four
+// dialects.
 const EchoHeader = "X-Sim-Echo"
 
 // The wrapper a hand-off puts the reasoning in (internal/handoff.Wrap).
