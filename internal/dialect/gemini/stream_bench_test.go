@@ -1,0 +1,84 @@
+package gemini
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+)
+
+// benchWords are the deltas of the benchmark streams: a few tokens each,
+// some with characters that need escaping.
+var benchWords = []string{" the", " answer", " is", ",", " \"quoted\"", " naïve", "\n\n", " 42", ".", " Ok"}
+
+func jsonStr(s string) string { return string(marshal(s)) }
+
+// benchChat is a realistic Chat stream: mostly reasoning and text deltas,
+// one tool call in fragments, finish, usage, [DONE].
+func benchChat() string {
+	var b strings.Builder
+	head := `data: {"id":"chatcmpl-B","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":`
+	tail := `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+	b.WriteString(head + `{"role":"assistant","content":""}` + tail)
+	for i := range 100 {
+		b.WriteString(head + `{"reasoning_content":` + jsonStr(benchWords[i%len(benchWords)]) + `}` + tail)
+	}
+	for i := range 300 {
+		b.WriteString(head + `{"content":` + jsonStr(benchWords[i%len(benchWords)]) + `}` + tail)
+	}
+	b.WriteString(head + `{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"search","arguments":""}}]}` + tail)
+	b.WriteString(head + `{"tool_calls":[{"index":0,"function":{"arguments":"{\"q\": \""}}]}` + tail)
+	for i := range 18 {
+		b.WriteString(head + fmt.Sprintf(`{"tool_calls":[{"index":0,"function":{"arguments":"word%d "}}]}`, i) + tail)
+	}
+	b.WriteString(head + `{"tool_calls":[{"index":0,"function":{"arguments":"\"}"}}]}` + tail)
+	b.WriteString(`data: {"id":"chatcmpl-B","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]}` + "\n\n")
+	b.WriteString(`data: {"id":"chatcmpl-B","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[],"usage":{"prompt_tokens":100,"completion_tokens":420,"total_tokens":520}}` + "\n\n")
+	b.WriteString("data: [DONE]\n\n")
+	return b.String()
+}
+
+// benchGemini is a realistic Gemini stream: thought and text chunks of a
+// few tokens, each with the running usage as Gemini sends it, one call,
+// the finish.
+func benchGemini() string {
+	var b strings.Builder
+	chunk := func(parts, finish string, n int) {
+		fin := ""
+		if finish != "" {
+			fin = `,"finishReason":"` + finish + `"`
+		}
+		fmt.Fprintf(&b, `data: {"candidates":[{"content":{"parts":[%s],"role":"model"}%s,"index":0}],"usageMetadata":{"promptTokenCount":100,"candidatesTokenCount":%d,"totalTokenCount":%d,"thoughtsTokenCount":40},"modelVersion":"gemini-2.5-flash","responseId":"abcDEF123"}`+"\r\n\r\n", parts, fin, n, 140+n)
+	}
+	for i := range 100 {
+		chunk(`{"text":`+jsonStr(benchWords[i%len(benchWords)])+`,"thought":true}`, "", 0)
+	}
+	for i := range 300 {
+		chunk(`{"text":`+jsonStr(benchWords[i%len(benchWords)])+`}`, "", i)
+	}
+	chunk(`{"functionCall":{"name":"search","args":{"q":"word0 word1 word2 word3"}},"thoughtSignature":"CiQBVKhc7gVNlWrmzW9MEk/bjBDPDpxUEY9TBFuB8vn6CVjiCFgKeAFUqFzu"}`, "STOP", 300)
+	return b.String()
+}
+
+// BenchmarkFromChatStream and BenchmarkToChatStream time the translators
+// per upstream event (the issue's budget: 2 µs).
+func BenchmarkFromChatStream(b *testing.B) { benchStream(b, benchChat(), FromChatStream) }
+func BenchmarkToChatStream(b *testing.B)   { benchStream(b, benchGemini(), ToChatStream) }
+
+func benchStream(b *testing.B, text string, tr func(sse.Source, chat.Options) sse.Source) {
+	evs := parseAll(b, text)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		src := tr(&sliceSource{evs: evs}, chat.Options{Model: "m", IncludeUsage: true})
+		for {
+			if _, err := src.Next(); err != nil {
+				break
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+}
