@@ -34,6 +34,7 @@ func parseSimulatorCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 //	    content_tokens <n>
 //	    reasoning_form fields|tags|tags_unopened
 //	    echo handoff
+//	    tool_calls forced|auto
 //	    continue_overlap <runes>
 //
 //	    # pacing (pattern sets both phases; later lines override earlier ones)
@@ -60,6 +61,9 @@ func parseSimulatorCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandle
 // the reasoning a hand-off injected into it, as
 // `handoff:<prefill|user|system|none>:<reasoning>`, and no reasoning (a
 // request's `X-Sim-Echo: handoff` header does the same for one request).
+// `tool_calls auto` calls the first tool of every request that has tools
+// and leaves the choice to the model (`X-Sim-Tool-Calls: auto` for one
+// request); by default only a forced choice gets a call.
 // A request that ends with the answer so far as an assistant turn (a
 // prefill, or that turn and then a user turn starting "Your previous
 // reply was cut off") gets the rest of the answer only, no reasoning;
@@ -78,7 +82,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
 		switch name {
-		case "seed", "reasoning_tokens", "content_tokens", "reasoning_form", "echo", "ttfb", "latency", "continue_overlap":
+		case "seed", "reasoning_tokens", "content_tokens", "reasoning_form", "echo", "tool_calls", "ttfb", "latency", "continue_overlap":
 			if seen[name] {
 				return d.Errf("%s already specified", name)
 			}
@@ -139,6 +143,16 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("echo: must be %s, got %q", sim.EchoHandoff, v)
 			}
 			s.Echo = v
+
+		case "tool_calls":
+			v, err := simOneArg(d)
+			if err != nil {
+				return err
+			}
+			if v != sim.ToolCallsForced && v != sim.ToolCallsAuto {
+				return d.Errf("tool_calls: must be %s or %s, got %q", sim.ToolCallsForced, sim.ToolCallsAuto, v)
+			}
+			s.ToolCalls = v
 
 		case "continue_overlap":
 			v, err := simOneArg(d)
@@ -244,7 +258,7 @@ func (s *Simulator) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			s.Faults = append(s.Faults, f)
 
 		default:
-			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, reasoning_form, echo, continue_overlap, pattern, reasoning_pattern, content_pattern, ttfb, latency, fail, overloaded, stall, drop_after, error_after, drop_in, error_in, drop_before_end or error_before_end", name)
+			return d.Errf("unrecognized llm_simulator subdirective %q; expected model, seed, reasoning_tokens, content_tokens, reasoning_form, echo, tool_calls, continue_overlap, pattern, reasoning_pattern, content_pattern, ttfb, latency, fail, overloaded, stall, drop_after, error_after, drop_in, error_in, drop_before_end or error_before_end", name)
 		}
 	}
 	return nil

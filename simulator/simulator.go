@@ -21,12 +21,14 @@ func init() {
 }
 
 // Simulator is the `llm_simulator` handler: a fake LLM provider, speaking
-// OpenAI Chat Completions, OpenAI Responses and Anthropic Messages, for
-// running, demonstrating, testing and benchmarking a relay on one machine
-// with no API keys. It answers `POST .../chat/completions`,
+// OpenAI Chat Completions, OpenAI Responses, Anthropic Messages and
+// Gemini, for running, demonstrating, testing and benchmarking a relay on
+// one machine with no API keys. It answers `POST .../chat/completions`,
 // `POST .../responses`, `POST .../messages` (each streaming or not),
-// `POST .../messages/count_tokens` and `GET .../models` under any path
-// prefix. Keys are not checked.
+// `POST .../messages/count_tokens`, `GET .../models`, and Gemini's
+// `POST .../models/{model}:generateContent`, `:streamGenerateContent`
+// (SSE with `?alt=sse`, else a streamed JSON array), `:countTokens` and
+// `GET .../v1beta/models` under any path prefix. Keys are not checked.
 //
 // Every response carries the same deterministic text, chosen by `seed`:
 // a reasoning phase streamed as DeepSeek-style `reasoning_content`
@@ -35,9 +37,12 @@ func init() {
 // come as a thinking block (only when the request enables thinking, with
 // a signature) and a text block; on Responses as a reasoning item's
 // summary (only when the request sets `reasoning` with an effort other
-// than "none") and a message item. A request that forces a tool call gets
-// one, with the fixed input {"input":"sim"}, unless its last turn is a
-// tool result. The text mixes ASCII
+// than "none") and a message item; on Gemini as parts with
+// `"thought": true` (only when generationConfig.thinkingConfig sets
+// includeThoughts, as Gemini does) and text parts, the first part after
+// the thoughts carrying a thoughtSignature. A request that forces a tool
+// call (Gemini: functionCallingConfig mode ANY) gets one, with the fixed
+// input {"input":"sim"}, unless its last turn is a tool result. The text mixes ASCII
 // words, punctuation, newlines, CJK, multi-codepoint emoji and combining
 // accents, to catch relays that mangle UTF-8. Faults (error statuses,
 // stalls, dropped connections, in-band stream errors) are injected with
@@ -92,6 +97,19 @@ type Simulator struct {
 	// All three endpoints. Default: off.
 	Echo string `json:"echo,omitempty"`
 
+	// `tool_calls forced|auto`: when a request gets a tool call. `forced`:
+	// only when it forces one (Chat tool_choice "required" or a named
+	// function, Messages "any" or a named tool, Responses "required" or a
+	// named function, Gemini functionCallingConfig mode ANY). `auto`:
+	// also when it has tools and leaves the choice to the model (no tool
+	// choice or "auto"; Gemini no mode, AUTO or VALIDATED), which then
+	// calls its first tool, as a model that decides to would: how a
+	// client that never forces a call (Gemini CLI, Claude Code, Codex)
+	// is made to run a tool. Never with "none", nor when the last turn is
+	// the tool's result. A request's `X-Sim-Tool-Calls` header sets it for
+	// that request. Default: `forced`.
+	ToolCalls string `json:"tool_calls,omitempty"`
+
 	// `reasoning_pattern <kind> [<args...>]` (or `pattern`, which sets
 	// both phases): how reasoning deltas are paced. Default: steady at 50
 	// tokens per second.
@@ -137,8 +155,10 @@ type Simulator struct {
 	// `drop_in`, `error_in`, `drop_before_end` and `error_before_end`:
 	// faults, evaluated in the order written for every chat completion,
 	// responses, messages and count_tokens request (one counter for all); the
-	// first whose rate draw hits is applied. On the Messages endpoints
-	// errors have Anthropic's shape. Default: none.
+	// first whose rate draw hits is applied (Gemini's generateContent,
+	// streamGenerateContent and countTokens too). On the Messages
+	// endpoints errors have Anthropic's shape, on Gemini's Google's
+	// ({"error":{"code","message","status"}}). Default: none.
 	Faults []SimulatorFault `json:"faults,omitempty"`
 
 	server *sim.Server
@@ -176,7 +196,10 @@ type SimulatorFault struct {
 	//     the provider is overloaded: 529 with Anthropic's
 	//     overloaded_error on Messages, and 503 with an OpenAI error
 	//     (code "overloaded") on chat completions and responses, since
-	//     OpenAI has no 529;
+	//     OpenAI has no 529; Gemini's 503 UNAVAILABLE "The model is
+	//     overloaded" on the Gemini endpoints (any status there gets
+	//     Google's status name, and retry_after in whole seconds also a
+	//     google.rpc.RetryInfo retryDelay);
 	//   - `stall` (`stall [<rate>]`): accepts the request and never
 	//     answers, not even headers, until the client goes away or the
 	//     config is unloaded;
@@ -191,7 +214,9 @@ type SimulatorFault struct {
 	//     without `[DONE]` (on Messages: `event: error` with Anthropic's
 	//     overloaded_error, and no message_stop; on Responses: `event:
 	//     error` with the error nested under "error" and flat, and no
-	//     response.completed); a non-streaming request gets a 500.
+	//     response.completed; on Gemini: a `{"error":{"code":500,...}}`
+	//     chunk instead of the one with the finishReason); a
+	//     non-streaming request gets a 500.
 	Kind string `json:"kind"`
 
 	// `status` only: the HTTP status to answer, 400-599.
@@ -254,6 +279,7 @@ func (s *Simulator) Provision(caddy.Context) error {
 		ContentTokens:    s.ContentTokens,
 		ReasoningForm:    s.ReasoningForm,
 		Echo:             s.Echo,
+		ToolCalls:        s.ToolCalls,
 		ContinueOverlap:  s.ContinueOverlap,
 		ReasoningPattern: s.ReasoningPattern.simPattern(),
 		ContentPattern:   s.ContentPattern.simPattern(),

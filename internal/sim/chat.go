@@ -26,6 +26,9 @@ type chatRequest struct {
 	} `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
 
+	// autoTools: the tool-call mode is ToolCallsAuto.
+	autoTools bool
+
 	// form is the reasoning form of the answer: the config's, or the
 	// request's ReasoningFormHeader.
 	form string
@@ -92,6 +95,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	echo, err := s.echoMode(r.Header.Get(EchoHeader))
 	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "invalid_request_error", "invalid_header")
+		return
+	}
+	if req.autoTools, err = s.autoTools(r.Header.Get(ToolCallsHeader)); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), "invalid_request_error", "invalid_header")
 		return
 	}

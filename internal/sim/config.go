@@ -1,6 +1,8 @@
 // Package sim is an LLM upstream simulator: a plain net/http handler
-// that answers OpenAI chat completions, OpenAI Responses and Anthropic
-// Messages with deterministic, seeded text (the same in every dialect), paced like a
+// that answers OpenAI chat completions, OpenAI Responses, Anthropic
+// Messages and Gemini (generateContent, streamGenerateContent as SSE or
+// a JSON array, countTokens) with deterministic, seeded text (the same
+// in every dialect), paced like a
 // real model (steady or in clustered bursts), calls a tool when the
 // request forces one, and injects faults (error statuses, overload,
 // stalls, dropped connections, in-band stream errors, at a count of
@@ -92,6 +94,14 @@ type Config struct {
 	// X-Sim-Echo header. Default: "" (no echo).
 	Echo string
 
+	// ToolCalls is when a request gets a tool call: "forced"
+	// (ToolCallsForced: only when it forces one) or "auto" (ToolCallsAuto:
+	// also when it has tools and leaves the choice to the model, which
+	// then calls its first tool); see the tool rule in tools.go. A
+	// request may set it with the X-Sim-Tool-Calls header. Default:
+	// "forced".
+	ToolCalls string
+
 	// ReasoningPattern and ContentPattern pace each phase of a stream.
 	// A zero Pattern means steady at 50 tokens per second.
 	ReasoningPattern Pattern
@@ -166,7 +176,16 @@ type Fault struct {
 	//     completions (with Retry-After if RetryAfter is set), without
 	//     waiting TTFB.
 	//
-	// On the Messages endpoints every error body is in Anthropic's shape.
+	// On the Messages endpoints every error body is in Anthropic's shape,
+	// on the Gemini ones in Google's: "status" answers the status with its
+	// google.rpc name (429 RESOURCE_EXHAUSTED, with a RetryInfo
+	// retryDelay when RetryAfter is whole seconds), "overloaded" 503
+	// UNAVAILABLE, and "error" sends {"error":{"code":500,"status":
+	// "INTERNAL",...}} as a chunk, the SSE event or array element the
+	// @google/genai SDK raises as an ApiError. A Gemini stream's end
+	// event is its chunk with the finishReason, so After beyond the last
+	// delta and BeforeEnd are one place there; Gemini sends a function
+	// call whole, so In "tool_args" cuts right after it.
 	Kind string
 
 	// Status is the HTTP status of a "status" fault, 400-599.
@@ -284,6 +303,9 @@ func (c Config) validate() error {
 	}
 	if err := validateForm(c.ReasoningForm); err != nil {
 		errs = append(errs, fmt.Errorf("reasoning form: %w", err))
+	}
+	if err := validateToolCalls(c.ToolCalls); err != nil {
+		errs = append(errs, fmt.Errorf("tool calls: %w", err))
 	}
 	if err := validateEcho(c.Echo); err != nil {
 		errs = append(errs, fmt.Errorf("echo: %w", err))

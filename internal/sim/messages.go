@@ -30,6 +30,8 @@ type messagesRequest struct {
 		Type string `json:"type"`
 		Name string `json:"name"`
 	} `json:"tool_choice"`
+
+	autoTools bool // the tool-call mode is ToolCallsAuto
 }
 
 // wantsThinking reports whether the request asks for thinking blocks.
@@ -185,6 +187,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req messagesRequest
+	if req.autoTools, err = s.autoTools(r.Header.Get(ToolCallsHeader)); err != nil {
+		writeAnthropicError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 		writeAnthropicError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return

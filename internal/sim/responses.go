@@ -24,6 +24,8 @@ type respRequest struct {
 	} `json:"reasoning"`
 	Tools      json.RawMessage `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
+
+	autoTools bool // the tool-call mode is ToolCallsAuto
 }
 
 // respItem is one input item, decoded loosely: a message (with or
@@ -269,6 +271,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req respRequest
+	if req.autoTools, err = s.autoTools(r.Header.Get(ToolCallsHeader)); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "invalid_request_error", "invalid_header")
+		return
+	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error(), "invalid_request_error", "invalid_json")
 		return

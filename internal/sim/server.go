@@ -24,10 +24,16 @@ const modelsCreated = 1700000000
 //	POST .../responses               OpenAI Responses, streaming or not
 //	POST .../messages/count_tokens   Anthropic token count
 //	GET  .../models                  the configured models
+//	POST .../models/{model}:generateContent        Gemini, whole
+//	POST .../models/{model}:streamGenerateContent  Gemini, streamed (?alt=sse: SSE; else a JSON array)
+//	POST .../models/{model}:countTokens            Gemini token count
+//	GET  .../v1beta/models[/{model}]               the models in Gemini's shape (also
+//	                                               under /v1 with x-goog-api-key or ?key=)
 //
 // Anything else gets a 404 (or 405) with an OpenAI error JSON body; the
-// Messages endpoints answer every error in Anthropic's shape. API keys
-// (Authorization or x-api-key) are not checked.
+// Messages endpoints answer every error in Anthropic's shape, the Gemini
+// ones in Google's. API keys (Authorization, x-api-key, x-goog-api-key
+// or ?key=) are not checked.
 type Server struct {
 	cfg                Config
 	reasoning, content []string
@@ -52,10 +58,11 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Requests returns the number of requests received so far on the
-// chat completions, messages, count_tokens and responses endpoints
-// together, whatever their outcome (model listings and unknown paths do
-// not count). The n-th request (from 1) is the n-th fault draw and has
-// ID "chatcmpl-sim-<n>", "msg_sim_<n>" or "resp_sim_<n>".
+// chat completions, messages, count_tokens, responses and Gemini
+// endpoints together, whatever their outcome (model listings and unknown
+// paths do not count). The n-th request (from 1) is the n-th fault draw
+// and has ID "chatcmpl-sim-<n>", "msg_sim_<n>", "resp_sim_<n>" or (Gemini's
+// responseId) "gen_sim_<n>".
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Close ends stalled requests, current and future, by aborting their
@@ -74,6 +81,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the client left
 	}
 	p := strings.TrimSuffix(r.URL.Path, "/")
+	if model, method, ok := geminiRoute(p); ok {
+		s.gemini(w, r, model, method)
+		return
+	}
 	switch {
 	case strings.HasSuffix(p, "/chat/completions"):
 		if r.Method != http.MethodPost {
@@ -109,7 +120,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, "use GET to list models", "invalid_request_error", "method_not_allowed")
 			return
 		}
+		if geminiListing(r) {
+			s.geminiModels(w, "")
+			return
+		}
 		s.models(w)
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && geminiListing(r) && strings.Contains(p, "/models/"):
+		s.geminiModels(w, p[strings.LastIndex(p, "/models/")+len("/models/"):])
 	default:
 		writeError(w, http.StatusNotFound, "unknown simulator path "+r.URL.Path, "invalid_request_error", "unknown_url")
 	}

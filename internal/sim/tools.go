@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 )
 
 // ToolInput is the fixed input of every simulated tool call: the
@@ -20,12 +21,18 @@ type toolCall struct {
 	name string
 }
 
-// The tool rule, the same in both dialects: a request gets a tool call
+// The tool rule, the same in every dialect: a request gets a tool call
 // instead of a text answer when it has tools, forces one (Chat
 // tool_choice "required" or {"type":"function",...}; Messages
-// {"type":"any"} or {"type":"tool","name":...}), and does not already
-// carry a tool result as its last turn. The last condition makes a
-// round trip end: call, then result, then text.
+// {"type":"any"} or {"type":"tool","name":...}; Responses "required" or
+// {"type":"function","name":...}; Gemini functionCallingConfig mode
+// "ANY"), and does not already carry a tool result as its last turn. The
+// last condition makes a round trip end: call, then result, then text.
+// In the ToolCallsAuto mode a request that leaves the choice to the
+// model (no tool choice, or "auto"; Gemini: no mode, AUTO or VALIDATED)
+// gets a call of its first tool too, as a model that decides to use one
+// would: how a client that never forces a call (Gemini CLI, Claude Code,
+// Codex) is made to run a tool. "none" never gets one.
 
 // chatToolCall applies the tool rule to a Chat request.
 func (req *chatRequest) chatToolCall() *toolCall {
@@ -36,6 +43,9 @@ func (req *chatRequest) chatToolCall() *toolCall {
 		return nil
 	}
 	choice := bytes.TrimSpace(req.ToolChoice)
+	if req.autoTools && leftToModel(choice) {
+		return &toolCall{name: req.Tools[0].Function.Name}
+	}
 	var mode string
 	if json.Unmarshal(choice, &mode) == nil {
 		if mode != "required" {
@@ -60,7 +70,13 @@ func (req *chatRequest) chatToolCall() *toolCall {
 
 // messagesToolCall applies the tool rule to a Messages request.
 func (req *messagesRequest) messagesToolCall() *toolCall {
-	if len(req.Tools) == 0 || req.ToolChoice == nil || req.lastUserHasToolResult() {
+	if len(req.Tools) == 0 || req.lastUserHasToolResult() {
+		return nil
+	}
+	if req.autoTools && (req.ToolChoice == nil || req.ToolChoice.Type == "auto") {
+		return &toolCall{name: req.Tools[0].Name}
+	}
+	if req.ToolChoice == nil {
 		return nil
 	}
 	switch req.ToolChoice.Type {
@@ -157,6 +173,9 @@ func (req *respRequest) responsesToolCall() *toolCall {
 		return nil
 	}
 	choice := bytes.TrimSpace(req.ToolChoice)
+	if req.autoTools && leftToModel(choice) {
+		return &toolCall{name: first}
+	}
 	var mode string
 	if json.Unmarshal(choice, &mode) == nil {
 		if mode != "required" {
@@ -175,4 +194,48 @@ func (req *respRequest) responsesToolCall() *toolCall {
 		return &toolCall{name: forced.Name}
 	}
 	return &toolCall{name: first}
+}
+
+// leftToModel reports whether a Chat or Responses tool_choice leaves the
+// choice to the model: absent, null or "auto".
+func leftToModel(choice []byte) bool {
+	var mode *string
+	if len(choice) == 0 {
+		return true
+	}
+	if json.Unmarshal(choice, &mode) != nil {
+		return false // an object: a forced function
+	}
+	return mode == nil || *mode == "auto"
+}
+
+// Tool-call modes (Config.ToolCalls).
+const (
+	ToolCallsForced = "forced"
+	ToolCallsAuto   = "auto"
+)
+
+// ToolCallsHeader is the request header that sets the tool-call mode of
+// one request.
+const ToolCallsHeader = "X-Sim-Tool-Calls"
+
+func validateToolCalls(mode string) error {
+	switch mode {
+	case "", ToolCallsForced, ToolCallsAuto:
+		return nil
+	}
+	return fmt.Errorf("unknown mode %q (want %q or %q)", mode, ToolCallsForced, ToolCallsAuto)
+}
+
+// autoTools reports whether the request's tool-call mode, the header's
+// (h) or else the config's, is ToolCallsAuto; err when the header names
+// an unknown mode.
+func (s *Server) autoTools(h string) (bool, error) {
+	if h == "" {
+		return s.cfg.ToolCalls == ToolCallsAuto, nil
+	}
+	if err := validateToolCalls(h); err != nil {
+		return false, fmt.Errorf("%s: %w", ToolCallsHeader, err)
+	}
+	return h == ToolCallsAuto, nil
 }
