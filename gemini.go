@@ -310,12 +310,20 @@ func (g *geminiWriter) translateStream(pr *io.PipeReader) {
 				// What came before is out; the client is told, as a
 				// Gemini stream error, rather than left with a cut answer.
 				e := gemini.StreamError(http.StatusBadGateway, "The relay could not translate the answer ("+ue.Reason+"); the stream was ended.")
-				_, _ = g.w.Write(e.Raw)
+				raw := e.Raw
+				if g.call.sse {
+					raw = sseAndBareError(e)
+				}
+				_, _ = g.w.Write(raw)
 				_ = g.rc.Flush()
 			}
 			break
 		}
-		if _, werr := g.w.Write(ev.Raw); werr != nil {
+		raw := ev.Raw
+		if ev.Type == "error" && g.call.sse {
+			raw = sseAndBareError(ev)
+		}
+		if _, werr := g.w.Write(raw); werr != nil {
 			pr.CloseWithError(werr)
 			return
 		}
@@ -399,4 +407,18 @@ func (g *geminiWriter) translate(status int, body []byte) (int, []byte) {
 			"The relay could not translate the answer for a Gemini client: "+err.Error())
 	}
 	return status, out
+}
+
+// sseAndBareError is how an in-band error (gemini.StreamError) is
+// written to an alt=sse stream: as a data event, then bare. @google/genai
+// from 2.x (2.32.0 is pinned in e2e/node) raises an ApiError on a data
+// event whose JSON has an "error" object, however the reads fall; the
+// older copy bundled in Gemini CLI raises only on a read that is the bare
+// object whole, and takes the data event for one more (empty) response.
+// Written both ways, the first raises the ApiError at the data event and
+// the second on the bare object when it comes in a read of its own (and
+// otherwise as an incomplete JSON segment at the end: an error still,
+// never a clean shorter answer).
+func sseAndBareError(ev sse.Event) []byte {
+	return append(sse.AppendData(nil, ev.Data), ev.Raw...)
 }
