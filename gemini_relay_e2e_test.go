@@ -406,3 +406,94 @@ func TestGeminiClientKeysAndRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGeminiClientToolHistory: a Gemini client's tool loop as a chat
+// target sees it and back: the functionCall (with a thoughtSignature, as
+// Gemini 3 sends it) and its functionResponse become a tool call and its
+// result whose ids match and carry no signature, the arguments byte for
+// byte; the target's next call comes back as a functionCall whose args
+// are the target's arguments, whole.
+func TestGeminiClientToolHistory(t *testing.T) {
+	const args = `{"city":"Zürich \"old town\"","days":[1,2],"units":{"temp":"°C"}}`
+	up := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,`+
+			`"tool_calls":[{"id":"call_2","type":"function","function":{"name":"get_weather","arguments":`+strconvQuote(args)+`}}]},"finish_reason":"tool_calls"}],`+
+			`"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}`)
+	})
+	startRelay(t, `llm_relay {
+		key `+geminiRelayKey+`
+		upstream fake `+up.v1()+` {
+			api chat
+		}
+		model gemini-fake {
+			to fake m
+		}
+	}`)
+	sig := strings.Repeat("c2lnbmF0dXJl+/=", 20)
+	body := `{"contents":[
+		{"role":"user","parts":[{"text":"Weather?"}]},
+		{"role":"model","parts":[{"functionCall":{"id":"fc_1","name":"get_weather","args":` + args + `},"thoughtSignature":"` + sig + `"}]},
+		{"role":"user","parts":[{"functionResponse":{"id":"fc_1","name":"get_weather","response":{"result":"sunny"}}}]}],
+		"tools":[{"functionDeclarations":[{"name":"get_weather","parameters":{"type":"OBJECT","properties":{"city":{"type":"STRING"}}}}]}]}`
+	resp := geminiPost(t, "/v1beta/models/gemini-fake:generateContent", body, "x-goog-api-key", geminiRelayKey)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	var a struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					FunctionCall *struct {
+						ID   string          `json:"id"`
+						Name string          `json:"name"`
+						Args json.RawMessage `json:"args"`
+					} `json:"functionCall"`
+				} `json:"parts"`
+			} `json:"content"`
+			FinishReason string `json:"finishReason"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal(b, &a); err != nil || len(a.Candidates) != 1 || len(a.Candidates[0].Content.Parts) != 1 || a.Candidates[0].Content.Parts[0].FunctionCall == nil {
+		t.Fatalf("answer %s", b)
+	}
+	fc := a.Candidates[0].Content.Parts[0].FunctionCall
+	if fc.Name != "get_weather" || fc.ID != "call_2" || !jsonEqual(string(fc.Args), args) {
+		t.Errorf("functionCall %+v (args %s), want get_weather call_2 %s", fc, fc.Args, args)
+	}
+
+	seen := up.requests()
+	if len(seen) != 1 {
+		t.Fatalf("%d upstream requests", len(seen))
+	}
+	raw, _ := json.Marshal(seen[0].body)
+	var req struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(raw, &req); err != nil || len(req.Messages) != 3 || len(req.Messages[1].ToolCalls) != 1 {
+		t.Fatalf("the target got %s", raw)
+	}
+	call, result := req.Messages[1].ToolCalls[0], req.Messages[2]
+	if call.ID != result.ToolCallID || len(call.ID) > 40 || strings.ContainsAny(call.ID, "+/=") || strings.Contains(string(raw), sig[:20]) {
+		t.Errorf("ids: call %q, result %q: want the same, short, without the signature", call.ID, result.ToolCallID)
+	}
+	if !jsonEqual(call.Function.Arguments, args) {
+		t.Errorf("arguments %s, want %s", call.Function.Arguments, args)
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
