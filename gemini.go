@@ -200,12 +200,6 @@ func (h *Relay) geminiBody(r *http.Request, c *geminiCall) ([]byte, *apiError) {
 	if err == nil {
 		body, err = gemini.ToChatRequest(raw, chat.Options{Model: c.model})
 	}
-	if err == nil {
-		// A functionCall's thoughtSignature rides in its Chat id; no
-		// target of the relay is Gemini, and OpenAI refuses ids that long
-		// (Anthropic, ids with its '+' and '/'): the pairs still match.
-		body = gemini.StripSignatures(body)
-	}
 	if err == nil && c.method == geminiStream {
 		body, err = gemini.MarkStream(body)
 	}

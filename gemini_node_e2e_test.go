@@ -199,3 +199,48 @@ func TestGeminiCLIThroughRelay(t *testing.T) {
 		t.Errorf("the relay's log holds the key")
 	}
 }
+
+// TestGeminiSDKToGeminiUpstream: @google/genai through the relay in front
+// of an `api gemini` target (the simulator speaking Gemini): the answer,
+// the stream, and a function-call round trip whose thoughtSignature comes
+// to the client on the call's part and goes back to the target on it.
+// The request goes Gemini → Chat → Gemini (the front door), so
+// includeThoughts without a budget is not carried: no thoughts here.
+func TestGeminiSDKToGeminiUpstream(t *testing.T) {
+	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
+	}
+	startRelay(t, geminiUpstreamRelay(""), geminiUpstreamSite, geminiTargetsSite)
+	cfg := sim.Config{Seed: 33, ReasoningTokens: new(8), ContentTokens: new(14)}
+	_, c := sim.Texts(cfg)
+	content := strings.Join(c, "")
+	for _, mode := range []string{"create", "stream"} {
+		var got struct {
+			Text, Thoughts, Finish string
+		}
+		runGeminiSDKRelay(t, node, "flash", mode, &got)
+		if got.Text != content || got.Finish != "STOP" {
+			t.Errorf("%s: text %q finish %q, want %q", mode, got.Text, got.Finish, content)
+		}
+	}
+	var got struct {
+		Calls []struct {
+			ID, Name string
+			Args     json.RawMessage
+		}
+		Signatures     []string
+		Finish, Answer string
+	}
+	runGeminiSDKRelay(t, node, "flash", "tools", &got)
+	if len(got.Calls) != 1 || got.Calls[0].Name != "get_weather" || got.Calls[0].ID == "" || string(got.Calls[0].Args) != sim.ToolInput {
+		t.Fatalf("calls %+v", got.Calls)
+	}
+	if sig := sim.Signature(cfg); len(got.Signatures) != 1 || got.Signatures[0] != sig {
+		t.Errorf("signatures %q, want the simulator's %q", got.Signatures, sig)
+	}
+	if got.Answer != content {
+		t.Errorf("the answer after the functionResponse %q", got.Answer)
+	}
+}

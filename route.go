@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/gemini"
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
@@ -334,6 +335,17 @@ func (rb *requestBody) clientStream() bool { return rb.stream && !rb.assemble }
 // on an Anthropic target means Anthropic's max_tokens, whatever the client
 // spoke.
 func (rb *requestBody) forTarget(t *target, x exchange) (payload, error) {
+	if !x.crosses() && x.client == dialectChat && gemini.HasSignatures(rb.raw) {
+		// A history with thought signatures in its tool call ids (from
+		// a Gemini client, or a Gemini target's earlier answer) loses
+		// them for a target that is not Gemini (translateRequest does the
+		// same for one that is translated).
+		p, err := rb.forTargetByMap(t, x)
+		if err != nil {
+			return p, err
+		}
+		return bytesPayload(gemini.StripSignatures(p.Bytes())), nil
+	}
 	if x.crosses() || !rb.unique {
 		return rb.forTargetByMap(t, x)
 	}
