@@ -47,6 +47,15 @@ const geminiTargetsSite = `http://127.0.0.1:9160 {
 			fail 503
 		}
 	}
+	handle /drop/* {
+		llm_simulator {
+			seed 21
+			reasoning_tokens 12
+			content_tokens 15
+			pattern steady 0
+			drop_after 8
+		}
+	}
 	handle /limit/* {
 		llm_simulator {
 			fail 429 retry_after 7
@@ -77,6 +86,12 @@ func geminiRelay(extra string) string {
 		}
 		upstream failing http://127.0.0.1:9160/fail/v1 {
 			api anthropic
+		}
+		upstream dropping http://127.0.0.1:9160/drop/v1 {
+			api chat
+		}
+		model gemini-drop {
+			to dropping sim-reasoner
 		}
 		upstream limited http://127.0.0.1:9160/limit/v1 {
 			api chat
@@ -496,4 +511,34 @@ func TestGeminiClientToolHistory(t *testing.T) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestGeminiClientTruncatedStream: a chat target's stream cut off after
+// the commit point (no [DONE]) reaches a Gemini client as an error object
+// after the chunks it had, never as a chunk with a finishReason: the
+// relay's Chat end-of-stream rule holds for Gemini clients, whose streams
+// end on the finishReason chunk.
+func TestGeminiClientTruncatedStream(t *testing.T) {
+	startRelay(t, geminiRelay(""), geminiTargetsSite)
+	for _, alt := range []string{"?alt=sse", ""} {
+		resp := geminiPost(t, "/v1beta/models/gemini-drop:streamGenerateContent"+alt, geminiHi, "x-goog-api-key", geminiRelayKey)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		s := string(b)
+		if resp.StatusCode != 200 || strings.Contains(s, "finishReason") || !strings.Contains(s, `"candidates"`) {
+			t.Fatalf("alt %q: %d, want chunks and no finishReason:\n%s", alt, resp.StatusCode, s)
+		}
+		if !strings.Contains(s, `{"error":{"code":500,"message":"The upstream stream broke off before it was complete.","status":"INTERNAL"}}`) {
+			t.Errorf("alt %q: no Google error object at the end:\n%s", alt, s)
+		}
+		if alt == "" {
+			// The array still parses: the error is its last element.
+			var arr []json.RawMessage
+			if err := json.Unmarshal(b, &arr); err != nil || !strings.Contains(string(arr[len(arr)-1]), `"error"`) {
+				t.Errorf("the array: %v\n%s", err, s)
+			}
+		} else if !strings.HasSuffix(strings.TrimRight(s, "\n"), "}") || !strings.Contains(s, "data: {\"error\"") {
+			t.Errorf("alt=sse: the error is not written as a data event and bare:\n%s", s)
+		}
+	}
 }

@@ -254,3 +254,46 @@ func TestGeminiUpstreamWire(t *testing.T) {
 }
 
 var _ = openai.Bool
+
+// TestGeminiUpstreamTruncatedStream: a Gemini stream has no [DONE], it
+// ends on the chunk with the finishReason; one that stops before it is a
+// truncation: the Chat client gets the text so far and an in-band error,
+// never a [DONE] or a finish_reason. One that ends on its finishReason
+// ends clean.
+func TestGeminiUpstreamTruncatedStream(t *testing.T) {
+	const chunk = `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"%s"}]},"index":0}],"modelVersion":"gemini-2.5-flash"}` + "\r\n\r\n"
+	up := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, strings.Replace(chunk, "%s", "Hello", 1))
+		_, _ = io.WriteString(w, strings.Replace(chunk, "%s", " there", 1))
+		if strings.Contains(r.URL.Path, "whole") {
+			_, _ = io.WriteString(w, `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"!"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":2,"candidatesTokenCount":3,"totalTokenCount":5}}`+"\r\n\r\n")
+		}
+	})
+	startRelay(t, `llm_relay {
+		key `+geminiRelayKey+`
+		upstream fake `+up.URL+`/v1beta {
+			api gemini
+		}
+		model cut {
+			to fake cut-model
+		}
+		model whole {
+			to fake whole-model
+		}
+	}`)
+	for model, clean := range map[string]bool{"cut": false, "whole": true} {
+		resp := geminiPost(t, "/v1/chat/completions", `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer "+geminiRelayKey)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		s := string(b)
+		if resp.StatusCode != 200 || !strings.Contains(s, `"content":"Hello"`) || !strings.Contains(s, `"content":" there"`) {
+			t.Fatalf("%s: %d %s", model, resp.StatusCode, s)
+		}
+		done, errored := strings.Contains(s, "data: [DONE]"), strings.Contains(s, `"error":{`)
+		finished := strings.Contains(s, `"finish_reason":"stop"`)
+		if clean && (!done || errored || !finished) || !clean && (done || !errored || finished) {
+			t.Errorf("%s: [DONE] %v, error %v, finish_reason stop %v, want a clean end %v:\n%s", model, done, errored, finished, clean, s)
+		}
+	}
+}
