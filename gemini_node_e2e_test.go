@@ -220,7 +220,7 @@ func TestGeminiSDKToGeminiUpstream(t *testing.T) {
 		var got struct {
 			Text, Thoughts, Finish string
 		}
-		runGeminiSDKRelay(t, node, "flash", mode, &got)
+		runGeminiSDKRelay(t, node, "gflash", mode, &got)
 		if got.Text != content || got.Finish != "STOP" {
 			t.Errorf("%s: text %q finish %q, want %q", mode, got.Text, got.Finish, content)
 		}
@@ -233,7 +233,7 @@ func TestGeminiSDKToGeminiUpstream(t *testing.T) {
 		Signatures     []string
 		Finish, Answer string
 	}
-	runGeminiSDKRelay(t, node, "flash", "tools", &got)
+	runGeminiSDKRelay(t, node, "gflash", "tools", &got)
 	if len(got.Calls) != 1 || got.Calls[0].Name != "get_weather" || got.Calls[0].ID == "" || string(got.Calls[0].Args) != sim.ToolInput {
 		t.Fatalf("calls %+v", got.Calls)
 	}
@@ -242,5 +242,43 @@ func TestGeminiSDKToGeminiUpstream(t *testing.T) {
 	}
 	if got.Answer != content {
 		t.Errorf("the answer after the functionResponse %q", got.Answer)
+	}
+}
+
+// TestGeminiCLIToGeminiUpstream: Gemini CLI through the relay in front of
+// an `api gemini` target (the simulator speaking Gemini): an answer, and
+// a tool turn whose call (with its thoughtSignature) and functionResponse
+// go Gemini → Chat → Gemini and back. The aliases are not the CLI's own
+// (auto, pro, flash, flash-lite), which it turns into its model names
+// before it asks.
+func TestGeminiCLIToGeminiUpstream(t *testing.T) {
+	gemini := requireNodeTool(t, filepath.Join(".bin", "gemini"), "Gemini CLI")
+	logFile := startRelay(t, geminiUpstreamRelay(`upstream simgemtools http://127.0.0.1:9163/v1beta {
+			api gemini
+		}
+		model gflash-tools {
+			to simgemtools gemini-2.5-flash
+		}`), geminiUpstreamSite, geminiTargetsSite, `http://127.0.0.1:9163 {
+	llm_simulator {
+		seed 33
+		reasoning_tokens 8
+		content_tokens 14
+		pattern steady 0
+		tool_calls auto
+	}
+}`)
+	_, c := sim.Texts(sim.Config{Seed: 33, ReasoningTokens: new(8), ContentTokens: new(14)})
+	content := strings.Join(c, "")
+	res, stderr, _ := runGeminiCLI(t, gemini, "http://127.0.0.1:9080", geminiRelayKey, "gflash", "Say hi")
+	if res.Error != nil || res.Response != content {
+		t.Fatalf("gemini's answer %q (error %+v), want %q\nstderr: %s\ncaddy log:\n%s", res.Response, res.Error, content, stderr, readLog(t, logFile))
+	}
+	res, stderr, _ = runGeminiCLI(t, gemini, "http://127.0.0.1:9080", geminiRelayKey, "gflash-tools", "Say hi")
+	if res.Error != nil || res.Response != content {
+		t.Fatalf("tool turn: gemini's answer %q (error %+v)\nstderr: %s\ncaddy log:\n%s", res.Response, res.Error, stderr, readLog(t, logFile))
+	}
+	st := res.Stats.Models["gflash-tools"]
+	if res.Stats.Tools.TotalCalls != 1 || st.API.TotalRequests != 2 || st.API.TotalErrors != 0 {
+		t.Errorf("%d tool calls, %d requests, %d errors: want 1 call between 2 requests\nstderr: %s", res.Stats.Tools.TotalCalls, st.API.TotalRequests, st.API.TotalErrors, stderr)
 	}
 }

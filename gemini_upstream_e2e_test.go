@@ -62,7 +62,7 @@ func geminiUpstreamRelay(extra string) string {
 		upstream simchat http://127.0.0.1:9160/sim/v1 {
 			api chat
 		}
-		model flash {
+		model gflash {
 			to simgem gemini-2.5-flash
 		}
 		model limited-then-chat {
@@ -90,7 +90,7 @@ func TestGeminiUpstreamOpenAIClient(t *testing.T) {
 	reasoning, content := strings.Join(r, ""), strings.Join(c, "")
 	client := openaiClient(geminiRelayKey)
 
-	for _, model := range []string{"flash", "busy-then-gemini"} {
+	for _, model := range []string{"gflash", "busy-then-gemini"} {
 		t.Run(model, func(t *testing.T) {
 			// Gemini sends its thoughts only when asked (includeThoughts),
 			// which a reasoning effort does.
@@ -110,12 +110,12 @@ func TestGeminiUpstreamOpenAIClient(t *testing.T) {
 		})
 	}
 	t.Run("tools", func(t *testing.T) {
-		checkOpenAIToolRoundTrip(t, client, "flash", true)
-		checkOpenAIToolRoundTrip(t, client, "flash", false)
+		checkOpenAIToolRoundTrip(t, client, "gflash", true)
+		checkOpenAIToolRoundTrip(t, client, "gflash", false)
 	})
 	t.Run("anthropic client", func(t *testing.T) {
 		for _, stream := range []bool{false, true} {
-			body := `{"model":"flash","max_tokens":512,"stream":` + strconv.FormatBool(stream) + `,"messages":[{"role":"user","content":"hi"}]}`
+			body := `{"model":"gflash","max_tokens":512,"stream":` + strconv.FormatBool(stream) + `,"messages":[{"role":"user","content":"hi"}]}`
 			resp := geminiPost(t, "/v1/messages", body, "x-api-key", geminiRelayKey, "anthropic-version", "2023-06-01")
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
