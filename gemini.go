@@ -299,7 +299,14 @@ func (g *geminiWriter) translateStream(pr *io.PipeReader) {
 	defer close(g.done)
 	rd := sse.NewReader(pr, 0)
 	defer rd.Release()
-	var src sse.Source = gemini.FromChatStream(rd, chat.Options{Model: g.call.model})
+	beat := func() {
+		// A heartbeat (an SSE comment from the relay) becomes a bare line
+		// break, which both Gemini stream readers skip: see geminiHeartbeat.
+		if _, err := g.w.Write(geminiHeartbeat); err == nil {
+			_ = g.rc.Flush()
+		}
+	}
+	var src sse.Source = gemini.FromChatStream(&heartbeatTap{src: rd, beat: beat}, chat.Options{Model: g.call.model})
 	if !g.call.sse {
 		src = gemini.JSONArray(src)
 	}
@@ -421,4 +428,32 @@ func (g *geminiWriter) translate(status int, body []byte) (int, []byte) {
 // never a clean shorter answer).
 func sseAndBareError(ev sse.Event) []byte {
 	return append(sse.AppendData(nil, ev.Data), ev.Raw...)
+}
+
+// geminiHeartbeat is what a heartbeat is to a Gemini client. Not an SSE
+// comment (": keep-alive"): the copy of @google/genai bundled in Gemini
+// CLI reads its buffer with /^\s*data: (.*)(?:\n\n|…)/, anchored, so a
+// comment at its head would stop it reading anything after; whitespace is
+// what it skips (\s*), as the current SDK does (it trims each event) and
+// JSON does between the elements of the array streamGenerateContent
+// writes without alt=sse.
+var geminiHeartbeat = []byte("\n")
+
+// heartbeatTap passes a Chat stream's events on, but calls beat for each
+// comment (the relay's heartbeats, which FromChatStream would drop) and
+// drops it.
+type heartbeatTap struct {
+	src  sse.Source
+	beat func()
+}
+
+func (h *heartbeatTap) Next() (sse.Event, error) {
+	for {
+		ev, err := h.src.Next()
+		if err == nil && ev.IsComment() {
+			h.beat()
+			continue
+		}
+		return ev, err
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -280,5 +282,76 @@ func TestGeminiCLIToGeminiUpstream(t *testing.T) {
 	st := res.Stats.Models["gflash-tools"]
 	if res.Stats.Tools.TotalCalls != 1 || st.API.TotalRequests != 2 || st.API.TotalErrors != 0 {
 		t.Errorf("%d tool calls, %d requests, %d errors: want 1 call between 2 requests\nstderr: %s", res.Stats.Tools.TotalCalls, st.API.TotalRequests, st.API.TotalErrors, stderr)
+	}
+}
+
+// TestGeminiClientsAcceptHeartbeats: the relay's heartbeats (early_commit
+// before the first content, then between events) reach a Gemini client as
+// bare line breaks, not SSE comments, which Gemini CLI's stream reader
+// would stop at; the raw stream has them in both places, and the SDK and
+// the CLI read the whole answer through them.
+func TestGeminiClientsAcceptHeartbeats(t *testing.T) {
+	slow := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		flush := func(s string) {
+			_, _ = w.Write([]byte(s))
+			w.(http.Flusher).Flush()
+		}
+		chunk := func(delta string) string {
+			return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"up","choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` + "\n\n"
+		}
+		flush(chunk(`{"role":"assistant","content":""}`))
+		time.Sleep(600 * time.Millisecond) // before the first content: early commit, heartbeats
+		flush(chunk(`{"content":"Hel"}`))
+		time.Sleep(500 * time.Millisecond) // between content events: heartbeats
+		flush(chunk(`{"content":"lo"}`) +
+			`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"up","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n" +
+			`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"up","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}` + "\n\n" +
+			"data: [DONE]\n\n")
+	})
+	logFile := startRelay(t, `llm_relay {
+		key `+geminiRelayKey+`
+		upstream slow `+slow.v1()+` {
+			api chat
+		}
+		model gemini-slow {
+			to slow up
+		}
+		smoothing off {
+			early_commit 150ms
+			heartbeat 100ms
+		}
+	}`)
+	for _, alt := range []string{"?alt=sse", ""} {
+		resp := geminiPost(t, "/v1beta/models/gemini-slow:streamGenerateContent"+alt, geminiHi, "x-goog-api-key", geminiRelayKey)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		raw := string(b)
+		first, last := strings.Index(raw, `"text":"Hel"`), strings.Index(raw, `"text":"lo"`)
+		if first < 0 || last < 0 || !strings.HasPrefix(raw, "\n\n") || !strings.Contains(raw[first:last], "\n\n\n") || strings.Contains(raw, "keep-alive") {
+			t.Fatalf("alt %q: want line breaks before the first content and between the chunks, no comment:\n%q", alt, raw)
+		}
+		if alt == "" {
+			var arr []json.RawMessage
+			if err := json.Unmarshal(b, &arr); err != nil || len(arr) != 3 {
+				t.Errorf("the array with heartbeats in it: %v, %d elements", err, len(arr))
+			}
+		}
+	}
+
+	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
+	}
+	var got struct{ Text, Finish string }
+	runGeminiSDKRelay(t, node, "gemini-slow", "stream", &got)
+	if got.Text != "Hello" || got.Finish != "STOP" {
+		t.Errorf("the SDK read %q, finish %q", got.Text, got.Finish)
+	}
+	gemini := requireNodeTool(t, filepath.Join(".bin", "gemini"), "Gemini CLI")
+	res, stderr, _ := runGeminiCLI(t, gemini, "http://127.0.0.1:9080", geminiRelayKey, "gemini-slow", "Say hi")
+	if res.Error != nil || res.Response != "Hello" {
+		t.Errorf("the CLI read %q (error %+v)\nstderr: %s\ncaddy log:\n%s", res.Response, res.Error, stderr, readLog(t, logFile))
 	}
 }
