@@ -430,13 +430,14 @@ func sseAndBareError(ev sse.Event) []byte {
 	return append(sse.AppendData(nil, ev.Data), ev.Raw...)
 }
 
-// geminiHeartbeat is what a heartbeat is to a Gemini client. Not an SSE
-// comment (": keep-alive"): the copy of @google/genai bundled in Gemini
-// CLI reads its buffer with /^\s*data: (.*)(?:\n\n|…)/, anchored, so a
-// comment at its head would stop it reading anything after; whitespace is
-// what it skips (\s*), as the current SDK does (it trims each event) and
-// JSON does between the elements of the array streamGenerateContent
-// writes without alt=sse.
+// geminiHeartbeat is what a heartbeat is to a Gemini client: a bare line
+// break, not an SSE comment (": keep-alive"). In the JSON array
+// streamGenerateContent writes without alt=sse a comment is not JSON
+// (whitespace between elements is); the SDK's SSE reader trims each
+// event, and the regex reader of the older copy bundled in Gemini CLI,
+// /^\s*data: (.*)(?:\n\n|…)/, is anchored and skips whitespace only (a
+// comment at its head would stop it, though the CLI was seen to read
+// through comments too: TestGeminiClientsAcceptHeartbeats runs both).
 var geminiHeartbeat = []byte("\n")
 
 // heartbeatTap passes a Chat stream's events on, but calls beat for each
