@@ -65,6 +65,9 @@ type geminiCall struct {
 	// refusal is the client's body that did not translate: answered with
 	// it by serve once the key is let in.
 	refusal *apiError
+	// native is the client's generateContent body as sent, for a Gemini
+	// target (requestBody.native).
+	native []byte
 }
 
 type geminiCallKey struct{}
@@ -195,6 +198,8 @@ func (h *Relay) geminiBody(r *http.Request, c *geminiCall) ([]byte, *apiError) {
 	}
 	if c.method == geminiCount {
 		raw, err = gemini.CountTokensRequest(raw)
+	} else {
+		c.native = raw
 	}
 	var body []byte
 	if err == nil {

@@ -206,8 +206,9 @@ func TestGeminiCLIThroughRelay(t *testing.T) {
 // of an `api gemini` target (the simulator speaking Gemini): the answer,
 // the stream, and a function-call round trip whose thoughtSignature comes
 // to the client on the call's part and goes back to the target on it.
-// The request goes Gemini → Chat → Gemini (the front door), so
-// includeThoughts without a budget is not carried: no thoughts here.
+// The client's body reaches the target as it was (includeThoughts
+// without a budget included: the thoughts come back), the answer through
+// Chat.
 func TestGeminiSDKToGeminiUpstream(t *testing.T) {
 	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
 	node, err := exec.LookPath("node")
@@ -216,15 +217,15 @@ func TestGeminiSDKToGeminiUpstream(t *testing.T) {
 	}
 	startRelay(t, geminiUpstreamRelay(""), geminiUpstreamSite, geminiTargetsSite)
 	cfg := sim.Config{Seed: 33, ReasoningTokens: new(8), ContentTokens: new(14)}
-	_, c := sim.Texts(cfg)
-	content := strings.Join(c, "")
+	r, c := sim.Texts(cfg)
+	content, reasoning := strings.Join(c, ""), strings.Join(r, "")
 	for _, mode := range []string{"create", "stream"} {
 		var got struct {
 			Text, Thoughts, Finish string
 		}
 		runGeminiSDKRelay(t, node, "gflash", mode, &got)
-		if got.Text != content || got.Finish != "STOP" {
-			t.Errorf("%s: text %q finish %q, want %q", mode, got.Text, got.Finish, content)
+		if got.Text != content || got.Thoughts != reasoning || got.Finish != "STOP" {
+			t.Errorf("%s: text %q thoughts %q finish %q, want %q / %q", mode, got.Text, got.Thoughts, got.Finish, content, reasoning)
 		}
 	}
 	var got struct {

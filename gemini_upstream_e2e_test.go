@@ -198,7 +198,9 @@ func TestGeminiUpstreamWire(t *testing.T) {
 	body := `{"contents":[
 		{"role":"user","parts":[{"text":"Weather?"}]},
 		{"role":"model","parts":[{"functionCall":{"id":"fc_1","name":"get_weather","args":{"city":"Paris"}},"thoughtSignature":"` + sig + `"}]},
-		{"role":"user","parts":[{"functionResponse":{"id":"fc_1","name":"get_weather","response":{"result":"sunny"}}}]}]}`
+		{"role":"user","parts":[{"functionResponse":{"id":"fc_1","name":"get_weather","response":{"result":"sunny"}}}]}],
+		"safetySettings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_NONE"}],
+		"generationConfig":{"topK":7,"thinkingConfig":{"includeThoughts":true}}}`
 	resp := geminiPost(t, "/v1beta/models/g3:generateContent", body, "x-goog-api-key", geminiRelayKey)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -235,12 +237,22 @@ func TestGeminiUpstreamWire(t *testing.T) {
 	if p.FunctionCall == nil || p.FunctionCall.Args["city"] != "Paris" || p.ThoughtSignature != sig {
 		t.Errorf("the call went to Gemini as %s: want its args and its thoughtSignature back", raw)
 	}
+	// A Gemini client's body reaches a Gemini target as it was: what Chat
+	// has no place for is kept.
+	mustContain(t, string(raw), `"safetySettings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_NONE"}]`,
+		`"topK":7`, `"includeThoughts":true`, `"id":"fc_1"`)
+	resp = geminiPost(t, "/v1beta/models/g3:streamGenerateContent?alt=sse", body, "x-goog-api-key", geminiRelayKey)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if s := up.requests(); len(s) != 2 || s[1].path != "/v1beta/models/gemini-3-pro:streamGenerateContent" || s[1].query != "alt=sse" || !jsonSame(s[1].body, got.body) {
+		t.Errorf("a Gemini client's stream: %d requests, the last to %q?%q", len(s), s[len(s)-1].path, s[len(s)-1].query)
+	}
 
 	// A stream: the SSE method.
 	resp = geminiPost(t, "/v1/chat/completions", `{"model":"g3","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer "+geminiRelayKey)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if s := up.requests(); len(s) != 2 || s[1].path != "/v1beta/models/gemini-3-pro:streamGenerateContent" || s[1].query != "alt=sse" {
+	if s := up.requests(); len(s) != 3 || s[2].path != "/v1beta/models/gemini-3-pro:streamGenerateContent" || s[2].query != "alt=sse" {
 		t.Errorf("the stream went to %q ? %q", s[len(s)-1].path, s[len(s)-1].query)
 	}
 
@@ -296,4 +308,11 @@ func TestGeminiUpstreamTruncatedStream(t *testing.T) {
 			t.Errorf("%s: [DONE] %v, error %v, finish_reason stop %v, want a clean end %v:\n%s", model, done, errored, finished, clean, s)
 		}
 	}
+}
+
+// jsonSame reports whether two decoded JSON values are the same.
+func jsonSame(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
 }

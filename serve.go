@@ -141,6 +141,9 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		body.buf = buf
 	}
 	req.raw = raw
+	if gc != nil {
+		body.native = gc.native // a Gemini client's own body, for Gemini targets
+	}
 	req.requested = body.model
 	if limits != nil && limits.tokens != nil && bg == nil {
 		est := usage.EstimatePrompt(raw)
