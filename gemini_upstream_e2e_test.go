@@ -316,3 +316,35 @@ func jsonSame(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// TestGeminiUpstreamProbe: an `api gemini` upstream's active health probe
+// is Gemini's models list, asked with the key in x-goog-api-key.
+func TestGeminiUpstreamProbe(t *testing.T) {
+	up := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"models":[{"name":"models/gemini-2.5-flash"}]}`)
+	})
+	startRelay(t, `llm_relay {
+		upstream fake `+up.URL+`/v1beta {
+			api gemini
+			api_key AIza-probe-key
+			health_check {
+				interval 1s
+			}
+		}
+		model g {
+			to fake gemini-2.5-flash
+		}
+	}`)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if s := up.requests(); len(s) > 0 {
+			if s[0].path != "/v1beta/models" || s[0].header.Get("X-Goog-Api-Key") != "AIza-probe-key" || s[0].header.Get("Authorization") != "" {
+				t.Errorf("probe: %s with x-goog-api-key %q, Authorization %q", s[0].path, s[0].header.Get("X-Goog-Api-Key"), s[0].header.Get("Authorization"))
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no probe within 5s")
+}
