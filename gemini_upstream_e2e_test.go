@@ -18,6 +18,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/sim"
 )
@@ -151,6 +152,30 @@ func TestGeminiUpstreamOpenAIClient(t *testing.T) {
 			if resp.StatusCode != 200 || text != content {
 				t.Errorf("messages (stream %v): %d, text %q", stream, resp.StatusCode, text)
 			}
+		}
+	})
+	t.Run("responses client", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		res, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "gflash",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+		if err != nil || res.OutputText() != content || res.Status != "completed" {
+			t.Fatalf("responses: %v, %q %q", err, res.OutputText(), res.Status)
+		}
+		stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "gflash",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+		text, completed := "", false
+		for stream.Next() {
+			ev := stream.Current()
+			switch ev.Type {
+			case "response.output_text.delta":
+				text += ev.Delta
+			case "response.completed":
+				completed = true
+			}
+		}
+		if err := stream.Err(); err != nil || text != content || !completed {
+			t.Errorf("responses stream: %v, %q, completed %v", err, text, completed)
 		}
 	})
 	t.Run("429 then chat", func(t *testing.T) {
