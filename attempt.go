@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/gemini"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 	"github.com/llmrelay/caddy-llm-relay/internal/tagged"
@@ -149,7 +150,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		}
 		payload = bytesPayload(b)
 	}
-	req, err := t.up.newRequest(actx, http.MethodPost, t.up.url(x.rest, x.query(r.URL.RawQuery)), r.Header, payload)
+	req, err := t.up.newRequest(actx, http.MethodPost, t.up.url(x.restFor(cmp.Or(t.model, body.model), body.stream), x.query(r.URL.RawQuery)), r.Header, payload)
 	if err != nil {
 		return fail(classConnect, err)
 	}
@@ -195,6 +196,10 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == anthropic.StatusOverloaded {
 			res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+			if res.retryAfter == 0 && x.upstream == dialectGemini {
+				// Gemini says when in its body: a RetryInfo detail.
+				res.retryAfter, _ = gemini.RetryDelay(res.wholeBody())
+			}
 		}
 		_ = resp.Body.Close() // reads what is left first (see reusing), within bounds
 		res.status = resp.StatusCode

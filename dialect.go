@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/gemini"
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/responses"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
@@ -37,6 +38,11 @@ const (
 	// dialectResponses is the OpenAI Responses API (POST /v1/responses).
 	// OpenAI upstreams speak it natively.
 	dialectResponses
+	// dialectGemini is the Gemini API (models/{model}:generateContent and
+	// :streamGenerateContent?alt=sse), spoken by `api gemini` upstreams.
+	// Gemini clients are served at the front door (gemini.go), as Chat
+	// clients inside: no endpoint has this dialect.
+	dialectGemini
 )
 
 func (d dialect) String() string {
@@ -45,6 +51,8 @@ func (d dialect) String() string {
 		return "anthropic"
 	case dialectResponses:
 		return "responses"
+	case dialectGemini:
+		return "gemini"
 	}
 	return "openai"
 }
@@ -54,21 +62,25 @@ const (
 	apiOpenAI    = "openai"    // OpenAI's own API: every endpoint passes through
 	apiChat      = "chat"      // a Chat Completions–only provider
 	apiAnthropic = "anthropic" // Anthropic Messages
+	apiGemini    = "gemini"    // the Gemini API (Google AI Studio's generativelanguage.googleapis.com/v1beta)
 )
 
 // checkAPI validates an upstream's `api`.
 func checkAPI(api string) error {
 	switch api {
-	case "", apiOpenAI, apiChat, apiAnthropic:
+	case "", apiOpenAI, apiChat, apiAnthropic, apiGemini:
 		return nil
 	}
-	return fmt.Errorf("api %q is not known; use openai (OpenAI itself, the default), chat (any Chat Completions provider: DeepSeek, vLLM, Ollama, OpenRouter) or anthropic (Anthropic Messages)", api)
+	return fmt.Errorf("api %q is not known; use openai (OpenAI itself, the default), chat (any Chat Completions provider: DeepSeek, vLLM, Ollama, OpenRouter), anthropic (Anthropic Messages) or gemini (the Gemini API)", api)
 }
 
 // dialectOfAPI is the dialect an upstream speaks.
 func dialectOfAPI(api string) dialect {
-	if api == apiAnthropic {
+	switch api {
+	case apiAnthropic:
 		return dialectMessages
+	case apiGemini:
+		return dialectGemini
 	}
 	return dialectChat
 }
@@ -108,6 +120,20 @@ type exchange struct {
 	// that a Responses response id names one stream even when the
 	// upstream gives every answer the same chunk id.
 	idBase string
+}
+
+// restFor is the upstream endpoint of a request for model, streamed or
+// not: x.rest, but for a Gemini upstream, whose endpoint names both
+// (models/{model}:generateContent, :streamGenerateContent?alt=sse).
+func (x exchange) restFor(model string, stream bool) string {
+	if x.upstream != dialectGemini {
+		return x.rest
+	}
+	method := gemini.GenerateMethod
+	if stream {
+		method = gemini.StreamMethod
+	}
+	return gemini.Path(model, method)
 }
 
 // crosses reports whether the request and its answer are translated.
@@ -154,6 +180,9 @@ func exchangeFor(ep endpoint, up *upstreamRuntime, think *thinktag.Syntax, reaso
 		return x, true
 	}
 	switch {
+	case x.upstream == dialectGemini && ep.conversation():
+		// Per model and per stream: see restFor.
+		x.rest = ""
 	case ep.kind == kindChat,
 		ep.kind == kindResponses && x.upstream == dialectMessages:
 		x.rest = restMessages
@@ -200,6 +229,7 @@ var codecs = [...]chat.Codec{
 	dialectChat:      chat.Pivot,
 	dialectMessages:  anthropic.Codec,
 	dialectResponses: responses.Codec,
+	dialectGemini:    gemini.Codec,
 }
 
 // codec is d's entry in codecs.
@@ -218,6 +248,11 @@ func (x exchange) translateRequest(b []byte) ([]byte, error) {
 		opt.MaxTokensField = "max_completion_tokens"
 	}
 	b, err := x.client.codec().ToChatRequest(b, opt)
+	if err == nil && x.upstream != dialectGemini {
+		// Thought signatures ride in tool call ids for Gemini alone:
+		// others refuse ids that long, or with '+' and '/'.
+		b = gemini.StripSignatures(b)
+	}
 	// own: err comes from the translator that reads the client's own
 	// dialect. Only it can tell the client's request invalid: a member
 	// the second step (Chat → Messages, for a Responses client) finds at

@@ -338,6 +338,10 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	}
 	h.inflight.enter()
 	defer h.inflight.leave()
+	if gc, prefix := geminiCallFor(r); gc != nil {
+		h.serveGemini(w, r, gc, prefix) // gemini.go
+		return nil
+	}
 	h.serve(w, r)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/gemini"
 	"github.com/llmrelay/caddy-llm-relay/internal/health"
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
@@ -264,6 +265,11 @@ type requestBody struct {
 	// payload sent upstream: DeepSeek's prefix flag, vLLM's
 	// continue_final_message. nil: none.
 	mark func([]byte) ([]byte, error)
+	// native is a Gemini client's own body (gemini.go), which a Gemini
+	// target gets as it is when nothing was changed in the Chat body it
+	// was translated into: what Chat has no place for (includeThoughts
+	// without a budget, safetySettings, topK, ...) is kept. nil: none.
+	native []byte
 }
 
 // parseRequestBody parses a client body, its extra_body merged in first
@@ -334,6 +340,22 @@ func (rb *requestBody) clientStream() bool { return rb.stream && !rb.assemble }
 // on an Anthropic target means Anthropic's max_tokens, whatever the client
 // spoke.
 func (rb *requestBody) forTarget(t *target, x exchange) (payload, error) {
+	if rb.native != nil && x.upstream == dialectGemini && len(rb.changes) == 0 && len(t.edits) == 0 {
+		// A Gemini client's body for a Gemini target, untouched (the
+		// model and the method go in the path).
+		return bytesPayload(rb.native), nil
+	}
+	if !x.crosses() && x.client == dialectChat && gemini.HasSignatures(rb.raw) {
+		// A history with thought signatures in its tool call ids (from
+		// a Gemini client, or a Gemini target's earlier answer) loses
+		// them for a target that is not Gemini (translateRequest does the
+		// same for one that is translated).
+		p, err := rb.forTargetByMap(t, x)
+		if err != nil {
+			return p, err
+		}
+		return bytesPayload(gemini.StripSignatures(p.Bytes())), nil
+	}
 	if x.crosses() || !rb.unique {
 		return rb.forTargetByMap(t, x)
 	}

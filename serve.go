@@ -22,6 +22,10 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	ep, bad := endpointOf(r.URL)
 	req := newRequestState(ep)
+	gc := geminiCallOf(r.Context()) // a Gemini client's, translated (gemini.go)
+	if gc != nil {
+		req.api = "gemini"
+	}
 	defer h.finishRequest(r, req)
 	cw := &countingWriter{ResponseWriter: w}
 	req.out = cw
@@ -51,6 +55,10 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if bad {
 		h.reject(w, req, errInvalidPath(r.URL.EscapedPath()))
+		return
+	}
+	if gc != nil && gc.refusal != nil {
+		h.reject(w, req, gc.refusal) // its body did not translate
 		return
 	}
 	if ep.kind == kindUnknown {
@@ -133,6 +141,9 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		body.buf = buf
 	}
 	req.raw = raw
+	if gc != nil {
+		body.native = gc.native // a Gemini client's own body, for Gemini targets
+	}
 	req.requested = body.model
 	if limits != nil && limits.tokens != nil && bg == nil {
 		est := usage.EstimatePrompt(raw)

@@ -2,6 +2,7 @@ package llmrelay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -106,7 +107,7 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 		res.Err = err.Error()
 		return res
 	}
-	req, err := t.up.newRequest(ctx, http.MethodPost, t.up.url(x.rest, x.query(query)), hdr, payload)
+	req, err := t.up.newRequest(ctx, http.MethodPost, t.up.url(x.restFor(cmp.Or(t.model, body.model), body.stream), x.query(query)), hdr, payload)
 	if err != nil {
 		res.Err = err.Error()
 		return res

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/gemini"
 	"github.com/llmrelay/caddy-llm-relay/internal/thinktag"
 )
 
@@ -94,8 +95,11 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		return nil, err
 	}
 	rt.authHeader = chat.AuthHeader
-	if rt.dialect == dialectMessages {
+	switch rt.dialect {
+	case dialectMessages:
 		rt.authHeader = anthropic.AuthHeader
+	case dialectGemini:
+		rt.authHeader = gemini.AuthHeader // the key bare, as the SDKs send it
 	}
 	if u.APIKey != "" {
 		key, err := repl.ReplaceOrErr(u.APIKey, true, true)
@@ -103,7 +107,7 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 			return nil, fmt.Errorf("resolving api_key: %w", err)
 		}
 		rt.authValue = key
-		if rt.dialect != dialectMessages {
+		if rt.dialect != dialectMessages && rt.dialect != dialectGemini {
 			rt.authValue = chat.AuthScheme + key
 		}
 	}

@@ -21,6 +21,10 @@ type target struct {
 	// responses: the target speaks the Responses API (/v1/responses): its
 	// streams end with response.completed.
 	responses bool
+	// gemini: the target is a Gemini client's streamGenerateContent
+	// (?alt=sse): its key goes in x-goog-api-key, and its streams have no
+	// [DONE]: a complete one ends with the chunk carrying finishReason.
+	gemini bool
 	// body, when set, replaces the run's request body (the translated
 	// target asks for the same thinking budget as the Messages one).
 	body []byte
@@ -190,7 +194,11 @@ func (b *bench) do(ctx context.Context, t *target, buf *bytes.Buffer) outcome {
 		req.Header.Set("X-Relay-Mode", t.mode)
 	}
 	if t.key != "" {
-		req.Header.Set("Authorization", "Bearer "+t.key)
+		if t.gemini {
+			req.Header.Set("x-goog-api-key", t.key)
+		} else {
+			req.Header.Set("Authorization", "Bearer "+t.key)
+		}
 	}
 	start := time.Now()
 	resp, err := b.client.Do(req)
@@ -217,6 +225,16 @@ func checkAnswer(resp *http.Response, body []byte, stream bool, t *target) error
 	}
 	messages := t.messages
 	switch {
+	case t.gemini && stream:
+		if !lastDataHas(body, []byte(`"finishReason":`)) {
+			return errors.New("stream did not end with a chunk carrying finishReason")
+		}
+		return nil
+	case t.gemini:
+		if !bytes.Contains(body, []byte(`"finishReason":`)) {
+			return fmt.Errorf("not a Gemini response: %.200s", body)
+		}
+		return nil
 	case t.responses && stream:
 		if !bytes.Contains(body, []byte("event: response.completed\n")) {
 			return errors.New("stream did not end with response.completed")
@@ -248,4 +266,17 @@ func checkAnswer(resp *http.Response, body []byte, stream bool, t *target) error
 		return fmt.Errorf("not a chat.completion object: %.200s", body)
 	}
 	return nil
+}
+
+// lastDataHas reports whether the last data line of an SSE body contains
+// want: a Gemini stream's end is its last chunk (the one with the
+// finishReason), not a [DONE] line, and a stream cut before it ends on a
+// chunk without one. Lines may end in \n or \r\n.
+func lastDataHas(body, want []byte) bool {
+	body = bytes.TrimRight(body, "\r\n")
+	line := body
+	if i := bytes.LastIndexByte(body, '\n'); i >= 0 {
+		line = body[i+1:]
+	}
+	return bytes.HasPrefix(line, []byte("data:")) && bytes.Contains(line, want)
 }

@@ -76,6 +76,12 @@
 // for Responses clients: the simulator as a Chat provider (the Responses
 // stream made from Chat chunks) against the simulator answering Responses
 // itself. Both state their goal as the issues' bound, 1.2x.
+// -translate-gemini does it for Gemini clients (issue 32): a Gemini
+// client's streamGenerateContent (?alt=sse) through the relay's Gemini
+// front door to the simulator as a Chat provider (the Chat stream
+// translated into Gemini's chunks) against a Chat client's stream of the
+// same prompt to the same alias (passed through); goal 1.2x on p50 and on
+// the relay's CPU per stream. It implies -stream.
 //
 // -handoff measures the baton pass (issue 28; handoff.go): Chat streams
 // through a hand-off alias (reasoning on one simulator, answer on another,
@@ -134,6 +140,7 @@ type options struct {
 	shadow          bool
 	translate       bool
 	translateResp   bool
+	translateGemini bool
 	split           bool
 	handoff         bool
 	afterCommit     bool
@@ -169,6 +176,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.printConfig, "print-config", false, "print the Caddyfile and its JSON, then exit")
 	flag.BoolVar(&o.shadow, "shadow", false, "compare the relay with every request shadowed to a slow simulator (relay+shadow) against the plain relay, instead of relay against reverse_proxy")
 	flag.BoolVar(&o.translateResp, "translate-responses", false, "compare a Responses stream translated for a Chat provider (`api chat`) against the same request answered natively (`api openai`), both from the simulator, instead of relay against reverse_proxy")
+	flag.BoolVar(&o.translateGemini, "translate-gemini", false, "compare a Gemini client's stream (streamGenerateContent?alt=sse, translated from the Chat stream of an `api chat` upstream, the simulator) against a Chat client's stream of the same prompt to the same alias (passed through), by latency and the relay's CPU per stream; implies -stream")
 	flag.BoolVar(&o.translate, "translate", false, "compare a translated stream (an OpenAI client, an `api anthropic` upstream: the simulator's Messages mode) against the same stream passed through (an Anthropic client, the same upstream), instead of relay against reverse_proxy")
 	flag.BoolVar(&o.split, "split", false, "compare the relay's streams in split-reasoning mode against the same streams in mode off (X-Relay-Mode), by process CPU per stream; implies -stream")
 	flag.BoolVar(&o.handoff, "handoff", false, "the baton pass (issue 28): Chat streams through a hand-off alias (reasoning on one simulator, answer on another, both api chat; -reasoning-tokens and -content-tokens size the legs) against plain streams of its answer target, and every hand-off's gap (the relay's time from the hand-off point to the answer leg's request written) read from the relay's log lines, p50/p99/max against the 1 ms p99 goal; with -hold, memory per open hand-off stream against a plain stream instead; implies -stream")
@@ -283,6 +291,13 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 			{name: "native", url: sites.claude + "/v1/responses", body: responsesBody("sim-native", o.stream), responses: true, proc: relay},
 		}
 	}
+	if o.translateGemini {
+		o.stream = true
+		targets = []*target{
+			{name: "gemini", url: sites.claude + "/v1beta/models/sim-chat:streamGenerateContent?alt=sse", body: geminiBody(), gemini: true, key: "bench-key", proc: relay},
+			{name: "native", url: sites.claude + "/v1/chat/completions", body: geminiChatBody(), key: "bench-key", proc: relay},
+		}
+	}
 	if o.split {
 		o.stream = true
 		body = requestBody(true, o.promptBytes)
@@ -364,6 +379,9 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 	if o.translate || o.translateResp {
 		goal = goalTranslateRatio
 	}
+	if o.translateGemini {
+		goal = goalTranslateGeminiRatio
+	}
 	if o.stateRedis {
 		goal = goalStateRedisRatio
 	}
@@ -379,6 +397,9 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 	}
 	if o.afterCommit && !o.inReport {
 		reportCPUGoal(os.Stdout, b.results, goalAfterCommitRatio)
+	}
+	if o.translateGemini && !o.inReport {
+		reportCPUGoal(os.Stdout, b.results, goalTranslateGeminiRatio)
 	}
 	if o.resume {
 		reportCPUGoal(os.Stdout, b.results, goalResumeCPU)
@@ -453,6 +474,20 @@ func responsesBody(model string, stream bool) []byte {
 		s += `,"stream":true`
 	}
 	return []byte(s + "}")
+}
+
+// geminiBody is the Gemini request of -translate-gemini's translated
+// target: the prompt of geminiChatBody, which is what the relay's front
+// door makes of it (the model from the path; stream and usage added for
+// :streamGenerateContent), so both targets carry the same Chat stream.
+func geminiBody() []byte {
+	return []byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)
+}
+
+// geminiChatBody is the Chat request a Chat client sends for
+// -translate-gemini's native target.
+func geminiChatBody() []byte {
+	return []byte(`{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`)
 }
 
 // requestBody is the chat completion request every measured request

@@ -128,6 +128,12 @@ func splitSignature(id string) (base, sig string) {
 // part and the thoughtSignature it carries.
 func SplitCallID(id string) (base, thoughtSignature string) { return splitSignature(id) }
 
+// HasSignatures reports whether a Chat body may carry thought signatures
+// in its tool call ids: a quick look at the bytes, for a caller that
+// would rather not decode a body that has none (StripSignatures looks
+// first too).
+func HasSignatures(chatBody []byte) bool { return bytes.Contains(chatBody, []byte(sigSep)) }
+
 // StripSignatures takes the thought signatures out of a Chat request's
 // tool call ids (assistant tool_calls[].id and tool messages'
 // tool_call_id), for a target that is not Gemini: the signature makes an
@@ -137,7 +143,7 @@ func SplitCallID(id string) (base, thoughtSignature string) { return splitSignat
 // signature is returned as it is; one that is not a Chat request too (the
 // translation that follows says what is wrong with it).
 func StripSignatures(chatBody []byte) []byte {
-	if !bytes.Contains(chatBody, []byte(sigSep)) {
+	if !HasSignatures(chatBody) {
 		return chatBody
 	}
 	var req map[string]json.RawMessage
