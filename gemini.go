@@ -304,6 +304,17 @@ func (g *geminiWriter) translateStream(pr *io.PipeReader) {
 	defer close(g.done)
 	rd := sse.NewReader(pr, 0)
 	defer rd.Release()
+	// One flush per read of the relay's stream, not one per event: what
+	// was written goes out right before the translator would wait for
+	// more (as the relay flushes a stream it passes through), so no event
+	// is held back and a burst is one write to the client.
+	dirty := false
+	rd.BeforeRead(func() {
+		if dirty {
+			dirty = false
+			_ = g.rc.Flush()
+		}
+	})
 	beat := func() {
 		// A heartbeat (an SSE comment from the relay) becomes a bare line
 		// break, which both Gemini stream readers skip: see geminiHeartbeat.
@@ -339,6 +350,9 @@ func (g *geminiWriter) translateStream(pr *io.PipeReader) {
 			pr.CloseWithError(werr)
 			return
 		}
+		dirty = true
+	}
+	if dirty {
 		_ = g.rc.Flush()
 	}
 	_, _ = io.Copy(io.Discard, pr)

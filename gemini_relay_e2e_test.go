@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -539,6 +541,72 @@ func TestGeminiClientTruncatedStream(t *testing.T) {
 			}
 		} else if !strings.HasSuffix(strings.TrimRight(s, "\n"), "}") || !strings.Contains(s, "data: {\"error\"") {
 			t.Errorf("alt=sse: the error is not written as a data event and bare:\n%s", s)
+		}
+	}
+}
+
+// TestGeminiClientStreamNotHeldBack: a Gemini client gets each event of
+// its stream as the upstream sends it, not when the next one comes: the
+// upstream sends "first" and waits until the client has it (within 5 s)
+// before it sends the rest. The translator flushes once per read of the
+// relay's stream; an event written but not flushed would fail this.
+func TestGeminiClientStreamNotHeldBack(t *testing.T) {
+	release := make(chan struct{})
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, chunk(`{"role":"assistant","content":"first"}`, "null"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		case <-time.After(10 * time.Second):
+		}
+		_, _ = io.WriteString(w, chunk(`{"content":" second"}`, "null")+chunk(`{}`, `"stop"`)+"data: [DONE]\n\n")
+	}))
+	defer up.Close()
+	startRelay(t, geminiRelay("upstream held "+up.URL+"/v1 {\n\t\t\tapi chat\n\t\t}\n\t\tmodel gemini-held {\n\t\t\tto held m\n\t\t}"), geminiTargetsSite)
+	for _, alt := range []string{"?alt=sse", ""} {
+		resp := geminiPost(t, "/v1beta/models/gemini-held:streamGenerateContent"+alt, geminiHi, "x-goog-api-key", geminiRelayKey)
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("alt %q: %d %s", alt, resp.StatusCode, b)
+		}
+		var mu sync.Mutex
+		var got strings.Builder
+		seen, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			buf := make([]byte, 4096)
+			once := sync.Once{}
+			for {
+				n, err := resp.Body.Read(buf)
+				mu.Lock()
+				got.Write(buf[:n])
+				has := strings.Contains(got.String(), "first")
+				mu.Unlock()
+				if has {
+					once.Do(func() { close(seen) })
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		select {
+		case <-seen:
+		case <-time.After(5 * time.Second):
+			mu.Lock()
+			t.Fatalf("alt %q: the first event has not reached the client 5 s after the upstream sent it (the upstream waits for it); got %q", alt, got.String())
+		}
+		release <- struct{}{}
+		<-done
+		resp.Body.Close()
+		if s := got.String(); !strings.Contains(s, " second") || !strings.Contains(s, `"finishReason"`) {
+			t.Errorf("alt %q: the rest of the stream: %q", alt, s)
 		}
 	}
 }
