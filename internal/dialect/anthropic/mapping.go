@@ -1,6 +1,10 @@
 package anthropic
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+)
 
 // Version is the anthropic-version header the relay sends to Anthropic
 // upstreams unless the upstream's own `header` sets another.
@@ -83,40 +87,19 @@ func ErrorType(status int) string {
 
 // The reasoning-effort table: a Chat Completions reasoning_effort becomes a
 // Messages thinking budget, and a thinking budget (or Claude Code's
-// output_config.effort) becomes an effort, by these bounds.
+// output_config.effort) becomes an effort, by the ladder every dialect
+// shares (chat.BudgetForEffort).
 const (
-	BudgetMinimal = 1024 // Anthropic's smallest budget_tokens
-	BudgetLow     = 2048
-	BudgetMedium  = 8192
-	BudgetHigh    = 24576
+	BudgetMinimal = chat.BudgetMinimal // Anthropic's smallest budget_tokens
+	BudgetLow     = chat.BudgetLow
+	BudgetMedium  = chat.BudgetMedium
+	BudgetHigh    = chat.BudgetHigh
 )
 
 // BudgetForEffort returns the thinking budget for a reasoning_effort; ok
 // is false for "none" and unknown values (no thinking).
-func BudgetForEffort(effort string) (budget int, ok bool) {
-	switch effort {
-	case "minimal":
-		return BudgetMinimal, true
-	case "low":
-		return BudgetLow, true
-	case "medium":
-		return BudgetMedium, true
-	case "high", "xhigh", "max":
-		return BudgetHigh, true
-	}
-	return 0, false
-}
+func BudgetForEffort(effort string) (budget int, ok bool) { return chat.BudgetForEffort(effort) }
 
 // EffortForBudget returns the reasoning_effort whose budget is the
 // smallest at or above budget_tokens ("high" above BudgetMedium).
-func EffortForBudget(budget int) string {
-	switch {
-	case budget <= BudgetMinimal:
-		return "minimal"
-	case budget <= BudgetLow:
-		return "low"
-	case budget <= BudgetMedium:
-		return "medium"
-	}
-	return "high"
-}
+func EffortForBudget(budget int) string { return chat.EffortForBudget(budget) }

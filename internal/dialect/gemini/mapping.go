@@ -108,53 +108,37 @@ func StatusCode(status string) int {
 }
 
 // The thinking-budget table: a Chat reasoning_effort becomes a Gemini
-// thinkingBudget, and a thinkingBudget an effort, by the same bounds as
-// the Anthropic dialect's (so that an effort crosses either dialect and
-// comes back the same).
+// thinkingBudget, and a thinkingBudget an effort, by the ladder every
+// dialect shares (chat.BudgetForEffort), so that an effort crosses the
+// Anthropic dialect and this one and comes back the same.
 const (
-	BudgetMinimal = 1024
-	BudgetLow     = 2048
-	BudgetMedium  = 8192
-	BudgetHigh    = 24576 // Gemini 2.5 Flash's largest budget
+	BudgetMinimal = chat.BudgetMinimal
+	BudgetLow     = chat.BudgetLow
+	BudgetMedium  = chat.BudgetMedium
+	BudgetHigh    = chat.BudgetHigh // Gemini 2.5 Flash's largest budget
 )
 
 // BudgetForEffort is the thinkingBudget for a reasoning_effort: 0 for
 // "none" (no thinking; Gemini 2.5 Pro cannot think less than 128 tokens
 // and refuses it), ok false for "" and efforts it does not know.
 func BudgetForEffort(effort string) (budget int, ok bool) {
-	switch effort {
-	case "none":
+	if effort == "none" {
 		return 0, true
-	case "minimal":
-		return BudgetMinimal, true
-	case "low":
-		return BudgetLow, true
-	case "medium":
-		return BudgetMedium, true
-	case "high", "xhigh", "max":
-		return BudgetHigh, true
 	}
-	return 0, false
+	return chat.BudgetForEffort(effort)
 }
 
 // EffortForBudget is the reasoning_effort of a thinkingBudget: "none" for
 // 0, "" for -1 (dynamic thinking: the model decides, as it does when
-// Chat names no effort), else the effort whose budget is the smallest at
-// or above it.
+// Chat names no effort), else the shared ladder's.
 func EffortForBudget(budget int) string {
 	switch {
 	case budget == 0:
 		return "none"
 	case budget < 0:
 		return ""
-	case budget <= BudgetMinimal:
-		return "minimal"
-	case budget <= BudgetLow:
-		return "low"
-	case budget <= BudgetMedium:
-		return "medium"
 	}
-	return "high"
+	return chat.EffortForBudget(budget)
 }
 
 // EffortForLevel is the reasoning_effort of a Gemini 3 thinkingLevel
