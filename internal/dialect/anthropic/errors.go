@@ -2,9 +2,6 @@ package anthropic
 
 import (
 	"encoding/json"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
@@ -20,7 +17,7 @@ import (
 func ToChatError(status int, body []byte) (int, []byte) {
 	typ, msg := readError(body)
 	if msg == "" {
-		msg = "the Anthropic upstream answered " + statusText(status)
+		msg = "the Anthropic upstream answered " + chat.StatusText(status)
 	}
 	out := chat.ErrorBody{Error: chat.ErrorObject{Message: msg, Type: chat.ErrorType(status)}}
 	if typ != "" {
@@ -36,7 +33,7 @@ func ToChatError(status int, body []byte) (int, []byte) {
 func FromChatError(status int, body []byte) (int, []byte) {
 	_, msg := readError(body)
 	if msg == "" {
-		msg = "the upstream answered " + statusText(status)
+		msg = "the upstream answered " + chat.StatusText(status)
 	}
 	return status, MessagesError(ErrorType(status), msg)
 }
@@ -87,21 +84,5 @@ func readError(body []byte) (typ, msg string) {
 			return "", e.Message
 		}
 	}
-	return "", excerpt(body)
+	return "", chat.Excerpt(body)
 }
-
-// excerpt is a short, printable piece of a body of unknown shape.
-func excerpt(body []byte) string {
-	s := strings.TrimSpace(strings.ToValidUTF8(string(body), "�"))
-	if s == "" {
-		return ""
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	const max = 200
-	if utf8.RuneCountInString(s) > max {
-		s = string([]rune(s)[:max]) + "…"
-	}
-	return s
-}
-
-func statusText(status int) string { return "HTTP " + strconv.Itoa(status) }

@@ -257,7 +257,7 @@ func thinkingBudget(raw json.RawMessage) (int, error) {
 	}
 	var n int
 	if err := json.Unmarshal(raw, &n); err != nil || n < BudgetMinimal {
-		return 0, invalid(param, "budget_tokens must be an integer of at least %d, not %s", BudgetMinimal, excerpt(raw))
+		return 0, invalid(param, "budget_tokens must be an integer of at least %d, not %s", BudgetMinimal, chat.Excerpt(raw))
 	}
 	return n, nil
 }

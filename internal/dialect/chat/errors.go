@@ -1,6 +1,11 @@
 package chat
 
-import "net/http"
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
 
 // ErrorBody is OpenAI's error answer, {"error":{"message","type","param",
 // "code"}}: the body of an error answer, and the data of an in-band error
@@ -37,3 +42,22 @@ var errorTypes = map[int]string{
 	http.StatusUnauthorized: "authentication_error", http.StatusForbidden: "permission_error",
 	http.StatusNotFound: "not_found_error", http.StatusTooManyRequests: "rate_limit_error",
 }
+
+// Excerpt is a short, printable piece of a body of unknown shape (an HTML
+// page from a proxy, a truncated answer), for an error message: valid
+// UTF-8, whitespace runs folded, at most 200 characters.
+func Excerpt(body []byte) string {
+	s := strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD"))
+	if s == "" {
+		return ""
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	const max = 200
+	if utf8.RuneCountInString(s) > max {
+		s = string([]rune(s)[:max]) + "…"
+	}
+	return s
+}
+
+// StatusText names an HTTP status in a message whose body said nothing.
+func StatusText(status int) string { return "HTTP " + strconv.Itoa(status) }

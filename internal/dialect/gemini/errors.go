@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
@@ -46,7 +45,7 @@ func ToChatError(status int, body []byte) (int, []byte) {
 	e := readError(body)
 	msg := e.Message
 	if msg == "" {
-		msg = "the Gemini upstream answered " + statusText(status)
+		msg = "the Gemini upstream answered " + chat.StatusText(status)
 	}
 	out := chat.ErrorBody{Error: chat.ErrorObject{Message: msg, Type: chat.ErrorType(status)}}
 	if e.Status != "" {
@@ -64,7 +63,7 @@ func ToChatError(status int, body []byte) (int, []byte) {
 func FromChatError(status int, body []byte) (int, []byte) {
 	e := readError(body)
 	if e.Message == "" {
-		e.Message = "the upstream answered " + statusText(status)
+		e.Message = "the upstream answered " + chat.StatusText(status)
 	}
 	if e.Status == "" || StatusCode(e.Status) == 0 {
 		e.Status = Status(status)
@@ -110,7 +109,7 @@ func readError(body []byte) ErrorObject {
 			return ErrorObject{Message: e.Message}
 		}
 	}
-	return ErrorObject{Message: excerpt(body)}
+	return ErrorObject{Message: chat.Excerpt(body)}
 }
 
 // RetryDelay reads the retryDelay of a Google error's RetryInfo detail
@@ -139,19 +138,3 @@ func RetryDelay(body []byte) (d time.Duration, ok bool) {
 	}
 	return 0, false
 }
-
-// excerpt is a short, printable piece of a body of unknown shape.
-func excerpt(body []byte) string {
-	s := strings.TrimSpace(strings.ToValidUTF8(string(body), "�"))
-	if s == "" {
-		return ""
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	const max = 200
-	if utf8.RuneCountInString(s) > max {
-		s = string([]rune(s)[:max]) + "…"
-	}
-	return s
-}
-
-func statusText(status int) string { return "HTTP " + strconv.Itoa(status) }
