@@ -260,6 +260,10 @@ func (s *chatStream) part(ev *sse.Event, p *part) {
 			field = "reasoning_content"
 		}
 		s.content(field, *p.Text)
+	case p.Unknown:
+		// A kind of part this package does not know: refused, as
+		// ToChatResponse refuses it, rather than left out of the answer.
+		s.unreadable(ev, "a part with no Chat Completions counterpart")
 	}
 }
 

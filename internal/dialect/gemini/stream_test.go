@@ -157,6 +157,25 @@ func TestToChatStreamEnds(t *testing.T) {
 			t.Fatalf("err %v, want unreadable", err)
 		}
 	})
+	t.Run("a part of an unknown kind", func(t *testing.T) {
+		// Decoded, it has none of the members the package knows: left out,
+		// the answer would end clean with a piece missing.
+		in := chunk + `data: {"candidates":[{"content":{"parts":[{"toolCall":{"name":"search","args":{"q":"x"}}}],"role":"model"},"finishReason":"STOP"}]}` + "\n\n"
+		_, err := drain(ToChatStream(reader(in), chat.Options{}))
+		if !errors.As(err, new(*chat.UnreadableError)) {
+			t.Fatalf("err %v, want unreadable", err)
+		}
+		if _, err := ToChatResponse([]byte(`{"candidates":[{"content":{"parts":[{"toolCall":{"name":"search"}}],"role":"model"},"finishReason":"STOP"}]}`), chat.Options{}); !errors.As(err, new(*chat.UnreadableError)) {
+			t.Fatalf("ToChatResponse: err %v, want unreadable", err)
+		}
+	})
+	t.Run("a signature alone", func(t *testing.T) {
+		in := chunk + `data: {"candidates":[{"content":{"parts":[{"thoughtSignature":"c2ln"}],"role":"model"},"finishReason":"STOP"}]}` + "\n\n"
+		a, err := readChat(t, ToChatStream(reader(in), chat.Options{}))
+		if err != nil || a.content != "Hi" {
+			t.Fatalf("%+v %v", a, err)
+		}
+	})
 	t.Run("args not an object", func(t *testing.T) {
 		in := `data: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":[1]}}],"role":"model"},"finishReason":"STOP"}]}` + "\n\n"
 		_, err := drain(ToChatStream(reader(in), chat.Options{}))

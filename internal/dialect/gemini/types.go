@@ -1,6 +1,11 @@
 package gemini
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
+)
 
 // The Gemini API's wire types (generativelanguage v1beta), the members
 // the translators read and write, in the API's member order.
@@ -38,6 +43,37 @@ type part struct {
 	// Read to be refused: Chat cannot carry them.
 	ExecutableCode      json.RawMessage `json:"executableCode,omitempty"`
 	CodeExecutionResult json.RawMessage `json:"codeExecutionResult,omitempty"`
+
+	// Unknown: the part has a member none of the above reads (a kind of
+	// part newer than this package). An answer's part with one is
+	// refused rather than left out.
+	Unknown bool `json:"-"`
+}
+
+// partMembers are the members a part is read by (as sent: exact case),
+// and the metadata Gemini documents beside a part's content, which
+// carries nothing of the answer.
+var partMembers = []string{"thought", "thoughtSignature", "text", "inlineData", "fileData", "functionCall",
+	"functionResponse", "executableCode", "codeExecutionResult", "videoMetadata", "partMetadata"}
+
+// UnmarshalJSON decodes a part and notes whether it has a member
+// partMembers does not name (one scan of its keys, no allocation).
+func (p *part) UnmarshalJSON(b []byte) error {
+	type plain part
+	if err := json.Unmarshal(b, (*plain)(p)); err != nil {
+		return err
+	}
+	it := jsonscan.NewObjIter(b, jsonscan.SkipWS(b, 0), 1)
+	for {
+		ks, ke, _, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if !slices.Contains(partMembers, string(b[ks+1:ke-1])) {
+			p.Unknown = true
+		}
+		it.Skip()
+	}
 }
 
 type blob struct {
