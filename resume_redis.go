@@ -348,7 +348,13 @@ func (st *redisStore) ByIdempotencyKey(owner, key string, now time.Time) journal
 // never end, and starts a new one.
 func (st *redisStore) alive(js journalStream) journalStream {
 	s, ok := js.(*redisStream)
-	if !ok || s.w != nil || s.State() != journal.StateRunning {
+	if !ok || s.w != nil {
+		return js
+	}
+	s.mu.Lock()
+	state := s.state // as load just read it
+	s.mu.Unlock()
+	if state != journal.StateRunning {
 		return js
 	}
 	ctx, cancel := st.opCtx()
