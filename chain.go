@@ -175,7 +175,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	if c.bodyFor != nil {
 		body = c.bodyFor(t)
 	}
-	x, ok := exchangeFor(c.req.ep, t.up, t.think, c.rt.reasoningField)
+	x, ok := exchangeFor(c.req.ep, t.up, t.think, c.rt.fieldFor(c.req))
 	x.request = body.raw
 	x.idBase = journalIDBase(c.req)
 	x.pivot = c.leg != nil && !c.leg.native

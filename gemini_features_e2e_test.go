@@ -352,6 +352,81 @@ func TestGeminiFeatureSplitReasoning(t *testing.T) {
 	}
 }
 
+// TestGeminiFeatureInlineReasoning: a chat model that writes its
+// reasoning inline between <think> tags (reasoning_format tags, on the
+// upstream or on the target; starts_in_reasoning for DeepSeek-R1's form
+// is the same reader) reaches a Gemini client as thought parts, and the
+// answer alone as text, streamed (SSE and the array) and whole. The Chat
+// clients' reasoning_field (what name a Chat client reads the reasoning
+// under, or inline back in the content) is a Chat client's wire choice:
+// a Gemini client gets thought parts whatever it says.
+func TestGeminiFeatureInlineReasoning(t *testing.T) {
+	startRelay(t, `llm_relay {
+		key `+geminiRelayKey+`
+		upstream tags http://127.0.0.1:9170/tags/v1 {
+			api chat
+			reasoning_format tags
+		}
+		upstream rawtags http://127.0.0.1:9170/tags/v1 {
+			api chat
+		}
+		model gemini-tagged {
+			to tags sim-reasoner
+		}
+		model gemini-per-target {
+			to rawtags sim-reasoner {
+				reasoning_format tags
+			}
+		}
+		model gemini-untreated {
+			to rawtags sim-reasoner
+		}
+		model gemini-tagged-reasoning {
+			to tags sim-reasoner
+			reasoning_field reasoning
+		}
+		model gemini-tagged-both {
+			to tags sim-reasoner
+			reasoning_field both
+		}
+		model gemini-tagged-inline {
+			to tags sim-reasoner
+			reasoning_field inline
+		}
+	}`, gfeatSims)
+	simReasoning, wantReasoning, answer := taggedTexts(t)
+	body := geminiAsk("hi", `{"includeThoughts":true}`)
+
+	// Without reasoning_format the tags are the answer's text: what the
+	// simulator sends, so the treated cases below show the relay's work.
+	raw, _ := geminiWhole(t, "gemini-untreated", body)
+	if raw.status != 200 || raw.thought() != "" || !strings.Contains(raw.answer(), "<think>") || !strings.Contains(raw.answer(), simReasoning) {
+		t.Fatalf("untreated: %d thoughts %q text %q; want the tags in the text", raw.status, raw.thought(), raw.answer())
+	}
+
+	for _, model := range []string{"gemini-tagged", "gemini-per-target", "gemini-tagged-reasoning", "gemini-tagged-both", "gemini-tagged-inline"} {
+		whole, _ := geminiWhole(t, model, body)
+		streams := map[string]gfeatStream{"whole": whole}
+		// Each streamed answer cuts its tags at other places: a few
+		// each way.
+		for i := range 3 {
+			streams[fmt.Sprintf("sse %d", i)] = geminiStreamOf(t, model, true, body)
+			streams[fmt.Sprintf("array %d", i)] = geminiStreamOf(t, model, false, body)
+		}
+		for how, s := range streams {
+			if s.status != 200 {
+				t.Fatalf("%s %s: %d %s", model, how, s.status, s.raw)
+			}
+			if s.thought() != wantReasoning || s.answer() != answer || hasTag(s.answer()) || hasTag(s.thought()) {
+				t.Errorf("%s %s: thoughts %q text %q;\nwant %q / %q", model, how, s.thought(), s.answer(), wantReasoning, answer)
+			}
+			if f, only := s.finish(); f != "STOP" || !only {
+				t.Errorf("%s %s: finishReason %q (alone on the last chunk: %v)", model, how, f, only)
+			}
+		}
+	}
+}
+
 // gfeatHandoff: hand-off aliases as handoff_e2e_test.go's, on this
 // file's simulators: baton reasons on a chat target and answers on an
 // anthropic one (the reasoning as a prefill), baton-user answers on a

@@ -433,7 +433,7 @@ func (c *chainRun) handoff() {
 
 	xOut := exchange{ep: c.req.ep, client: c.req.ep.dialect, upstream: dialectChat, rest: c.req.ep.rest, request: c.body.raw, idBase: journalIDBase(c.req)}
 	if c.req.ep.kind == kindChat {
-		xOut.reasoningField = c.rt.reasoningField
+		xOut.reasoningField = c.rt.fieldFor(c.req)
 	}
 	// X-Relay-Upstream and -Model name the leg whose stream committed
 	// the response (the reasoning leg's, on a stream) or, on a whole

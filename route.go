@@ -29,7 +29,8 @@ type route struct {
 	canary  *canaryRuntime // nil: none
 	shadow  *shadowRuntime // nil: none
 	reason  reasoningPolicy
-	// reasoningField renames reasoning text for Chat clients ("": as sent).
+	// reasoningField renames reasoning text for Chat clients ("": as sent);
+	// read it through fieldFor.
 	reasoningField string
 	// handoff is a hand-off alias's reasoning leg and its settings
 	// (handoff.go); nil: an ordinary alias.
@@ -537,4 +538,16 @@ func buildModelList(models []*ModelRoute) []byte {
 func modelObject(alias string) []byte {
 	b, _ := json.Marshal(modelEntry{ID: alias, Object: "model", OwnedBy: "llm-relay"})
 	return b
+}
+
+// fieldFor is the reasoning_field req's answer is written with: the
+// route's, a Chat client's choice of where its reasoning goes, or none
+// for a Gemini client, whose request is a Chat request inside
+// (gemini.go) but whose reasoning goes out as thought parts whatever a
+// Chat client would read (inline, it would be tags in the answer's text).
+func (rt *route) fieldFor(req *requestState) string {
+	if req.api == "gemini" {
+		return ""
+	}
+	return rt.reasoningField
 }
