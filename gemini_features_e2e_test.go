@@ -22,7 +22,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/canary"
 	"github.com/llmrelay/caddy-llm-relay/internal/sim"
+	"github.com/llmrelay/caddy-llm-relay/internal/splice"
 )
 
 // gfeatSims runs this file's simulators on :9170: /paced/ a reasoning
@@ -30,7 +32,8 @@ import (
 // messages_pacing_e2e_test.go's), /tags/ one that writes its reasoning
 // inline between <think> tags (taggedSimSite's /tags/), /reason/ and
 // /echo/ the two legs of a hand-off (handoffSimSite's), /drop/ and /good/
-// the same answer, broken after 8 events and whole (contSite's), /big/ a
+// the same answer, broken after 8 events (in the reasoning), after 30 (in
+// the answer) and whole (as contSite's), /big/ a
 // model that reasons at length (usageSims').
 const gfeatSims = `http://127.0.0.1:9170 {
 	handle /paced/* {
@@ -73,6 +76,15 @@ const gfeatSims = `http://127.0.0.1:9170 {
 			content_tokens 40
 			pattern steady 0
 			drop_after 8
+		}
+	}
+	handle /drop-late/* {
+		llm_simulator {
+			seed 11
+			reasoning_tokens 12
+			content_tokens 40
+			pattern steady 0
+			drop_after 30
 		}
 	}
 	handle /good/* {
@@ -494,5 +506,219 @@ func TestGeminiFeatureHandoff(t *testing.T) {
 		if got.Thoughts != reasoning || got.Text != echoOf("prefill", reasoning) || got.Finish != "STOP" {
 			t.Errorf("@google/genai %s: thoughts %q text %q finish %q", mode, got.Thoughts, got.Text, got.Finish)
 		}
+	}
+}
+
+// continuedThoughts reports whether thoughts is what a client reads of a
+// continued stream's reasoning: the whole reasoning when the break fell
+// in the answer; when it fell in the reasoning (the next target reasons
+// again from the start, docs/continuation.md), what came before the
+// break, the marker, and the whole reasoning.
+func continuedThoughts(thoughts, reasoning, where string) bool {
+	if where != "reasoning" {
+		return thoughts == reasoning
+	}
+	before, again, ok := strings.Cut(thoughts, splice.Marker)
+	return ok && again == reasoning && before != "" && strings.HasPrefix(reasoning, before) && before != reasoning
+}
+
+// TestGeminiFeatureContinuation: a stream that breaks after the commit
+// point (the upstream's connection cut, in the reasoning or in the
+// answer) is continued on the next target (of the same or another
+// dialect), for a Gemini client too: one clean stream, the reasoning as
+// thoughts (restarted after the marker when the break fell in it) and
+// the whole answer as text, one finishReason on the last chunk, no error object; the seam
+// comment a Chat client would see is a bare line break to a Gemini
+// client (as heartbeats are). The log line and the continuations metric
+// say so, and @google/genai reads one answer.
+func TestGeminiFeatureContinuation(t *testing.T) {
+	logFile := startRelay(t, `llm_relay {
+		key `+geminiRelayKey+`
+		upstream drop http://127.0.0.1:9170/drop/v1 {
+			api chat
+		}
+		upstream droplate http://127.0.0.1:9170/drop-late/v1 {
+			api chat
+		}
+		upstream good http://127.0.0.1:9170/good/v1 {
+			api chat
+		}
+		upstream goodanth http://127.0.0.1:9170/good/v1 {
+			api anthropic
+		}
+		model gemini-cont {
+			to drop sim-reasoner
+			to good sim-reasoner
+		}
+		model gemini-cont-late {
+			to droplate sim-reasoner
+			to good sim-reasoner
+		}
+		model gemini-cont-anth {
+			to droplate sim-reasoner
+			to goodanth sim-reasoner
+		}
+	}`, gfeatSims)
+	reasoning, content := simTexts(11, 12, 40)
+	body := geminiAsk("hi", `{"includeThoughts":true,"thinkingBudget":2048}`)
+	before := scrapeMetrics(t)
+	for _, tc := range []struct{ model, upstream, where string }{
+		{"gemini-cont", "good", "reasoning"},
+		{"gemini-cont-late", "good", "answer"},
+		{"gemini-cont-anth", "goodanth", "answer"},
+	} {
+		for _, sse := range []bool{true, false} {
+			s := geminiStreamOf(t, tc.model, sse, body)
+			what := fmt.Sprintf("%s (sse %v)", tc.model, sse)
+			if s.status != 200 {
+				t.Fatalf("%s: %d %s", what, s.status, s.raw)
+			}
+			if len(s.errors) > 0 || !continuedThoughts(s.thought(), reasoning, tc.where) || s.answer() != content {
+				t.Errorf("%s: errors %v, thoughts %q text %q;\nwant %q / %q", what, s.errors, s.thought(), s.answer(), reasoning, content)
+			}
+			if f, only := s.finish(); f != "STOP" || !only {
+				t.Errorf("%s: finishReason %q (alone on the last chunk: %v)\n%s", what, f, only, s.raw)
+			}
+			if s.header.Get("X-Relay-Upstream") != "drop" && s.header.Get("X-Relay-Upstream") != "droplate" {
+				t.Errorf("%s: X-Relay-Upstream %q: the stream committed on the first target", what, s.header.Get("X-Relay-Upstream"))
+			}
+			if strings.Contains(s.raw, "relay-continued") {
+				t.Errorf("%s: the seam comment reached the Gemini client:\n%s", what, s.raw)
+			}
+		}
+		series := `llm_relay_continuations_total{alias="` + tc.model + `",upstream="` + tc.upstream + `",where="` + tc.where + `"}`
+		if got := metricValue(t, scrapeMetrics(t), series) - metricValue(t, before, series); got != 2 {
+			t.Errorf("%s = +%v, want +2", series, got)
+		}
+	}
+	waitFor(t, 5*time.Second, "the log lines", func() bool {
+		return strings.Count(readLog(t, logFile), `"continued":[{"from":"drop`) == 6
+	})
+	mustContain(t, readLog(t, logFile), `"alias":"gemini-cont","api":"gemini"`)
+
+	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
+	}
+	for _, model := range []string{"gemini-cont", "gemini-cont-late"} {
+		var got struct{ Text, Thoughts, Finish string }
+		runGeminiSDKRelay(t, node, model, "stream", &got)
+		if !continuedThoughts(got.Thoughts, reasoning, map[string]string{"gemini-cont": "reasoning"}[model]) || got.Text != content || got.Finish != "STOP" {
+			t.Errorf("@google/genai %s: thoughts %q text %q finish %q", model, got.Thoughts, got.Text, got.Finish)
+		}
+	}
+}
+
+// gfeatAnswerer is a scripted chat upstream that answers text, streamed
+// when the request asks for it (with usage), whole otherwise.
+func gfeatAnswerer(f **fakeUpstream, text string) func(n int, w http.ResponseWriter, r *http.Request) {
+	return func(n int, w http.ResponseWriter, r *http.Request) {
+		if stream, _ := (*f).requests()[n-1].body["stream"].(bool); stream {
+			streamEvents(w, 0, chunk(text[:len(text)/2]), chunk(text[len(text)/2:]),
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`,
+				"[DONE]")
+			return
+		}
+		answerJSON(w, 200, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":`+
+			strconvQuote(text)+`},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`)
+	}
+}
+
+// TestGeminiFeatureCanaryShadow: a Gemini client's requests to an alias
+// with a 30% canary (keyed by a header) and a 100% shadow: the canary
+// answers exactly the users whose bucket is below 30, each user always on
+// the same side, and the Gemini client gets that side's answer; the
+// shadow gets a copy of every request (the question, its model, streamed
+// as the client asked), and no client ever sees its answer. The status
+// view counts the copies and the canary's samples.
+func TestGeminiFeatureCanaryShadow(t *testing.T) {
+	const primary, canaried, shadowed = "Answered by the primary target.", "Answered by the canary target.", "Answered by the shadow target."
+	var a, c, s *fakeUpstream
+	a = newFakeUpstream(t, gfeatAnswerer(&a, primary))
+	c = newFakeUpstream(t, gfeatAnswerer(&c, canaried))
+	s = newFakeUpstream(t, gfeatAnswerer(&s, shadowed))
+	startRelay(t, fmt.Sprintf(`llm_relay {
+		key %s
+		upstream a %s {
+			api chat
+		}
+		upstream c %s {
+			api chat
+		}
+		upstream s %s {
+			api chat
+		}
+		model gemini-canary {
+			to a model-a
+			canary c model-c 30 {
+				key header X-User
+			}
+			shadow s shadow-model 100 {
+				max_concurrent 4
+			}
+		}
+	}`, geminiRelayKey, a.v1(), c.v1(), s.v1()))
+
+	const users = 40
+	inCanary := 0
+	for i := range users {
+		u := fmt.Sprintf("user-%03d@example.com", i)
+		want, wantText := "a", primary
+		if canary.Bucket(u) < 30 {
+			want, wantText = "c", canaried
+			inCanary++
+		}
+		question := fmt.Sprintf("question %d", i)
+		body := geminiAsk(question, "")
+		var got gfeatStream
+		switch i % 3 {
+		case 0:
+			got, _ = geminiWhole(t, "gemini-canary", body, "X-User", u)
+		case 1:
+			got = geminiStreamOf(t, "gemini-canary", true, body, "X-User", u)
+		default:
+			got = geminiStreamOf(t, "gemini-canary", false, body, "X-User", u)
+		}
+		if got.status != 200 || got.header.Get("X-Relay-Upstream") != want || got.answer() != wantText {
+			t.Errorf("%s (bucket %.2f, request %d): %d from %q: %q; want %s's answer", u, canary.Bucket(u), i, got.status, got.header.Get("X-Relay-Upstream"), got.answer(), want)
+		}
+		if strings.Contains(got.raw, "shadow") {
+			t.Errorf("request %d: the shadow's answer reached the client:\n%s", i, got.raw)
+		}
+		// One at a time: each copy is settled before the next request,
+		// so max_concurrent never drops one.
+		waitFor(t, 5*time.Second, "the shadow copy", func() bool {
+			doc := getRelayStatus(t)
+			return len(doc.Shadows) == 1 && doc.Shadows[0].Stats.OK+doc.Shadows[0].Stats.Failed == int64(i+1)
+		})
+		sreq := s.requests()[i]
+		msgs, _ := json.Marshal(sreq.body["messages"])
+		stream, _ := sreq.body["stream"].(bool)
+		if sreq.body["model"] != "shadow-model" || !strings.Contains(string(msgs), `"`+question+`"`) || stream != (i%3 != 0) {
+			t.Errorf("shadow copy %d: %v", i, sreq.body)
+		}
+	}
+	if inCanary == 0 || inCanary == users {
+		t.Fatalf("%d of %d users in the canary: the test shows nothing", inCanary, users)
+	}
+	if len(c.requests()) != inCanary || len(a.requests()) != users-inCanary || len(s.requests()) != users {
+		t.Errorf("requests: primary %d, canary %d, shadow %d; want %d, %d, %d", len(a.requests()), len(c.requests()), len(s.requests()), users-inCanary, inCanary, users)
+	}
+	// The same user, the same side.
+	for i := range 10 {
+		u := fmt.Sprintf("user-%03d@example.com", i)
+		got, _ := geminiWhole(t, "gemini-canary", geminiAsk("again", ""), "X-User", u)
+		if want := map[bool]string{true: "c", false: "a"}[canary.Bucket(u) < 30]; got.header.Get("X-Relay-Upstream") != want {
+			t.Errorf("%s again: served by %q, want %s", u, got.header.Get("X-Relay-Upstream"), want)
+		}
+	}
+	doc := getRelayStatus(t)
+	if len(doc.Canaries) != 1 || doc.Canaries[0].State != "active" || doc.Canaries[0].TotalSamples == 0 || doc.Canaries[0].TotalFailed != 0 {
+		t.Errorf("canaries: %+v", doc.Canaries)
+	}
+	if st := doc.Shadows[0].Stats; st.OK < users || st.Failed != 0 || st.Compared < users {
+		t.Errorf("shadow stats %+v; want at least %d ok and compared", st, users)
 	}
 }
