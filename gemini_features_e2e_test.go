@@ -33,8 +33,8 @@ import (
 // inline between <think> tags (taggedSimSite's /tags/), /reason/ and
 // /echo/ the two legs of a hand-off (handoffSimSite's), /drop/ and /good/
 // the same answer, broken after 8 events (in the reasoning), after 30 (in
-// the answer) and whole (as contSite's), /big/ a
-// model that reasons at length (usageSims').
+// the answer) and whole (as contSite's), /big/ and /small/ a model that
+// reasons at length and one that reasons briefly (usageSims').
 const gfeatSims = `http://127.0.0.1:9170 {
 	handle /paced/* {
 		llm_simulator {
@@ -92,6 +92,14 @@ const gfeatSims = `http://127.0.0.1:9170 {
 			seed 11
 			reasoning_tokens 12
 			content_tokens 40
+			pattern steady 0
+		}
+	}
+	handle /small/* {
+		llm_simulator {
+			seed 4
+			reasoning_tokens 3
+			content_tokens 10
 			pattern steady 0
 		}
 	}
@@ -720,5 +728,486 @@ func TestGeminiFeatureCanaryShadow(t *testing.T) {
 	}
 	if st := doc.Shadows[0].Stats; st.OK < users || st.Failed != 0 || st.Compared < users {
 		t.Errorf("shadow stats %+v; want at least %d ok and compared", st, users)
+	}
+}
+
+// TestGeminiFeatureMetricsAndStatus: a Gemini client's requests are
+// counted as any client's: llm_relay_requests_total, attempts, time to
+// first token, duration, tokens (prompt, completion, reasoning) and cost
+// by the key's name and the alias, in Caddy's registry on the admin
+// /metrics. (The metrics carry no client-dialect label, for any dialect:
+// the log line's "api" says it, "gemini" here.) The status view counts
+// them too: the key's requests and tokens, the target's samples, the
+// streams; the status page (HTML) names the alias.
+func TestGeminiFeatureMetricsAndStatus(t *testing.T) {
+	logFile := startRelay(t, `llm_relay {
+		key `+geminiRelayKey+` gemfeat
+		upstream good http://127.0.0.1:9170/good/v1 {
+			api chat
+		}
+		model gemini-metered {
+			to good sim-reasoner
+		}
+		price sim-reasoner {
+			input 1
+			output 2
+		}
+	}`, gfeatSims)
+	reasoning, content := simTexts(11, 12, 40)
+	m0 := scrapeMetrics(t)
+	body := geminiAsk("hi", `{"includeThoughts":true,"thinkingBudget":2048}`)
+	whole, _ := geminiWhole(t, "gemini-metered", body)
+	sse := geminiStreamOf(t, "gemini-metered", true, body)
+	arr := geminiStreamOf(t, "gemini-metered", false, body)
+	for how, s := range map[string]gfeatStream{"whole": whole, "sse": sse, "array": arr} {
+		if s.status != 200 || s.thought() != reasoning || s.answer() != content {
+			t.Fatalf("%s: %d thoughts %q text %q", how, s.status, s.thought(), s.answer())
+		}
+	}
+	// The log lines are written as each request ends, and the metrics with
+	// them: wait for the third.
+	waitFor(t, 5*time.Second, "three log lines", func() bool {
+		return strings.Count(readLog(t, logFile), `"alias":"gemini-metered","api":"gemini"`) == 3
+	})
+	m1 := scrapeMetrics(t)
+	delta := func(series string) float64 { return metricValue(t, m1, series) - metricValue(t, m0, series) }
+	for series, want := range map[string]float64{
+		`llm_relay_requests_total{alias="gemini-metered",outcome="ok",upstream="good"}`:  3,
+		`llm_relay_attempts_total{result="ok",upstream="good"}`:                          3,
+		`llm_relay_time_to_first_token_seconds_count{upstream="good"}`:                   3,
+		`llm_relay_request_duration_seconds_count{alias="gemini-metered"}`:               3,
+		`llm_relay_tokens_total{alias="gemini-metered",key="gemfeat",kind="completion"}`: 3 * 52,
+		`llm_relay_tokens_total{alias="gemini-metered",key="gemfeat",kind="reasoning"}`:  3 * 12,
+	} {
+		if got := delta(series); got != want {
+			t.Errorf("%s: +%v, want +%v", series, got, want)
+		}
+	}
+	if got := delta(`llm_relay_tokens_total{alias="gemini-metered",key="gemfeat",kind="prompt"}`); got < 3 {
+		t.Errorf("prompt tokens: +%v", got)
+	}
+	if got := delta(`llm_relay_cost_usd_total{key="gemfeat"}`); got <= 0 {
+		t.Errorf("cost: +%v", got)
+	}
+
+	var st struct {
+		Keys []struct {
+			Key      string `json:"key"`
+			Requests int64  `json:"requests"`
+			SpentUSD float64
+			Tokens   struct {
+				Prompt, Completion, Reasoning int64
+			} `json:"tokens"`
+		} `json:"keys"`
+		Targets []struct {
+			Upstream string `json:"upstream"`
+			Samples  int    `json:"samples"`
+		} `json:"targets"`
+		Streams []struct {
+			Alias     string `json:"alias"`
+			Key       string `json:"key"`
+			EventsOut int    `json:"events_out"`
+		} `json:"streams"`
+	}
+	raw := getStatusRaw(t, adminStatusURL)
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, k := range st.Keys {
+		if k.Key == "gemfeat" {
+			found = true
+			if k.Requests != 3 || k.Tokens.Completion != 3*52 || k.Tokens.Reasoning != 3*12 || k.Tokens.Prompt < 3 {
+				t.Errorf("status key gemfeat: %+v; want 3 requests, %d completion and %d reasoning tokens", k, 3*52, 3*12)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no key gemfeat in the status:\n%s", raw)
+	}
+	if len(st.Targets) != 1 || st.Targets[0].Upstream != "good" || st.Targets[0].Samples != 3 {
+		t.Errorf("status targets %+v; want good with 3 samples", st.Targets)
+	}
+	streams := 0
+	for _, v := range st.Streams {
+		if v.Alias == "gemini-metered" && v.Key == "gemfeat" && v.EventsOut > 0 {
+			streams++
+		}
+	}
+	if streams != 2 {
+		t.Errorf("the status shows %d gemini-metered streams, want 2: %+v", streams, st.Streams)
+	}
+	req, _ := http.NewRequest(http.MethodGet, adminStatusURL, nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := readAll(t, resp)
+	if resp.StatusCode != 200 || !strings.Contains(page, "gemini-metered") || !strings.Contains(page, "gemfeat") {
+		t.Errorf("the status page: %d, want the alias and the key named", resp.StatusCode)
+	}
+}
+
+// TestGeminiFeatureEffort: a Gemini client's thinkingConfig reaches the
+// target as the target's own effort or thinking (a budget by the table
+// in docs/gemini.md, a level by its name: a chat target's
+// reasoning_effort, an anthropic target's thinking budget), and the
+// relay's adaptive_effort picks one by the prompt's size when the client
+// set none (no thinkingConfig, or a dynamic budget), and leaves the
+// client's own alone.
+func TestGeminiFeatureEffort(t *testing.T) {
+	u := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) { answerJSON(w, 200, okCompletion) })
+	ua := newFakeUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		answerJSON(w, 200, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`)
+	})
+	logFile := startRelay(t, `llm_relay {
+		key `+geminiRelayKey+`
+		upstream u `+u.v1()+` {
+			api chat
+		}
+		upstream ua `+ua.v1()+` {
+			api anthropic
+		}
+		model gemini-effort {
+			to u m
+		}
+		model gemini-effort-anth {
+			to ua m
+		}
+		adaptive_effort {
+			below 100 high
+			below 2000 medium
+			else low
+		}
+	}`)
+	short, long := "word ", strings.Repeat("word ", 800)
+	cases := []struct {
+		question, thinking string
+		want               string // the chat target's reasoning_effort
+		wantBudget         float64
+	}{
+		{short, `{"thinkingBudget":2048}`, "low", 2048},
+		{short, `{"thinkingBudget":8000,"includeThoughts":true}`, "medium", 8192},
+		{short, `{"thinkingLevel":"HIGH"}`, "high", 24576},
+		{short, `{"thinkingBudget":500}`, "minimal", 1024},
+		{long, `{"thinkingBudget":20000}`, "high", 24576}, // the client's own, not adaptive's
+		{short, ``, "high", 24576},                        // adaptive: a short prompt
+		{long, ``, "medium", 8192},                        // adaptive: a longer one
+		{short, `{"thinkingBudget":-1}`, "high", 24576},   // dynamic: none set, adaptive's
+	}
+	for i, c := range cases {
+		for _, model := range []string{"gemini-effort", "gemini-effort-anth"} {
+			got, _ := geminiWhole(t, model, geminiAsk(c.question, c.thinking))
+			if got.status != 200 || got.answer() != "hello" {
+				t.Fatalf("case %d %s: %d %s", i, model, got.status, got.raw)
+			}
+		}
+		seen := u.requests()[i].body
+		if seen["reasoning_effort"] != c.want {
+			t.Errorf("case %d (%s): the chat target got reasoning_effort %v, want %s", i, c.thinking, seen["reasoning_effort"], c.want)
+		}
+		th, _ := ua.requests()[i].body["thinking"].(map[string]any)
+		if th["type"] != "enabled" || th["budget_tokens"] != c.wantBudget {
+			t.Errorf("case %d (%s): the anthropic target got thinking %v, want a budget of %v", i, c.thinking, th, c.wantBudget)
+		}
+	}
+	// A budget of 0 switches thinking off.
+	geminiWhole(t, "gemini-effort", geminiAsk(short, `{"thinkingBudget":0}`))
+	geminiWhole(t, "gemini-effort-anth", geminiAsk(short, `{"thinkingBudget":0}`))
+	if e := u.requests()[len(cases)].body["reasoning_effort"]; e != "none" {
+		t.Errorf("thinkingBudget 0: the chat target got reasoning_effort %v, want none", e)
+	}
+	if th, ok := ua.requests()[len(cases)].body["thinking"].(map[string]any); ok && th["type"] != "disabled" {
+		t.Errorf("thinkingBudget 0: the anthropic target got thinking %v", th)
+	}
+	waitFor(t, 5*time.Second, "the log lines", func() bool {
+		return strings.Count(readLog(t, logFile), `"api":"gemini"`) == 2*len(cases)+2
+	})
+	mustContain(t, readLog(t, logFile), `"reasoning_effort":"medium"`)
+}
+
+// TestGeminiFeatureReasoningBudget: the relay's reasoning_budget holds a
+// Gemini client's stream: truncate cuts the thoughts short and the answer
+// comes whole; failover goes on to the next target, whose reasoning and
+// answer follow on one clean stream; error ends the stream with an error
+// in Google's shape and no finishReason; X-Relay-Reasoning-Budget lowers
+// it per request.
+func TestGeminiFeatureReasoningBudget(t *testing.T) {
+	logFile := startRelay(t, `llm_relay {
+		key `+geminiRelayKey+`
+		upstream big http://127.0.0.1:9170/big/v1 {
+			api chat
+		}
+		upstream small http://127.0.0.1:9170/small/v1 {
+			api chat
+		}
+		model gemini-truncate {
+			to big sim-reasoner
+			reasoning_budget 10 truncate
+		}
+		model gemini-failover {
+			to big sim-reasoner
+			to small sim-reasoner
+			reasoning_budget 10 failover
+		}
+		model gemini-error {
+			to big sim-reasoner
+			reasoning_budget 10 error
+		}
+		model gemini-roomy {
+			to big sim-reasoner
+			reasoning_budget 1000
+		}
+	}`, gfeatSims)
+	bigR, bigC := simTexts(3, 60, 10)
+	smallR, smallC := simTexts(4, 3, 10)
+	body := geminiAsk("hi", `{"includeThoughts":true,"thinkingBudget":4096}`)
+	for _, sse := range []bool{true, false} {
+		s := geminiStreamOf(t, "gemini-truncate", sse, body)
+		if f, only := s.finish(); s.status != 200 || f != "STOP" || !only || len(s.errors) > 0 || s.answer() != bigC ||
+			s.thought() == "" || !strings.HasPrefix(bigR, s.thought()) || len(s.thought()) >= len(bigR) {
+			t.Errorf("truncate (sse %v): %d, finish %q, errors %v, %d of %d bytes of thoughts, text %q", sse, s.status, f, s.errors, len(s.thought()), len(bigR), s.answer())
+		}
+
+		s = geminiStreamOf(t, "gemini-failover", sse, body)
+		before, _ := strings.CutSuffix(s.thought(), smallR)
+		if f, only := s.finish(); s.status != 200 || f != "STOP" || !only || len(s.errors) > 0 || s.answer() != smallC ||
+			!strings.HasSuffix(s.thought(), smallR) || !strings.HasPrefix(bigR, before) {
+			t.Errorf("failover (sse %v): %d, finish %q, errors %v, thoughts %q, text %q (want %q)", sse, s.status, f, s.errors, s.thought(), s.answer(), smallC)
+		}
+
+		s = geminiStreamOf(t, "gemini-error", sse, body)
+		if f, _ := s.finish(); s.status != 200 || f != "" || len(s.errors) != 1 || s.answer() != "" || !strings.Contains(s.errors[0], `"status":"`) || !strings.Contains(s.errors[0], `"code":`) {
+			t.Errorf("error (sse %v): %d, finish %q, errors %v, text %q:\n%s", sse, s.status, f, s.errors, s.answer(), s.raw)
+		}
+
+		s = geminiStreamOf(t, "gemini-roomy", sse, body)
+		if s.thought() != bigR || s.answer() != bigC {
+			t.Errorf("roomy (sse %v): a budget of 1000 cut the thoughts: %d of %d bytes", sse, len(s.thought()), len(bigR))
+		}
+		s = geminiStreamOf(t, "gemini-roomy", sse, body, "X-Relay-Reasoning-Budget", "5")
+		if f, only := s.finish(); f != "STOP" || !only || s.answer() != bigC || len(s.thought()) >= len(bigR) || !strings.HasPrefix(bigR, s.thought()) {
+			t.Errorf("X-Relay-Reasoning-Budget 5 (sse %v): finish %q, %d of %d bytes of thoughts, text %q", sse, f, len(s.thought()), len(bigR), s.answer())
+		}
+	}
+	// A budget header that is no number: refused in Google's shape.
+	readGeminiError(t, geminiPost(t, "/v1beta/models/gemini-roomy:streamGenerateContent?alt=sse", body,
+		"x-goog-api-key", geminiRelayKey, "X-Relay-Reasoning-Budget", "lots"), 400, "INVALID_ARGUMENT")
+	waitFor(t, 5*time.Second, "the failover log lines", func() bool {
+		return strings.Count(readLog(t, logFile), `"reasoning_budget_failovers":1`) == 2
+	})
+}
+
+// TestGeminiFeatureLimitsAndCapacity: every refusal of the relay's key
+// limits and capacity stages reaches a Gemini client in Google's shape,
+// {"error":{"code","message","status"}}, with its Retry-After: a key's
+// max_concurrent while its Gemini stream runs (429 RESOURCE_EXHAUSTED),
+// a target at its max_concurrent (503 UNAVAILABLE, shed), a key's tpm
+// and its spend budget (429 RESOURCE_EXHAUSTED); a Gemini stream in
+// flight is counted by both until it ends. (A key's rpm:
+// TestGeminiClientKeysAndRefusals.)
+func TestGeminiFeatureLimitsAndCapacity(t *testing.T) {
+	held := newHeldUpstream(t)
+	up := newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		answerJSON(w, 200, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":1,"total_tokens":101}}`)
+	})
+	startRelay(t, fmt.Sprintf(`llm_relay {
+		key %s
+		key sk-gem-conc conc {
+			max_concurrent 1
+		}
+		key sk-gem-tpm tpm {
+			tpm 40
+		}
+		key sk-gem-budget spender {
+			budget 0.00001 per day
+		}
+		upstream held %s {
+			api chat
+			max_concurrent 1
+		}
+		upstream ok %s {
+			api chat
+		}
+		model gemini-held {
+			to held m
+		}
+		model gemini-ok {
+			to ok priced
+		}
+		price priced {
+			input 1
+			output 1
+		}
+	}`, geminiRelayKey, held.v1(), up.v1()))
+	body := geminiAsk("hi", "")
+
+	// A Gemini stream in flight, on the key with max_concurrent 1 and on
+	// the target with max_concurrent 1.
+	streamDone := make(chan string, 1)
+	go func() {
+		resp := geminiPost(t, "/v1beta/models/gemini-held:streamGenerateContent?alt=sse", body, "x-goog-api-key", "sk-gem-conc")
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		streamDone <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}()
+	waitFor(t, 10*time.Second, "the Gemini stream in flight", func() bool { return len(held.requests()) == 1 })
+
+	refused := func(what string, resp *http.Response, status int, name, retryAfter, inMessage string) {
+		t.Helper()
+		ra := resp.Header.Get("Retry-After")
+		msg := readGeminiError(t, resp, status, name)
+		if retryAfter == "" && ra == "" || retryAfter != "" && ra != retryAfter {
+			t.Errorf("%s: Retry-After %q, want %q", what, ra, cmpOr(retryAfter, "one"))
+		}
+		if !strings.Contains(msg, inMessage) {
+			t.Errorf("%s: message %q, want it to say %q", what, msg, inMessage)
+		}
+	}
+	for _, path := range []string{"/v1beta/models/gemini-ok:generateContent", "/v1beta/models/gemini-ok:streamGenerateContent?alt=sse"} {
+		refused("key max_concurrent "+path, geminiPost(t, path, body, "x-goog-api-key", "sk-gem-conc"), 429, "RESOURCE_EXHAUSTED", "1", "max_concurrent")
+	}
+	for _, path := range []string{"/v1beta/models/gemini-held:generateContent", "/v1beta/models/gemini-held:streamGenerateContent?alt=sse", "/v1beta/models/gemini-held:streamGenerateContent"} {
+		refused("shed "+path, geminiPost(t, path, body, "x-goog-api-key", geminiRelayKey), 503, "UNAVAILABLE", "1", "max_concurrent 1")
+	}
+	if n := len(held.requests()); n != 1 {
+		t.Errorf("the held target got %d requests, want 1", n)
+	}
+	held.free()
+	var s gfeatStream
+	select {
+	case got := <-streamDone:
+		status, raw, _ := strings.Cut(got, " ")
+		if status != "200" || !strings.Contains(raw, `"text":"held"`) || !strings.Contains(raw, `"finishReason":"STOP"`) {
+			t.Fatalf("the held Gemini stream: %s", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held Gemini stream did not end")
+	}
+	// Both free again once it ended.
+	if s = geminiStreamOf(t, "gemini-held", true, body, "x-goog-api-key", "sk-gem-conc"); s.status != 200 || s.answer() != "held" {
+		t.Errorf("after the stream ended: %d %s", s.status, s.raw)
+	}
+
+	// tpm: a prompt of more than the minute passes on a full bucket (the
+	// usage says 100 tokens); the next waits out the debt.
+	if s, _ = geminiWhole(t, "gemini-ok", geminiAsk(strings.Repeat("word ", 80), ""), "x-goog-api-key", "sk-gem-tpm"); s.status != 200 {
+		t.Fatalf("first tpm request: %d %s", s.status, s.raw)
+	}
+	refused("tpm", geminiPost(t, "/v1beta/models/gemini-ok:streamGenerateContent?alt=sse", body, "x-goog-api-key", "sk-gem-tpm"), 429, "RESOURCE_EXHAUSTED", "", "40 tokens a minute")
+
+	// The spend budget: the first request spends it ($0.000101 > $0.00001).
+	if s, _ = geminiWhole(t, "gemini-ok", body, "x-goog-api-key", "sk-gem-budget"); s.status != 200 {
+		t.Fatalf("first budget request: %d %s", s.status, s.raw)
+	}
+	refused("budget", geminiPost(t, "/v1beta/models/gemini-ok:generateContent", body, "x-goog-api-key", "sk-gem-budget"), 429, "RESOURCE_EXHAUSTED", "", "budget")
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// TestGeminiFeatureUsageAndCost: a Gemini client's answer carries the
+// target's usage as usageMetadata (prompt, candidates without the
+// thoughts, thoughts, total), streamed and whole; the relay's log line
+// has the same tokens and the cost by the price table, and
+// X-Relay-Cost-USD is on a whole answer. A stream whose target reports
+// no usage is never logged as free: the relay estimates it (and the
+// client's last chunk says nothing rather than zero).
+func TestGeminiFeatureUsageAndCost(t *testing.T) {
+	var quiet *fakeUpstream
+	quiet = newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		streamEvents(w, 0, chunk("Hello there, "), chunk("general Kenobi."), "[DONE]")
+	})
+	logFile := startRelay(t, `llm_relay {
+		key `+geminiRelayKey+` gemusage
+		upstream good http://127.0.0.1:9170/good/v1 {
+			api chat
+		}
+		upstream goodanth http://127.0.0.1:9170/good/v1 {
+			api anthropic
+		}
+		upstream quiet `+quiet.v1()+` {
+			api chat
+		}
+		model gemini-usage {
+			to good sim-reasoner
+		}
+		model gemini-usage-anth {
+			to goodanth sim-reasoner
+		}
+		model gemini-quiet {
+			to quiet m
+		}
+		price sim-reasoner {
+			input 1000
+			output 2000
+		}
+	}`, gfeatSims)
+	body := geminiAsk("what does it cost?", `{"includeThoughts":true,"thinkingBudget":2048}`)
+	num := func(u map[string]any, k string) int { f, _ := u[k].(float64); return int(f) }
+
+	whole, resp := geminiWhole(t, "gemini-usage", body)
+	sse := geminiStreamOf(t, "gemini-usage", true, body)
+	arr := geminiStreamOf(t, "gemini-usage", false, body)
+	var prompt int
+	for how, s := range map[string]gfeatStream{"whole": whole, "sse": sse, "array": arr} {
+		u := s.usage
+		if s.status != 200 || u == nil {
+			t.Fatalf("%s: %d, no usageMetadata:\n%s", how, s.status, s.raw)
+		}
+		p, c, th, tot := num(u, "promptTokenCount"), num(u, "candidatesTokenCount"), num(u, "thoughtsTokenCount"), num(u, "totalTokenCount")
+		if p <= 0 || c != 40 || th != 12 || tot != p+c+th {
+			t.Errorf("%s: usageMetadata %v; want 40 candidates, 12 thoughts tokens and the total", how, u)
+		}
+		prompt = p
+	}
+	// $1000 / $2000 per million: (prompt×1000 + 52×2000) / 1e6.
+	if got, want := resp.Header.Get("X-Relay-Cost-USD"), wantCost(prompt, 52, 1000, 2000); got != want {
+		t.Errorf("X-Relay-Cost-USD %q, want %q", got, want)
+	}
+	// Anthropic counts no thoughts apart: they are in the candidates.
+	s := geminiStreamOf(t, "gemini-usage-anth", true, body)
+	if u := s.usage; u == nil || num(u, "promptTokenCount") <= 0 || num(u, "candidatesTokenCount") != 52 || num(u, "totalTokenCount") != num(u, "promptTokenCount")+52 {
+		t.Errorf("anthropic target: usageMetadata %v", s.usage)
+	}
+
+	q := geminiStreamOf(t, "gemini-quiet", true, body)
+	if q.status != 200 || q.answer() != "Hello there, general Kenobi." || q.usage != nil {
+		t.Errorf("quiet target: %d %q, usageMetadata %v (want none: the target reported none)", q.status, q.answer(), q.usage)
+	}
+
+	waitFor(t, 5*time.Second, "the log lines", func() bool {
+		return strings.Count(readLog(t, logFile), `"api":"gemini"`) == 5
+	})
+	for _, e := range logEntries(t, logFile) {
+		if e.str("msg") != "relayed" || e.str("api") != "gemini" {
+			continue
+		}
+		completion, _ := e["completion_tokens"].(float64)
+		promptN, _ := e["prompt_tokens"].(float64)
+		estimated, _ := e["usage_estimated"].(bool)
+		switch e.str("alias") {
+		case "gemini-usage":
+			reasoning, _ := e["reasoning_tokens"].(float64)
+			if int(promptN) != prompt || completion != 52 || reasoning != 12 || estimated || e.str("cost_usd") != wantCost(prompt, 52, 1000, 2000) {
+				t.Errorf("log line %v: want %d prompt, 52 completion (12 reasoning) tokens, not estimated, cost %s", e, prompt, wantCost(prompt, 52, 1000, 2000))
+			}
+		case "gemini-usage-anth":
+			// Anthropic's usage counts no thinking apart: the relay
+			// estimates that part from the thinking's text, and says so.
+			reasoning, _ := e["reasoning_tokens"].(float64)
+			if promptN <= 0 || completion != 52 || reasoning <= 0 || e.str("cost_usd") == "" {
+				t.Errorf("log line %v", e)
+			}
+		case "gemini-quiet":
+			if promptN <= 0 || completion <= 0 || !estimated {
+				t.Errorf("a stream without usage: log line %v; want estimated, non-zero tokens", e)
+			}
+		}
 	}
 }
