@@ -217,7 +217,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		res.notStreaming = true
 		return fail(classStream, fmt.Errorf("answered %d without a stream (Content-Type %q)", resp.StatusCode, resp.Header.Get("Content-Type")))
 	}
-	if x.crosses() && x.upstream == dialectChat {
+	if x.needsUsage() {
 		// The translation's usage when the upstream reports none (see
 		// usagemeter.go), and a Messages stream's input_tokens.
 		res.prompt = usage.EstimatePrompt(payload.Bytes())
@@ -228,7 +228,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 		if res.tags = x.tagSource(src); res.tags != nil {
 			src = res.tags
 		}
-		if x.crosses() && x.upstream == dialectChat {
+		if x.needsUsage() {
 			res.meter = newUsageMeter(src, res.prompt)
 			src = res.meter
 		}

@@ -115,6 +115,11 @@ type exchange struct {
 	// handoff.go). The request is still translated from the client's
 	// dialect.
 	pivot bool
+	// afterward: the answer is translated after the relay is through with
+	// it (a Gemini client's, by gemini.go's writer), so it needs a usage
+	// the upstream may not have sent, as an answer translated here does
+	// (needsUsage).
+	afterward bool
 	// idBase, when set, is the base of a translated answer's ids
 	// (chat.Options.ID): a journaled stream's own (journalIDBase), so
 	// that a Responses response id names one stream even when the
@@ -139,6 +144,14 @@ func (x exchange) restFor(model string, stream bool) string {
 // crosses reports whether the request and its answer are translated.
 func (x exchange) crosses() bool { return x.client != x.upstream }
 
+// needsUsage reports whether a Chat upstream's answer must carry a usage
+// when it reaches the client: it is translated, here or afterward, and
+// the client reads the figure the relay accounted in its own dialect
+// (usagemeter.go). A Chat client's answer passes as it came.
+func (x exchange) needsUsage() bool {
+	return (x.crosses() || x.afterward) && x.upstream == dialectChat
+}
+
 // query is the query string the upstream gets: the client's, unless the
 // request is translated. A query belongs to the endpoint it was written
 // for (Claude Code calls /v1/messages?beta=true); a Chat provider that
@@ -155,7 +168,7 @@ func (x exchange) query(client string) string {
 // translated, or its reasoning field renamed. A non-stream answer is then
 // read whole.
 func (x exchange) rewritesAnswer() bool {
-	return x.crosses() || x.reasoningField != "" || x.think != nil
+	return x.crosses() || x.reasoningField != "" || x.think != nil || x.needsUsage()
 }
 
 // exchangeFor decides how a client request for endpoint rest, in dialect

@@ -1115,12 +1115,17 @@ func cmpOr(a, b string) string {
 // target's usage as usageMetadata (prompt, candidates without the
 // thoughts, thoughts, total), streamed and whole; the relay's log line
 // has the same tokens and the cost by the price table, and
-// X-Relay-Cost-USD is on a whole answer. A stream whose target reports
-// no usage is never logged as free: the relay estimates it (and the
-// client's last chunk says nothing rather than zero).
+// X-Relay-Cost-USD is on a whole answer. An answer whose target reports
+// no usage is never free: the relay estimates it, logs it as estimated,
+// and the Gemini client reads that estimate in its usageMetadata (as a
+// Messages or Responses client reads it in its own dialect).
 func TestGeminiFeatureUsageAndCost(t *testing.T) {
 	var quiet *fakeUpstream
 	quiet = newFakeUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if stream, _ := quiet.requests()[n-1].body["stream"].(bool); !stream {
+			answerJSON(w, 200, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there, general Kenobi."},"finish_reason":"stop"}]}`)
+			return
+		}
 		streamEvents(w, 0, chunk("Hello there, "), chunk("general Kenobi."), "[DONE]")
 	})
 	logFile := startRelay(t, `llm_relay {
@@ -1176,13 +1181,20 @@ func TestGeminiFeatureUsageAndCost(t *testing.T) {
 		t.Errorf("anthropic target: usageMetadata %v", s.usage)
 	}
 
-	q := geminiStreamOf(t, "gemini-quiet", true, body)
-	if q.status != 200 || q.answer() != "Hello there, general Kenobi." || q.usage != nil {
-		t.Errorf("quiet target: %d %q, usageMetadata %v (want none: the target reported none)", q.status, q.answer(), q.usage)
+	// A target that reports no usage: the Gemini client reads the
+	// relay's estimate, as a Messages or Responses client does (a quarter
+	// of the answer's 28 runes), and the log line says it is one.
+	qWhole, _ := geminiWhole(t, "gemini-quiet", body)
+	for how, q := range map[string]gfeatStream{"whole": qWhole, "sse": geminiStreamOf(t, "gemini-quiet", true, body)} {
+		u := q.usage
+		if q.status != 200 || q.answer() != "Hello there, general Kenobi." || u == nil ||
+			num(u, "promptTokenCount") <= 0 || num(u, "candidatesTokenCount") != 7 || num(u, "totalTokenCount") != num(u, "promptTokenCount")+7 {
+			t.Errorf("quiet target %s: %d %q, usageMetadata %v; want the relay's estimate (7 candidates tokens)", how, q.status, q.answer(), u)
+		}
 	}
 
 	waitFor(t, 5*time.Second, "the log lines", func() bool {
-		return strings.Count(readLog(t, logFile), `"api":"gemini"`) == 5
+		return strings.Count(readLog(t, logFile), `"api":"gemini"`) == 6
 	})
 	for _, e := range logEntries(t, logFile) {
 		if e.str("msg") != "relayed" || e.str("api") != "gemini" {

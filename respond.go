@@ -235,7 +235,7 @@ func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, req *r
 			req.reasoningRunes = answerReasoningRunes(body)
 		}
 	}
-	if res.x.crosses() && chatOK {
+	if res.x.needsUsage() && chatOK {
 		var estimated bool
 		body, estimated = withUsage(body, res.prompt) // see usagemeter.go
 		req.usageEstimated = req.usageEstimated || estimated
