@@ -283,8 +283,9 @@ func geminiAsk(question, thinking string) string {
 // answer, byte for byte, in other pieces than the upstream sent (a Gemini
 // stream passed through has one chunk per Chat delta: the model with
 // smoothing off shows it, so the check can tell), in SSE and in the JSON
-// array; the status view's stream says split-reasoning; the official SDK
-// assembles the same answer.
+// array, and on the model with smoothing off when X-Relay-Mode asks; the
+// status view's streams say split-reasoning; the official SDK assembles
+// the same answer.
 func TestGeminiFeatureSplitReasoning(t *testing.T) {
 	logFile := startRelay(t, `llm_relay {
 		key `+geminiRelayKey+`
@@ -329,6 +330,15 @@ func TestGeminiFeatureSplitReasoning(t *testing.T) {
 		}
 		checkClusters(t, "thought", s.thoughts)
 		checkClusters(t, "text", s.text)
+	}
+
+	// The relay's per-request knob, a header (a Gemini body has no place
+	// for the relay's own options): X-Relay-Mode asks for it on the model
+	// whose config has smoothing off.
+	s := geminiStreamOf(t, "gemini-unpaced", true, body, "X-Relay-Mode", "split-reasoning")
+	if s.thought() != upReasoning || s.answer() != upContent || slices.Equal(s.thoughts, upR) && slices.Equal(s.text, upC) {
+		t.Errorf("X-Relay-Mode split-reasoning on smoothing off: %d thought and %d text pieces (the upstream's: %d, %d), text exact %v",
+			len(s.thoughts), len(s.text), len(upR), len(upC), s.thought() == upReasoning && s.answer() == upContent)
 	}
 
 	// The status view's recent streams: the Gemini streams, re-paced.
