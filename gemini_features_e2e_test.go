@@ -942,7 +942,8 @@ func TestGeminiFeatureEffort(t *testing.T) {
 // comes whole; failover goes on to the next target, whose reasoning and
 // answer follow on one clean stream; error ends the stream with an error
 // in Google's shape and no finishReason; X-Relay-Reasoning-Budget lowers
-// it per request.
+// it per request. A key's reasoning budget, spent, refuses a Gemini
+// client in Google's shape.
 func TestGeminiFeatureReasoningBudget(t *testing.T) {
 	logFile := startRelay(t, `llm_relay {
 		key `+geminiRelayKey+`
@@ -968,6 +969,12 @@ func TestGeminiFeatureReasoningBudget(t *testing.T) {
 		model gemini-roomy {
 			to big sim-reasoner
 			reasoning_budget 1000
+		}
+		key sk-gem-reason reason {
+			reasoning_budget 5 per day
+		}
+		model gemini-small {
+			to small sim-reasoner
 		}
 	}`, gfeatSims)
 	bigR, bigC := simTexts(3, 60, 10)
@@ -1007,6 +1014,19 @@ func TestGeminiFeatureReasoningBudget(t *testing.T) {
 	waitFor(t, 5*time.Second, "the failover log lines", func() bool {
 		return strings.Count(readLog(t, logFile), `"reasoning_budget_failovers":1`) == 2
 	})
+
+	// A key's own reasoning budget (3 reasoning tokens a request: 5 is
+	// used up by the second): refused in Google's shape, until midnight.
+	for i := range 2 {
+		if s, _ := geminiWhole(t, "gemini-small", body, "x-goog-api-key", "sk-gem-reason"); s.status != 200 || s.thought() != smallR {
+			t.Fatalf("key reasoning budget, request %d: %d %s", i+1, s.status, s.raw)
+		}
+	}
+	resp := geminiPost(t, "/v1beta/models/gemini-small:streamGenerateContent?alt=sse", body, "x-goog-api-key", "sk-gem-reason")
+	ra := resp.Header.Get("Retry-After")
+	if msg := readGeminiError(t, resp, 429, "RESOURCE_EXHAUSTED"); !strings.Contains(msg, "reasoning budget of 5 tokens") || ra == "" {
+		t.Errorf("over the key's reasoning budget: %q, Retry-After %q", msg, ra)
+	}
 }
 
 // TestGeminiFeatureLimitsAndCapacity: every refusal of the relay's key
