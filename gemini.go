@@ -52,7 +52,19 @@ const (
 	geminiStream                           // :streamGenerateContent
 	geminiCount                            // :countTokens
 	geminiList                             // GET models
+	// geminiResume is the stream URL (GET /v1/relay/streams/{id}) asked
+	// for by a Gemini client, or of a Gemini client's stream: a replay
+	// is translated as a stream is; errors too; anything else (the
+	// DELETE's answer) passes as it is.
+	geminiResume
 )
+
+// journalDialectGemini is the journal's name for a Gemini client's
+// stream (journal.Meta.Dialect). Its journal holds the Chat events the
+// front door translated, as every stream's holds what the relay wrote;
+// a replay of it is translated again, from its first event (see
+// geminiCall.skip).
+const journalDialectGemini = "gemini"
 
 // geminiCall is one Gemini client request, as its path says it: carried
 // in the translated request's context, so that serve logs it as a Gemini
@@ -68,6 +80,16 @@ type geminiCall struct {
 	// native is the client's generateContent body as sent, for a Gemini
 	// target (requestBody.native).
 	native []byte
+	// skip is how many of the translated stream's events the client has
+	// already (an alt=sse replay after Last-Event-ID <stream>.<k>, set by
+	// replay): they are made and not sent. Gemini's stream readers take
+	// no SSE ids (@google/genai drops an event that does not start with
+	// data:, or fails on one with an id line after it), so a Gemini
+	// stream carries none, and a position in it is the number of its
+	// events a client received. Translation restarts at the journal's
+	// first event because it holds state across events (a function
+	// call's arguments are gathered until the call is whole).
+	skip int
 }
 
 type geminiCallKey struct{}
@@ -178,6 +200,32 @@ func (h *Relay) serveGemini(w http.ResponseWriter, r *http.Request, c *geminiCal
 	gw := &geminiWriter{w: w, rc: http.NewResponseController(w), call: c, header: http.Header{}}
 	h.serve(gw, r2)
 	gw.finish()
+}
+
+// geminiStreamWriter answers the stream URL in Gemini's shape (see
+// geminiResume): w wrapped, and r carrying the call replay reads skip
+// from. finish must be called once the answer is written.
+func geminiStreamWriter(w http.ResponseWriter, r *http.Request) (*geminiWriter, *http.Request) {
+	c := geminiCallOf(r.Context())
+	if c == nil {
+		c = &geminiCall{method: geminiResume, sse: true}
+		r = r.WithContext(context.WithValue(r.Context(), geminiCallKey{}, c))
+	}
+	gw := &geminiWriter{w: w, rc: http.NewResponseController(w), call: c, header: http.Header{}}
+	return gw, r
+}
+
+// markGeminiResume marks a request for the stream URL that carries its
+// key as a Gemini client does (x-goog-api-key, or ?key=, which is moved
+// off the URL here): it is answered in Gemini's shape, even when there
+// is no stream to replay (serveStream). The mark is made before the key
+// is checked, which takes the credential header off the request.
+func markGeminiResume(r *http.Request) *http.Request {
+	takeQueryKey(r)
+	if r.Header.Get(gemini.AuthHeader) == "" {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), geminiCallKey{}, &geminiCall{method: geminiResume, sse: true}))
 }
 
 // geminiBody reads the client's Gemini body and translates it into the
@@ -342,6 +390,10 @@ func (g *geminiWriter) translateStream(pr *io.PipeReader) {
 			}
 			break
 		}
+		if g.call.skip > 0 && g.call.sse && ev.Type != "error" {
+			g.call.skip-- // the client has it (a replay after a position)
+			continue
+		}
 		raw := ev.Raw
 		if ev.Type == "error" && g.call.sse {
 			raw = sseAndBareError(ev)
@@ -393,6 +445,8 @@ func (g *geminiWriter) translate(status int, body []byte) (int, []byte) {
 	var err error
 	out := body
 	switch g.call.method {
+	case geminiResume:
+		return status, body // the stream URL's DELETE: the relay's own JSON
 	case geminiList:
 		var list struct {
 			Data []struct {

@@ -185,8 +185,12 @@ func TestGeminiUpstreamOpenAIClient(t *testing.T) {
 			t.Errorf("after the 429: %q", strings.Join(s.content, ""))
 		}
 	})
-	log := readLog(t, logFile)
-	mustContain(t, log, `"failures":["gembusy`, `"failures":["gem429`)
+	// The relay logs a request once it is through, which may be just
+	// after its client read the end.
+	waitFor(t, 5*time.Second, "the last request's log line", func() bool {
+		return strings.Contains(readLog(t, logFile), `"failures":["gem429`)
+	})
+	mustContain(t, readLog(t, logFile), `"failures":["gembusy`, `"failures":["gem429`)
 }
 
 // TestGeminiUpstreamWire: what a Gemini target gets (the key in
@@ -217,6 +221,11 @@ func TestGeminiUpstreamWire(t *testing.T) {
 		}
 		model limited {
 			to fake limited-model
+		}
+		model g3-edited {
+			to fake gemini-3-pro {
+				set generationConfig.temperature 0.25
+			}
 		}
 	}`)
 	// A Gemini client's tool loop, with the signature on the call.
@@ -266,10 +275,23 @@ func TestGeminiUpstreamWire(t *testing.T) {
 	// has no place for is kept.
 	mustContain(t, string(raw), `"safetySettings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_NONE"}]`,
 		`"topK":7`, `"includeThoughts":true`, `"id":"fc_1"`)
+	// A target with an edit gets the body translated from the Chat pivot,
+	// the edit applied: what Chat has no place for is put back
+	// (gemini.KeepNative), the call's arguments and signature are there.
+	resp = geminiPost(t, "/v1beta/models/g3-edited:generateContent", body, "x-goog-api-key", geminiRelayKey)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if s := up.requests(); len(s) != 2 {
+		t.Fatalf("%d requests", len(s))
+	} else {
+		edited, _ := json.Marshal(s[1].body)
+		mustContain(t, string(edited), `"safetySettings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_NONE"}]`,
+			`"topK":7`, `"includeThoughts":true`, `"temperature":0.25`, `"args":{"city":"Paris"}`, `"thoughtSignature":"`+sig+`"`)
+	}
 	resp = geminiPost(t, "/v1beta/models/g3:streamGenerateContent?alt=sse", body, "x-goog-api-key", geminiRelayKey)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if s := up.requests(); len(s) != 2 || s[1].path != "/v1beta/models/gemini-3-pro:streamGenerateContent" || s[1].query != "alt=sse" || !jsonSame(s[1].body, got.body) {
+	if s := up.requests(); len(s) != 3 || s[2].path != "/v1beta/models/gemini-3-pro:streamGenerateContent" || s[2].query != "alt=sse" || !jsonSame(s[2].body, got.body) {
 		t.Errorf("a Gemini client's stream: %d requests, the last to %q?%q", len(s), s[len(s)-1].path, s[len(s)-1].query)
 	}
 
@@ -277,7 +299,7 @@ func TestGeminiUpstreamWire(t *testing.T) {
 	resp = geminiPost(t, "/v1/chat/completions", `{"model":"g3","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer "+geminiRelayKey)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if s := up.requests(); len(s) != 3 || s[2].path != "/v1beta/models/gemini-3-pro:streamGenerateContent" || s[2].query != "alt=sse" {
+	if s := up.requests(); len(s) != 4 || s[3].path != "/v1beta/models/gemini-3-pro:streamGenerateContent" || s[3].query != "alt=sse" {
 		t.Errorf("the stream went to %q ? %q", s[len(s)-1].path, s[len(s)-1].query)
 	}
 

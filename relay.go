@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -341,6 +342,9 @@ func (h *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if gc, prefix := geminiCallFor(r); gc != nil {
 		h.serveGemini(w, r, gc, prefix) // gemini.go
 		return nil
+	}
+	if strings.Contains(r.URL.Path, "/v1/"+restStreams) {
+		r = markGeminiResume(r) // gemini.go
 	}
 	h.serve(w, r)
 	return nil

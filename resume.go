@@ -233,6 +233,12 @@ func requestHash(r *http.Request, raw []byte) string {
 	s.Write([]byte{0})
 	s.Write([]byte(r.URL.EscapedPath()))
 	s.Write([]byte{0})
+	if geminiCallOf(r.Context()) != nil {
+		// A Gemini client's request is served as the Chat request it
+		// stands for: its stream is not a Chat client's to join.
+		s.Write([]byte(journalDialectGemini))
+		s.Write([]byte{0})
+	}
 	s.Write(canonicalBody(raw))
 	return hex.EncodeToString(s.Sum(nil)[:16])
 }
@@ -504,6 +510,9 @@ func (h *Relay) startJournal(w http.ResponseWriter, r *http.Request, req *reques
 	if st == nil {
 		now := time.Now()
 		m.ID, m.Owner, m.Dialect, m.Created = journal.NewID(), req.key, req.ep.dialect.String(), now
+		if geminiCallOf(r.Context()) != nil {
+			m.Dialect = journalDialectGemini // its replays are translated (gemini.go)
+		}
 		if st = rs.store.Create(m, now); st == nil {
 			return nil, w, r
 		}

@@ -212,6 +212,14 @@ func (h *Relay) serveStream(w http.ResponseWriter, r *http.Request, req *request
 		return
 	}
 	st := h.findStream(req, id)
+	if st != nil && st.Info().Dialect == journalDialectGemini || st == nil && geminiCallOf(r.Context()) != nil {
+		// A Gemini client's stream is replayed in Gemini's shape, and a
+		// Gemini client is refused in it.
+		var gw *geminiWriter
+		gw, r = geminiStreamWriter(w, r)
+		defer gw.finish()
+		w = gw
+	}
 	if st == nil {
 		h.reject(w, req, errStreamNotFound(id))
 		return
@@ -351,6 +359,15 @@ func (h *Relay) replay(w http.ResponseWriter, r *http.Request, req *requestState
 	info := st.Info()
 	req.ep.dialect = dialectNamed(info.Dialect)
 	req.resumeStream = info.ID
+	resumedAfter := after
+	if info.Dialect == journalDialectGemini {
+		// A Gemini stream's position counts its own events, and it is
+		// translated again from the journal's start (geminiCall.skip).
+		if c := geminiCallOf(r.Context()); c != nil {
+			c.skip = int(min(after, 1<<30))
+		}
+		after = 0
+	}
 	check, cancel := context.WithCancel(r.Context())
 	cancel()
 	if _, _, err := st.Follow(check, after, 1, nil); errors.Is(err, journal.ErrTrimmed) {
@@ -358,11 +375,11 @@ func (h *Relay) replay(w http.ResponseWriter, r *http.Request, req *requestState
 		return
 	}
 	hdr := w.Header()
+	hdr.Set("X-Relay-Resumed-After", strconv.FormatUint(resumedAfter, 10))
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Relay-Stream-Id", info.ID)
 	hdr.Set("X-Relay-Stream", streamURL(r, info.ID))
-	hdr.Set("X-Relay-Resumed-After", strconv.FormatUint(after, 10))
 	req.status, req.stream = http.StatusOK, true
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)

@@ -269,7 +269,9 @@ type requestBody struct {
 	// native is a Gemini client's own body (gemini.go), which a Gemini
 	// target gets as it is when nothing was changed in the Chat body it
 	// was translated into: what Chat has no place for (includeThoughts
-	// without a budget, safetySettings, topK, ...) is kept. nil: none.
+	// without a budget, safetySettings, topK, ...) is kept. When the
+	// relay changed something, the translation gets those back
+	// (gemini.KeepNative). nil: none.
 	native []byte
 }
 
@@ -424,6 +426,13 @@ func (rb *requestBody) forTargetByMap(t *target, x exchange) (payload, error) {
 		}
 		if b, err = x.translateRequest(b); err != nil {
 			return payload{}, err
+		}
+		if rb.native != nil && x.upstream == dialectGemini {
+			// A Gemini client's request the relay changed, for a
+			// Gemini target: what Chat has no place for is put back.
+			if b, err = gemini.KeepNative(b, rb.native); err != nil {
+				return payload{}, err
+			}
 		}
 		fields = nil
 		if err := json.Unmarshal(b, &fields); err != nil {
