@@ -227,6 +227,11 @@ func TestGeminiUpstreamWire(t *testing.T) {
 				set generationConfig.temperature 0.25
 			}
 		}
+		model g3-thoughts {
+			to fake gemini-3-pro {
+				set generationConfig.thinkingConfig.includeThoughts true
+			}
+		}
 	}`)
 	// A Gemini client's tool loop, with the signature on the call.
 	body := `{"contents":[
@@ -302,6 +307,15 @@ func TestGeminiUpstreamWire(t *testing.T) {
 	if s := up.requests(); len(s) != 4 || s[3].path != "/v1beta/models/gemini-3-pro:streamGenerateContent" || s[3].query != "alt=sse" {
 		t.Errorf("the stream went to %q ? %q", s[len(s)-1].path, s[len(s)-1].query)
 	}
+
+	// A Chat client that asks for no reasoning gets Gemini's thoughts
+	// where the target says so (docs/gemini.md).
+	resp = geminiPost(t, "/v1/chat/completions", `{"model":"g3-thoughts","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer "+geminiRelayKey)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	s := up.requests()
+	thoughts, _ := json.Marshal(s[len(s)-1].body)
+	mustContain(t, string(thoughts), `"thinkingConfig":{"includeThoughts":true}`)
 
 	// Retry-After from the RetryInfo (no header).
 	resp = geminiPost(t, "/v1/chat/completions", `{"model":"limited","messages":[{"role":"user","content":"hi"}]}`, "Authorization", "Bearer "+geminiRelayKey)
