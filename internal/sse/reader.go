@@ -214,7 +214,8 @@ func (r *Reader) scan() bool {
 	buf := r.buf[:r.w]
 	if !r.bomDone {
 		n := r.w // r.r == 0 before the first block
-		more := r.err == nil || r.err == ErrPending // bytes may follow
+		// More bytes may follow: the stream has not ended or failed.
+		more := r.err == nil || r.err == ErrPending
 		if n < len(bom) && more && bytes.HasPrefix(bom, buf[:n]) {
 			return false // need more bytes to decide
 		}
