@@ -82,3 +82,26 @@ func benchStream(b *testing.B, text string, tr func(sse.Source, chat.Options) ss
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
 }
+
+// benchChatShort is a short answer as relaybench -translate-gemini's
+// simulator sends it: the role chunk, 4 reasoning and 16 content deltas,
+// the finish chunk, the usage chunk, [DONE]. Per stream, the chunks off
+// the text deltas' hot path weigh most.
+func benchChatShort() string {
+	var b strings.Builder
+	head := `data: {"id":"chatcmpl-B","object":"chat.completion.chunk","created":1,"model":"sim-chat","choices":[{"index":0,"delta":`
+	tail := `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+	b.WriteString(head + `{"role":"assistant","content":""}` + tail)
+	for i := range 4 {
+		b.WriteString(head + `{"reasoning_content":` + jsonStr(benchWords[i%len(benchWords)]) + `}` + tail)
+	}
+	for i := range 16 {
+		b.WriteString(head + `{"content":` + jsonStr(benchWords[i%len(benchWords)]) + `}` + tail)
+	}
+	b.WriteString(head + `{},"logprobs":null,"finish_reason":"stop"}]}` + "\n\n")
+	b.WriteString(`data: {"id":"chatcmpl-B","object":"chat.completion.chunk","created":1,"model":"sim-chat","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":20,"total_tokens":29,"completion_tokens_details":{"reasoning_tokens":4}}}` + "\n\n")
+	b.WriteString("data: [DONE]\n\n")
+	return b.String()
+}
+
+func BenchmarkFromChatStreamShort(b *testing.B) { benchStream(b, benchChatShort(), FromChatStream) }

@@ -52,11 +52,15 @@ type geminiStream struct {
 	sse.Pump
 	opt chat.Options
 
-	started bool   // the chunks' id and model are known
-	tail    []byte // `],"role":"model"},"index":0}],"modelVersion":…,"responseId":…}`, built once
-	calls   []streamCall
-	finish  string // the Chat finish_reason, "" until one came
-	usage   *chatUsageIn
+	started  bool   // the chunks' id and model are known
+	tail     []byte // `],"role":"model"},"index":0}],"modelVersion":…,"responseId":…}`, built once
+	calls    []streamCall
+	finish   string // the Chat finish_reason, "" until one came
+	usage    chatUsageIn
+	hasUsage bool // a usage chunk came: usage is its
+
+	chunk     chatChunk   // the chunk being read, reused
+	fastUsage chatUsageIn // the usage of the chunk being read
 
 	first   chat.FirstChoice // the fast path's check of the choice index
 	delta   chat.Delta       // the slow path's chunk, its slices reused
@@ -100,7 +104,7 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 	}
 	// The hot path: text and reasoning deltas of the first choice,
 	// recognised without allocating by the pacer's own classifier.
-	if s.started {
+	if s.started && !slowOnly {
 		c, scratch := pace.Classify(ev, s.scratch[:0])
 		s.scratch = scratch
 		if c.Kind == pace.KindText && s.first.IsZero(ev.Data, c.Prefix, c.Suffix) {
@@ -111,16 +115,28 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 	if ev.Type != "error" && isBlank(ev.Data) {
 		return
 	}
-	var c chatChunk
-	if err := json.Unmarshal(ev.Data, &c); err != nil || !isJSONObject(ev.Data) {
-		if _, ok := err.(*json.UnmarshalTypeError); (!ok || !isJSONObject(ev.Data)) && ev.Type != "error" {
-			s.unreadable(ev, &chat.UnreadableError{Reason: "the chunk is not a JSON object"})
+	c := &s.chunk
+	*c = chatChunk{}
+	hasUsage, fast := false, false
+	if ev.Type != "error" {
+		// The other chunks' hot path (stream_gemini_fast.go).
+		hasUsage, fast = s.fastChunk(ev.Data, c, &s.fastUsage, s.started)
+	}
+	if !fast {
+		*c = chatChunk{}
+		if err := json.Unmarshal(ev.Data, c); err != nil || !isJSONObject(ev.Data) {
+			if _, ok := err.(*json.UnmarshalTypeError); (!ok || !isJSONObject(ev.Data)) && ev.Type != "error" {
+				s.unreadable(ev, &chat.UnreadableError{Reason: "the chunk is not a JSON object"})
+				return
+			}
+		}
+		if ev.Type == "error" || !isNullOrAbsent(c.Error) || c.Object == "error" {
+			s.fail(ev.Data)
 			return
 		}
-	}
-	if ev.Type == "error" || !isNullOrAbsent(c.Error) || c.Object == "error" {
-		s.fail(ev.Data)
-		return
+		if c.Usage != nil {
+			hasUsage, s.fastUsage = true, *c.Usage
+		}
 	}
 	if err := chat.ReadDelta(c.Choices, &s.delta); err != nil {
 		s.unreadable(ev, err)
@@ -130,8 +146,8 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 	if c.ID != "" || c.Model != "" || len(d.Pieces) > 0 || len(d.Calls) > 0 || d.Finish != "" {
 		s.begin(c.ID, c.Model)
 	}
-	if c.Usage != nil {
-		s.usage = c.Usage
+	if hasUsage {
+		s.usage, s.hasUsage = s.fastUsage, true
 	}
 	for _, p := range d.Pieces {
 		s.text(p.Channel == chat.ChanReasoning, []byte(p.Text))
@@ -237,7 +253,8 @@ func (s *geminiStream) done() {
 	b = append(b, `],"role":"model"},"finishReason":`...)
 	b = pace.AppendString(b, []byte(GeminiFinishReason(s.finish)))
 	b = append(b, `,"index":0}]`...)
-	if u := s.usage; u != nil {
+	if s.hasUsage {
+		u := &s.usage
 		um := usageMetadata(u.PromptTokens, u.CompletionTokens, u.TotalTokens,
 			max(u.PromptTokensDetails.CachedTokens, u.PromptCacheHitTokens), u.CompletionTokensDetails.ReasoningTokens)
 		b = append(b, `,"usageMetadata":`...)
