@@ -203,11 +203,10 @@ func (h *Relay) geminiBody(r *http.Request, c *geminiCall) ([]byte, *apiError) {
 		c.native = raw
 	}
 	var body []byte
-	if err == nil {
-		body, err = gemini.ToChatRequest(raw, chat.Options{Model: c.model})
-	}
 	if err == nil && c.method == geminiStream {
-		body, err = gemini.MarkStream(body)
+		body, err = gemini.ToChatStreamRequest(raw, chat.Options{Model: c.model})
+	} else if err == nil {
+		body, err = gemini.ToChatRequest(raw, chat.Options{Model: c.model})
 	}
 	if err == nil && c.method == geminiCount {
 		body, err = anthropic.FromChatRequest(body, chat.Options{MaxTokensField: "max_tokens"})

@@ -16,8 +16,8 @@ import (
 // SDKs) whose chain reaches a Chat provider. The model is in the
 // client's path, not its body: opt.Model names it ("" leaves Chat's model
 // out, for the caller to set). The method is in the path too: the Chat
-// request never says stream, and the relay marks it with MarkStream for
-// a :streamGenerateContent call. opt.MaxTokensField names the output
+// request never says stream; ToChatStreamRequest makes the one of a
+// :streamGenerateContent call. opt.MaxTokensField names the output
 // limit.
 //
 //	Gemini                                  Chat Completions
@@ -72,6 +72,11 @@ import (
 // reasoning or does not), thought signatures on other parts than calls,
 // and any member this table does not name.
 func ToChatRequest(body []byte, opt chat.Options) ([]byte, error) {
+	return toChatRequest(body, opt, false)
+}
+
+// toChatRequest is ToChatRequest, and ToChatStreamRequest with stream.
+func toChatRequest(body []byte, opt chat.Options, stream bool) ([]byte, error) {
 	var in generateRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, notValid("Gemini", err)
@@ -116,21 +121,21 @@ func ToChatRequest(body []byte, opt chat.Options) ([]byte, error) {
 	if err := in.toolsToChat(&out); err != nil {
 		return nil, err
 	}
+	if stream {
+		out.Stream, out.StreamOptions = true, streamWithUsage
+	}
 	return marshal(out), nil
 }
 
-// MarkStream makes a Chat request (ToChatRequest's) ask for a stream with
-// its usage: what a Gemini client asks for with :streamGenerateContent in
-// its path.
-func MarkStream(chatBody []byte) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(chatBody, &m); err != nil {
-		return nil, fmt.Errorf("marking a Chat request as a stream: %w", err)
-	}
-	m["stream"] = json.RawMessage("true")
-	m["stream_options"] = json.RawMessage(`{"include_usage":true}`)
-	return marshal(m), nil
+// ToChatStreamRequest is ToChatRequest for a :streamGenerateContent call:
+// the Chat request asks for a stream with its usage ("stream":true,
+// "stream_options":{"include_usage":true}), made in the same pass.
+func ToChatStreamRequest(body []byte, opt chat.Options) ([]byte, error) {
+	return toChatRequest(body, opt, true)
 }
+
+// streamWithUsage is the stream_options of ToChatStreamRequest's request.
+var streamWithUsage = json.RawMessage(`{"include_usage":true}`)
 
 // chatRequestOut is the Chat Completions request ToChatRequest writes.
 type chatRequestOut struct {
@@ -148,6 +153,8 @@ type chatRequestOut struct {
 	ReasoningEffort     string            `json:"reasoning_effort,omitempty"`
 	Tools               []chat.Tool       `json:"tools,omitempty"`
 	ToolChoice          json.RawMessage   `json:"tool_choice,omitempty"`
+	Stream              bool              `json:"stream,omitempty"`
+	StreamOptions       json.RawMessage   `json:"stream_options,omitempty"`
 }
 
 // chatMessageOut is any Chat message ToChatRequest writes.
