@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -85,12 +86,13 @@ func benchStream(b *testing.B, text string, tr func(sse.Source, chat.Options) ss
 
 // benchChatShort is a short answer as relaybench -translate-gemini's
 // simulator sends it: the role chunk, 4 reasoning and 16 content deltas,
-// the finish chunk, the usage chunk, [DONE]. Per stream, the chunks off
+// the finish chunk, the usage chunk, [DONE] (every chunk before it with
+// "usage":null, as include_usage asks of OpenAI). Per stream, the chunks off
 // the text deltas' hot path weigh most.
 func benchChatShort() string {
 	var b strings.Builder
 	head := `data: {"id":"chatcmpl-B","object":"chat.completion.chunk","created":1,"model":"sim-chat","choices":[{"index":0,"delta":`
-	tail := `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+	tail := `,"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n"
 	b.WriteString(head + `{"role":"assistant","content":""}` + tail)
 	for i := range 4 {
 		b.WriteString(head + `{"reasoning_content":` + jsonStr(benchWords[i%len(benchWords)]) + `}` + tail)
@@ -98,10 +100,25 @@ func benchChatShort() string {
 	for i := range 16 {
 		b.WriteString(head + `{"content":` + jsonStr(benchWords[i%len(benchWords)]) + `}` + tail)
 	}
-	b.WriteString(head + `{},"logprobs":null,"finish_reason":"stop"}]}` + "\n\n")
+	b.WriteString(head + `{},"logprobs":null,"finish_reason":"stop"}],"usage":null}` + "\n\n")
 	b.WriteString(`data: {"id":"chatcmpl-B","object":"chat.completion.chunk","created":1,"model":"sim-chat","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":20,"total_tokens":29,"completion_tokens_details":{"reasoning_tokens":4}}}` + "\n\n")
 	b.WriteString("data: [DONE]\n\n")
 	return b.String()
 }
 
 func BenchmarkFromChatStreamShort(b *testing.B) { benchStream(b, benchChatShort(), FromChatStream) }
+
+// TestFromChatStreamHotPaths: every chunk of the usual Chat stream
+// (benchChatShort, as OpenAI and the simulator send it: "usage":null on
+// each chunk but the last) takes a hot path; none is left to
+// json.Unmarshal.
+func TestFromChatStreamHotPaths(t *testing.T) {
+	src := FromChatStream(&sliceSource{evs: parseAll(t, benchChatShort())}, chat.Options{Model: "m"})
+	evs, err := drain(src)
+	if err != io.EOF || len(evs) != 21 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	if n := src.(*geminiStream).slowChunks; n != 0 {
+		t.Errorf("%d chunks read by the slow path", n)
+	}
+}

@@ -61,6 +61,9 @@ type geminiStream struct {
 
 	chunk     chatChunk   // the chunk being read, reused
 	fastUsage chatUsageIn // the usage of the chunk being read
+	// slowChunks counts the chunks json.Unmarshal read, for the test
+	// that the usual ones take the hot paths.
+	slowChunks int
 
 	first   chat.FirstChoice // the fast path's check of the choice index
 	delta   chat.Delta       // the slow path's chunk, its slices reused
@@ -123,6 +126,7 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 		hasUsage, fast = s.fastChunk(ev.Data, c, &s.fastUsage, s.started)
 	}
 	if !fast {
+		s.slowChunks++
 		*c = chatChunk{}
 		if err := json.Unmarshal(ev.Data, c); err != nil || !isJSONObject(ev.Data) {
 			if _, ok := err.(*json.UnmarshalTypeError); (!ok || !isJSONObject(ev.Data)) && ev.Type != "error" {

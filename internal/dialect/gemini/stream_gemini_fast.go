@@ -66,7 +66,10 @@ func (s *geminiStream) fastChunk(data []byte, c *chatChunk, u *chatUsageIn, name
 				c.Choices = b[vs:e]
 			}
 			return e
-		case 4: // usage
+		case 4: // usage: null on every chunk but the last with include_usage
+			if jsonscan.IsNull(b, vs) {
+				return vs + len("null")
+			}
 			if b[vs] != '{' {
 				return -1
 			}
