@@ -3,6 +3,7 @@ package gemini
 import (
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -120,5 +121,27 @@ func TestFromChatStreamHotPaths(t *testing.T) {
 	}
 	if n := src.(*geminiStream).slowChunks; n != 0 {
 		t.Errorf("%d chunks read by the slow path", n)
+	}
+	// Written in place (push), each event is the one streamEvents makes.
+	for i, ev := range evs {
+		if want := streamEvents.Event("", ev.Data).Clone(); !reflect.DeepEqual(ev, want) {
+			t.Errorf("event %d: %+v, want %+v", i, ev, want)
+		}
+	}
+}
+
+// TestAppendUsage: appendUsage writes what marshal writes, for counts
+// zero (omitted), negative and large.
+func TestAppendUsage(t *testing.T) {
+	vals := []int{0, 1, -3, 42, 1 << 40}
+	for i := range 6 * len(vals) {
+		var u UsageMetadata
+		n := []*int{&u.PromptTokenCount, &u.CandidatesTokenCount, &u.TotalTokenCount, &u.CachedContentTokenCount, &u.ToolUsePromptTokenCount, &u.ThoughtsTokenCount}
+		for j, p := range n {
+			*p = vals[(i+j*(i/len(vals)+1))%len(vals)]
+		}
+		if got, want := string(appendUsage(nil, u)), string(marshal(u)); got != want {
+			t.Errorf("%+v: %s, want %s", u, got, want)
+		}
 	}
 }

@@ -44,7 +44,8 @@ import (
 // errors, io.EOF included, are returned as they are once the events made
 // before them are out. The returned Source forwards BeforeRead to src.
 func FromChatStream(src sse.Source, opt chat.Options) sse.Source {
-	return &geminiStream{Pump: sse.Pump{Src: src}, opt: opt}
+	// out sized for a short answer's events at once: it grows for more.
+	return &geminiStream{Pump: sse.Pump{Src: src}, opt: opt, out: make([]byte, 0, 1024)}
 }
 
 // geminiStream is FromChatStream's state.
@@ -68,7 +69,7 @@ type geminiStream struct {
 	first   chat.FirstChoice // the fast path's check of the choice index
 	delta   chat.Delta       // the slow path's chunk, its slices reused
 	scratch []byte           // decoded text of the fast path
-	buf     []byte           // the data being built
+	out     []byte           // the events being made (see push)
 }
 
 // streamCall is a tool call being gathered.
@@ -95,6 +96,7 @@ type chatChunk struct {
 
 // Handle translates one Chat chunk into s.Q.
 func (s *geminiStream) Handle(ev *sse.Event) {
+	s.out = s.out[:0] // the events made before are handed out
 	if !ev.HasData {
 		return // comments and data-less blocks: the relay sends its own keep-alives
 	}
@@ -209,7 +211,8 @@ func (s *geminiStream) begin(id, model string) {
 	if s.opt.ID != "" {
 		id = s.opt.ID
 	}
-	t := append([]byte(nil), `],"role":"model"},"index":0}],"modelVersion":`...)
+	t := make([]byte, 0, 80+len(model)+len(id))
+	t = append(t, `],"role":"model"},"index":0}],"modelVersion":`...)
 	t = pace.AppendString(t, []byte(model))
 	t = append(t, `,"responseId":`...)
 	t = pace.AppendString(t, []byte(id))
@@ -225,21 +228,23 @@ func (s *geminiStream) text(thought bool, text []byte) {
 		return
 	}
 	s.begin("", "")
-	b := append(s.buf[:0], chunkHead...)
+	start := s.open()
+	b := append(s.out, chunkHead...)
 	b = append(b, `{"text":`...)
 	b = pace.AppendString(b, text)
 	if thought {
 		b = append(b, `,"thought":true`...)
 	}
 	b = append(b, '}')
-	s.buf = append(b, s.tail...)
-	s.push(s.buf)
+	s.out = append(b, s.tail...)
+	s.push(start)
 }
 
 // done ends the stream at [DONE] with the chunk of the finishReason.
 func (s *geminiStream) done() {
 	s.begin("", "")
-	b := append(s.buf[:0], chunkHead...)
+	start := s.open()
+	b := append(s.out, chunkHead...)
 	if len(s.calls) == 0 {
 		b = append(b, `{"text":""}`...)
 	}
@@ -262,12 +267,12 @@ func (s *geminiStream) done() {
 		um := usageMetadata(u.PromptTokens, u.CompletionTokens, u.TotalTokens,
 			max(u.PromptTokensDetails.CachedTokens, u.PromptCacheHitTokens), u.CompletionTokensDetails.ReasoningTokens)
 		b = append(b, `,"usageMetadata":`...)
-		b = append(b, marshal(um)...)
+		b = appendUsage(b, um)
 	}
 	// The tail's modelVersion and responseId, after the candidates.
 	i := bytes.Index(s.tail, []byte(`,"modelVersion"`))
-	s.buf = append(b, s.tail[i:]...)
-	s.push(s.buf)
+	s.out = append(b, s.tail[i:]...)
+	s.push(start)
 	s.Err = io.EOF
 }
 
@@ -349,5 +354,61 @@ func (s *geminiStream) unreadable(ev *sse.Event, err error) {
 	}
 }
 
-// push queues a Gemini data event.
-func (s *geminiStream) push(data []byte) { s.Q.Push(streamEvents.Event("", data)) }
+// The events are written in s.out, one after the other, as
+// streamEvents.Event would write each (the same Event), without an
+// allocation each: open starts one, push ends it and queues it. s.out is
+// reused from the next Handle on, when the events before are handed out
+// (an event is valid until the next call to Next, as a Reader's).
+
+// open starts an event at the end of s.out; its data follows.
+func (s *geminiStream) open() (start int) {
+	start = len(s.out)
+	s.out = append(s.out, dataPrefix...)
+	return start
+}
+
+// push ends the event opened at start and queues it.
+func (s *geminiStream) push(start int) {
+	n := start + len(dataPrefix)
+	end := len(s.out)
+	s.out = append(s.out, '\n', '\n')
+	ev := streamEvents[""]
+	ev.Raw = s.out[start:len(s.out):len(s.out)]
+	ev.Data = s.out[n:end:end]
+	s.Q.Push(ev)
+}
+
+// dataPrefix starts a data event as streamEvents writes it.
+var dataPrefix = func() []byte {
+	raw := streamEvents[""].Raw
+	return raw[:len(raw)-2] // "data: " without the block's end
+}()
+
+// appendUsage appends u as marshal writes it (each count omitted when 0),
+// without encoding/json's reflection.
+func appendUsage(b []byte, u UsageMetadata) []byte {
+	b = append(b, '{')
+	first := true
+	for _, f := range [...]struct {
+		name string
+		n    int
+	}{
+		{`"promptTokenCount":`, u.PromptTokenCount},
+		{`"candidatesTokenCount":`, u.CandidatesTokenCount},
+		{`"totalTokenCount":`, u.TotalTokenCount},
+		{`"cachedContentTokenCount":`, u.CachedContentTokenCount},
+		{`"toolUsePromptTokenCount":`, u.ToolUsePromptTokenCount},
+		{`"thoughtsTokenCount":`, u.ThoughtsTokenCount},
+	} {
+		if f.n == 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, f.name...)
+		b = strconv.AppendInt(b, int64(f.n), 10)
+	}
+	return append(b, '}')
+}
