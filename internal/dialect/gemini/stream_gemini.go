@@ -66,10 +66,10 @@ type geminiStream struct {
 	// that the usual ones take the hot paths.
 	slowChunks int
 
-	first   chat.FirstChoice // the fast path's check of the choice index
-	delta   chat.Delta       // the slow path's chunk, its slices reused
-	scratch []byte           // decoded text of the fast path
-	out     []byte           // the events being made (see push)
+	delta   chat.Delta    // the chunk's choices as ReadDelta reads them, its slices reused
+	ft      fastTextDelta // the hot path's text delta (fastText)
+	scratch []byte        // decoded text of the hot path
+	out     []byte        // the events being made (see push)
 }
 
 // streamCall is a tool call being gathered.
@@ -107,16 +107,6 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 	if ev.Unterminated {
 		return // cut anywhere: dropped, so the stream ends as truncated
 	}
-	// The hot path: text and reasoning deltas of the first choice,
-	// recognised without allocating by the pacer's own classifier.
-	if s.started && !slowOnly {
-		c, scratch := pace.Classify(ev, s.scratch[:0])
-		s.scratch = scratch
-		if c.Kind == pace.KindText && s.first.IsZero(ev.Data, c.Prefix, c.Suffix) {
-			s.text(c.Channel == pace.ChanReasoning, c.Text)
-			return
-		}
-	}
 	if ev.Type != "error" && isBlank(ev.Data) {
 		return
 	}
@@ -125,7 +115,19 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 	hasUsage, fast := false, false
 	if ev.Type != "error" {
 		// The other chunks' hot path (stream_gemini_fast.go).
+		s.scratch = s.scratch[:0]
 		hasUsage, fast = s.fastChunk(ev.Data, c, &s.fastUsage, s.started)
+	}
+	if fast && s.ft.ok {
+		// A text delta (fastText): what the rest would make of it.
+		if c.ID != "" || c.Model != "" || len(s.ft.text) > 0 {
+			s.begin(c.ID, c.Model)
+		}
+		if hasUsage {
+			s.usage, s.hasUsage = s.fastUsage, true
+		}
+		s.text(s.ft.thought, s.ft.text)
+		return
 	}
 	if !fast {
 		s.slowChunks++

@@ -7,14 +7,14 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 )
 
-// The hot path of FromChatStream for the chunks that are not plain text
-// deltas (which pace.Classify recognises): the role chunk, the finish
-// chunk, the usage chunk, a tool call's fragments. Their top-level members
-// are read with jsonscan, which allocates nothing, instead of
-// json.Unmarshal; the choices go to chat.ReadDelta either way. Anything
-// it is not sure of (a key named twice, or like a known one in another
-// case, a member of another type than expected, an escaped or invalid
-// UTF-8 id or model, an error) goes to the slow path, which reads
+// The hot path of FromChatStream: a chunk's top-level members are read
+// with jsonscan, which allocates nothing, instead of json.Unmarshal, and
+// choices that are one text delta (nearly every chunk) by fastText, with
+// the text decoded into a reused buffer; other choices (the role chunk's,
+// the finish chunk's, a tool call's fragments) go to chat.ReadDelta.
+// Anything it is not sure of (a key named twice, or like a known one in
+// another case, a member of another type than expected, an escaped or
+// invalid UTF-8 id or model, an error) goes to the slow path, which reads
 // everything: FuzzFromChatStreamFastSlow checks that both agree.
 
 // chunkKeys are the members of a Chat chunk FromChatStream reads.
@@ -35,12 +35,13 @@ func (s *geminiStream) fastChunk(data []byte, c *chatChunk, u *chatUsageIn, name
 	if slowOnly {
 		return false, false
 	}
+	s.ft = fastTextDelta{}
 	b := data
 	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false, false
 	}
-	end := fastObject(b, i, 1, chunkKeys, func(k, vs int) int {
+	end := matchObject(b, i, 1, chunkKeys, func(k, vs int) int {
 		switch k {
 		case 0, 1, 2: // id, object, model: strings
 			e, esc := jsonscan.ScanString(b, vs)
@@ -60,7 +61,10 @@ func (s *geminiStream) fastChunk(data []byte, c *chatChunk, u *chatUsageIn, name
 				c.Model = string(v)
 			}
 			return e
-		case 3: // choices: chat.ReadDelta reads them
+		case 3: // choices: one text delta, else chat.ReadDelta reads them
+			if e := s.fastText(b, vs); e >= 0 {
+				return e
+			}
 			e := jsonscan.SkipValue(b, vs, 2)
 			if e >= 0 {
 				c.Choices = b[vs:e]
@@ -95,7 +99,7 @@ func (s *geminiStream) fastChunk(data []byte, c *chatChunk, u *chatUsageIn, name
 // -1 for anything but whole numbers that fit an int and objects.
 func fastUsage(b []byte, i int, u *chatUsageIn) int {
 	*u = chatUsageIn{}
-	return fastObject(b, i, 2, usageInKeys, func(k, vs int) int {
+	return matchObject(b, i, 2, usageInKeys, func(k, vs int) int {
 		switch k {
 		case 3, 4: // the details: one count each
 			if b[vs] != '{' {
@@ -105,7 +109,7 @@ func fastUsage(b []byte, i int, u *chatUsageIn) int {
 			if k == 4 {
 				keys, n = reasoningCountKey, &u.CompletionTokensDetails.ReasoningTokens
 			}
-			return fastObject(b, vs, 3, keys, func(_, vs int) int { return fastInt(b, vs, 4, n) })
+			return matchObject(b, vs, 3, keys, func(_, vs int) int { return fastInt(b, vs, 4, n) })
 		}
 		n := [...]*int{&u.PromptTokens, &u.CompletionTokens, &u.TotalTokens, 5: &u.PromptCacheHitTokens}[k]
 		return fastInt(b, vs, 3, n)
@@ -125,4 +129,117 @@ func fastInt(b []byte, i, depth int, n *int) int {
 	}
 	*n = v
 	return e
+}
+
+// fastTextDelta is what fastText read: ok, the choices were one text
+// delta, its text (decoded into s.scratch; "" says nothing) and channel.
+type fastTextDelta struct {
+	ok      bool
+	thought bool
+	text    []byte
+}
+
+// The key lists of chat.ReadDelta's reader, in its order: a key is
+// ambiguous (jsonscan.MatchKey) for the one as for the other.
+var (
+	choiceKeysFast = []string{"index", "delta", "message", "finish_reason"}
+	deltaKeysFast  = []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call"}
+)
+
+// fastText reads the choices at b[i] into s.ft when they are one text
+// delta as chat.ReadDelta reads it: one choice, its index 0 or none, its
+// finish_reason null or none, no message, and a delta with one text
+// member (content, reasoning_content or reasoning: a string) and no
+// other member ReadDelta reads. It returns their end, or -1 for
+// ReadDelta to read them.
+func (s *geminiStream) fastText(b []byte, i int) int {
+	if b[i] != '[' {
+		return -1
+	}
+	it := jsonscan.NewArrIter(b, i, 2)
+	vs, ok := it.Next()
+	if !ok || b[vs] != '{' {
+		return -1
+	}
+	ft := fastTextDelta{}
+	end := matchObject(b, vs, 3, choiceKeysFast, func(k, vs int) int {
+		switch k {
+		case 0: // index
+			e := jsonscan.SkipValue(b, vs, 4)
+			if e < 0 || string(b[vs:e]) != "0" {
+				return -1
+			}
+			return e
+		case 1: // delta
+			if b[vs] != '{' {
+				return -1
+			}
+			return matchObject(b, vs, 4, deltaKeysFast, func(k, vs int) int {
+				if k != 0 && k != 2 && k != 3 || ft.ok || b[vs] != '"' {
+					return -1 // refusal, calls, a second text, a text not a string
+				}
+				e, _ := jsonscan.ScanString(b, vs)
+				if e < 0 {
+					return -1
+				}
+				start := len(s.scratch)
+				var ok bool
+				s.scratch, _, ok = jsonscan.AppendUnquote(s.scratch, b[vs:e], false)
+				if !ok {
+					return -1
+				}
+				ft = fastTextDelta{ok: true, thought: k != 0, text: s.scratch[start:]}
+				return e
+			})
+		case 3: // finish_reason
+			if !jsonscan.IsNull(b, vs) {
+				return -1
+			}
+			return vs + len("null")
+		}
+		return -1 // message
+	})
+	if end < 0 || !ft.ok {
+		return -1
+	}
+	it.SetEnd(end)
+	if _, more := it.Next(); more || it.Err {
+		return -1
+	}
+	s.ft = ft
+	return it.Pos
+}
+
+// matchObject is fastObject (ToChatStream's) with jsonscan.MatchKey, as
+// chat.ReadDelta matches keys, and encoding/json (a key that decodes to a
+// name is that member; one equal to a name but for case, ambiguous).
+func matchObject(b []byte, i, depth int, keys []string, f func(k, vs int) int) int {
+	it := jsonscan.NewObjIter(b, i, depth)
+	var seen uint32
+	for {
+		ks, ke, vs, ok := it.Next()
+		if !ok {
+			break
+		}
+		k := jsonscan.MatchKey(b[ks:ke], keys)
+		switch {
+		case k == jsonscan.KeyAmbiguous:
+			return -1
+		case k < 0:
+			it.Skip()
+			continue
+		case seen&(1<<k) != 0:
+			return -1
+		}
+		seen |= 1 << k
+		end := f(k, vs)
+		if end < 0 {
+			return -1
+		}
+		it.SetEnd(end)
+	}
+	if it.Err {
+		return -1
+	}
+	return it.Pos
 }
