@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
@@ -99,7 +100,7 @@ func toChatRequest(body []byte, opt chat.Options, stream bool) ([]byte, error) {
 	}
 	var pend pending
 	for i, c := range in.Contents {
-		param := fmt.Sprintf("contents[%d]", i)
+		param := "contents[" + strconv.Itoa(i) + "]"
 		var msgs []json.RawMessage
 		var err error
 		switch c.Role {
@@ -241,7 +242,8 @@ func userToChat(parts []part, ci int, param string, pend *pending) ([]json.RawMe
 	var rest []chatPart
 	allText := true
 	for i, p := range parts {
-		pp := fmt.Sprintf("%s[%d]", param, i)
+		// The part's path, for an error only: made when one is.
+		pp := func() string { return param + "[" + strconv.Itoa(i) + "]" }
 		if err := refusePart(p, pp); err != nil {
 			return nil, err
 		}
@@ -249,7 +251,7 @@ func userToChat(parts []part, ci int, param string, pend *pending) ([]json.RawMe
 		case p.FunctionResponse != nil:
 			fr := p.FunctionResponse
 			if !isNullOrAbsent(fr.Parts) && string(bytes.TrimSpace(fr.Parts)) != "[]" {
-				return nil, reqErr(pp+".functionResponse.parts", "a function response with parts (images, files) is not translated to Chat Completions")
+				return nil, reqErr(pp()+".functionResponse.parts", "a function response with parts (images, files) is not translated to Chat Completions")
 			}
 			id, ok := pend.answer(fr.ID, fr.Name)
 			if !ok {
@@ -263,12 +265,12 @@ func userToChat(parts []part, ci int, param string, pend *pending) ([]json.RawMe
 			msgs = append(msgs, marshal(chatMessageOut{Role: "tool", ToolCallID: id, Content: responseText(fr.Response)}))
 		case p.InlineData != nil:
 			if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
-				return nil, reqErr(pp+".inlineData.mimeType", "inline data of type %q is not translated to Chat Completions (images are)", p.InlineData.MimeType)
+				return nil, reqErr(pp()+".inlineData.mimeType", "inline data of type %q is not translated to Chat Completions (images are)", p.InlineData.MimeType)
 			}
 			rest = append(rest, chatPart{Type: "image_url", ImageURL: &imageURL{URL: "data:" + p.InlineData.MimeType + ";base64," + p.InlineData.Data}})
 			allText = false
 		case p.FunctionCall != nil:
-			return nil, invalid(pp+".functionCall", "a user turn cannot call functions; function calls belong to model turns")
+			return nil, invalid(pp()+".functionCall", "a user turn cannot call functions; function calls belong to model turns")
 		case p.Thought:
 		case p.Text != nil:
 			if *p.Text != "" {
@@ -287,12 +289,12 @@ func userToChat(parts []part, ci int, param string, pend *pending) ([]json.RawMe
 }
 
 // refusePart refuses the parts no Chat message can carry.
-func refusePart(p part, param string) error {
+func refusePart(p part, param func() string) error {
 	switch {
 	case p.FileData != nil:
-		return reqErr(param+".fileData", "a file stored at Google (fileData) is not translated to Chat Completions; send it inline")
+		return reqErr(param()+".fileData", "a file stored at Google (fileData) is not translated to Chat Completions; send it inline")
 	case !isNullOrAbsent(p.ExecutableCode), !isNullOrAbsent(p.CodeExecutionResult):
-		return reqErr(param, "code execution runs at Google; a Chat Completions provider cannot carry it")
+		return reqErr(param(), "code execution runs at Google; a Chat Completions provider cannot carry it")
 	}
 	return nil
 }
@@ -319,7 +321,8 @@ func modelToChat(parts []part, ci int, param string, pend *pending) ([]json.RawM
 	var texts []string
 	var calls []chat.ToolCall
 	for i, p := range parts {
-		pp := fmt.Sprintf("%s[%d]", param, i)
+		// The part's path, for an error only: made when one is.
+		pp := func() string { return param + "[" + strconv.Itoa(i) + "]" }
 		if err := refusePart(p, pp); err != nil {
 			return nil, err
 		}
@@ -327,10 +330,10 @@ func modelToChat(parts []part, ci int, param string, pend *pending) ([]json.RawM
 		case p.FunctionCall != nil:
 			fc := p.FunctionCall
 			if fc.Name == "" {
-				return nil, invalid(pp+".functionCall.name", "a function call needs a name")
+				return nil, invalid(pp()+".functionCall.name", "a function call needs a name")
 			}
 			if !isNullOrAbsent(fc.Args) && !isObject(fc.Args) {
-				return nil, invalid(pp+".functionCall.args", "a function call's args must be an object")
+				return nil, invalid(pp()+".functionCall.args", "a function call's args must be an object")
 			}
 			base := fc.ID
 			if base == "" {
@@ -340,9 +343,9 @@ func modelToChat(parts []part, ci int, param string, pend *pending) ([]json.RawM
 			pend.calls = append(pend.calls, pendingCall{id: id, base: fc.ID, name: fc.Name})
 			calls = append(calls, chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: fc.Name, Arguments: compactJSON(fc.Args)}})
 		case p.FunctionResponse != nil:
-			return nil, invalid(pp+".functionResponse", "a model turn cannot answer a function call; function responses belong to user turns")
+			return nil, invalid(pp()+".functionResponse", "a model turn cannot answer a function call; function responses belong to user turns")
 		case p.InlineData != nil:
-			return nil, reqErr(pp+".inlineData", "a model turn's inline data is not translated to Chat Completions")
+			return nil, reqErr(pp()+".inlineData", "a model turn's inline data is not translated to Chat Completions")
 		case p.Thought:
 			// Reasoning: a Chat provider takes none back.
 		case p.Text != nil:
