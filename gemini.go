@@ -158,7 +158,12 @@ func takeQueryKey(r *http.Request) {
 // Anthropic request it stands for, and translates the answer back.
 func (h *Relay) serveGemini(w http.ResponseWriter, r *http.Request, c *geminiCall, prefix string) {
 	takeQueryKey(r)
-	r2 := r.Clone(context.WithValue(r.Context(), geminiCallKey{}, c))
+	// A shallow copy with its own URL (r.Clone's deep copy of the headers
+	// only where they change: the relay reads a request's headers, never
+	// writes them).
+	r2 := r.WithContext(context.WithValue(r.Context(), geminiCallKey{}, c))
+	u := *r.URL
+	r2.URL = &u
 	r2.URL.RawQuery = "" // alt=sse is Gemini's: the upstream gets none
 	r2.URL.RawPath = ""
 	if c.method == geminiList {
@@ -172,8 +177,11 @@ func (h *Relay) serveGemini(w http.ResponseWriter, r *http.Request, c *geminiCal
 		}
 		r2.Body = io.NopCloser(bytes.NewReader(body))
 		r2.ContentLength = int64(len(body))
-		r2.Header.Set("Content-Type", "application/json")
-		r2.Header.Del("Content-Encoding")
+		if r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Content-Encoding") != "" {
+			r2.Header = r.Header.Clone()
+			r2.Header.Set("Content-Type", "application/json")
+			r2.Header.Del("Content-Encoding")
+		}
 	}
 	r2.RequestURI = r2.URL.RequestURI()
 	gw := &geminiWriter{w: w, rc: http.NewResponseController(w), call: c, header: http.Header{}}
