@@ -122,6 +122,11 @@ func TestFromChatStreamHotPaths(t *testing.T) {
 	if n := src.(*geminiStream).slowChunks; n != 0 {
 		t.Errorf("%d chunks read by the slow path", n)
 	}
+	// The first reasoning delta and the first content delta are read
+	// whole; the 18 others like the one before (memoText).
+	if n := src.(*geminiStream).memoHits; n != 18 {
+		t.Errorf("%d text deltas read by memoText, want 18", n)
+	}
 	// Written in place (push), each event is the one streamEvents makes.
 	for i, ev := range evs {
 		if want := streamEvents.Event("", ev.Data).Clone(); !reflect.DeepEqual(ev, want) {
@@ -143,5 +148,19 @@ func TestAppendUsage(t *testing.T) {
 		if got, want := string(appendUsage(nil, u)), string(marshal(u)); got != want {
 			t.Errorf("%+v: %s, want %s", u, got, want)
 		}
+	}
+}
+
+// TestFromChatStreamMemo: a chunk like the last text delta but for what
+// stands where its text stood is read by memoText only when that is one
+// string; otherwise as it is (here: a second content member, a cut
+// string, a number, an escaped quote), as the slow path reads it.
+func TestFromChatStreamMemo(t *testing.T) {
+	head := `data: {"id":"c","choices":[{"index":0,"delta":{"content":`
+	tail := `},"finish_reason":null}],"usage":null}` + "\n\n"
+	for _, lit := range []string{`"a","content":"b"`, `"a`, `7`, `"a\"b"`, `"\ud800x"`, `""`, `"a"  `, `"a"` + "\n\n"} {
+		in := head + `"x"` + tail + head + lit + tail + head + `"y"` + tail +
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
+		t.Run(lit, func(t *testing.T) { checkFromChatFastSlow(t, []byte(in)) })
 	}
 }

@@ -62,14 +62,19 @@ type geminiStream struct {
 
 	chunk     chatChunk   // the chunk being read, reused
 	fastUsage chatUsageIn // the usage of the chunk being read
-	// slowChunks counts the chunks json.Unmarshal read, for the test
-	// that the usual ones take the hot paths.
-	slowChunks int
+	// slowChunks counts the chunks json.Unmarshal read, memoHits those
+	// memoText read, for the test that the usual ones take the hot paths.
+	slowChunks, memoHits int
 
-	delta   chat.Delta    // the chunk's choices as ReadDelta reads them, its slices reused
-	ft      fastTextDelta // the hot path's text delta (fastText)
-	scratch []byte        // decoded text of the hot path
-	out     []byte        // the events being made (see push)
+	delta chat.Delta    // the chunk's choices as ReadDelta reads them, its slices reused
+	ft    fastTextDelta // the hot path's text delta (fastText)
+	memo  struct {      // the last text delta, around its text (memoText)
+		ok       bool
+		thought  bool
+		pre, suf []byte
+	}
+	scratch []byte // decoded text of the hot path
+	out     []byte // the events being made (see push)
 }
 
 // streamCall is a tool call being gathered.
@@ -113,8 +118,16 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 	c := &s.chunk
 	*c = chatChunk{}
 	hasUsage, fast := false, false
+	if ev.Type != "error" && s.started && !slowOnly {
+		// Another text delta like the last (memoText).
+		if text, thought, ok := s.memoText(ev.Data); ok {
+			s.memoHits++
+			s.text(thought, text)
+			return
+		}
+	}
 	if ev.Type != "error" {
-		// The other chunks' hot path (stream_gemini_fast.go).
+		// The hot path (stream_gemini_fast.go).
 		s.scratch = s.scratch[:0]
 		hasUsage, fast = s.fastChunk(ev.Data, c, &s.fastUsage, s.started)
 	}
@@ -127,6 +140,9 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 			s.usage, s.hasUsage = s.fastUsage, true
 		}
 		s.text(s.ft.thought, s.ft.text)
+		if s.started && !hasUsage {
+			s.remember(ev.Data)
+		}
 		return
 	}
 	if !fast {

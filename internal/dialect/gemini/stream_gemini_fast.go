@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"strconv"
 	"unicode/utf8"
 
@@ -137,6 +138,38 @@ type fastTextDelta struct {
 	ok      bool
 	thought bool
 	text    []byte
+	lit     [2]int // the text's string literal in the chunk: data[lit[0]:lit[1]]
+}
+
+// The text deltas of a stream differ in their text only: the chunk's
+// bytes before its string literal and after it are the same each time
+// (the id, the model, the key, the choice's other members). So once
+// fastText read one, its bytes around the text are kept (memo), and a
+// chunk that has the same bytes around one string literal is the same
+// delta with that text: memoText reads just the literal. Whatever the
+// literal holds, it is one JSON string in the same place, so the chunk
+// parses as the kept one did.
+
+// remember keeps the chunk fastText just read as the memo.
+func (s *geminiStream) remember(data []byte) {
+	s.memo.pre = append(s.memo.pre[:0], data[:s.ft.lit[0]]...)
+	s.memo.suf = append(s.memo.suf[:0], data[s.ft.lit[1]:]...)
+	s.memo.thought, s.memo.ok = s.ft.thought, true
+}
+
+// memoText reads data as the memo's delta with another text: ok is false
+// when data is not one.
+func (s *geminiStream) memoText(data []byte) (text []byte, thought, ok bool) {
+	m := &s.memo
+	i, j := len(m.pre), len(data)-len(m.suf)
+	if !m.ok || j-i < 2 || !bytes.HasPrefix(data, m.pre) || !bytes.HasSuffix(data, m.suf) || data[i] != '"' {
+		return nil, false, false
+	}
+	if e, _ := jsonscan.ScanString(data, i); e != j {
+		return nil, false, false
+	}
+	s.scratch, _, ok = jsonscan.AppendUnquote(s.scratch[:0], data[i:j], false)
+	return s.scratch, m.thought, ok
 }
 
 // The key lists of chat.ReadDelta's reader, in its order: a key is
@@ -188,7 +221,7 @@ func (s *geminiStream) fastText(b []byte, i int) int {
 				if !ok {
 					return -1
 				}
-				ft = fastTextDelta{ok: true, thought: k != 0, text: s.scratch[start:]}
+				ft = fastTextDelta{ok: true, thought: k != 0, text: s.scratch[start:], lit: [2]int{vs, e}}
 				return e
 			})
 		case 3: // finish_reason
