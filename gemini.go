@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
@@ -179,7 +180,12 @@ func takeQueryKey(r *http.Request) {
 // Anthropic request it stands for, and translates the answer back.
 func (h *Relay) serveGemini(w http.ResponseWriter, r *http.Request, c *geminiCall, prefix string) {
 	takeQueryKey(r)
-	r2 := r.Clone(context.WithValue(r.Context(), geminiCallKey{}, c))
+	// A shallow copy with its own URL (r.Clone's deep copy of the headers
+	// only where they change: the relay reads a request's headers, never
+	// writes them).
+	r2 := r.WithContext(context.WithValue(r.Context(), geminiCallKey{}, c))
+	u := *r.URL
+	r2.URL = &u
 	r2.URL.RawQuery = "" // alt=sse is Gemini's: the upstream gets none
 	r2.URL.RawPath = ""
 	if c.method == geminiList {
@@ -193,8 +199,11 @@ func (h *Relay) serveGemini(w http.ResponseWriter, r *http.Request, c *geminiCal
 		}
 		r2.Body = io.NopCloser(bytes.NewReader(body))
 		r2.ContentLength = int64(len(body))
-		r2.Header.Set("Content-Type", "application/json")
-		r2.Header.Del("Content-Encoding")
+		if r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Content-Encoding") != "" {
+			r2.Header = r.Header.Clone()
+			r2.Header.Set("Content-Type", "application/json")
+			r2.Header.Del("Content-Encoding")
+		}
 	}
 	r2.RequestURI = r2.URL.RequestURI()
 	gw := &geminiWriter{w: w, rc: http.NewResponseController(w), call: c, header: http.Header{}}
@@ -250,11 +259,10 @@ func (h *Relay) geminiBody(r *http.Request, c *geminiCall) ([]byte, *apiError) {
 		c.native = raw
 	}
 	var body []byte
-	if err == nil {
-		body, err = gemini.ToChatRequest(raw, chat.Options{Model: c.model})
-	}
 	if err == nil && c.method == geminiStream {
-		body, err = gemini.MarkStream(body)
+		body, err = gemini.ToChatStreamRequest(raw, chat.Options{Model: c.model})
+	} else if err == nil {
+		body, err = gemini.ToChatRequest(raw, chat.Options{Model: c.model})
 	}
 	if err == nil && c.method == geminiCount {
 		body, err = anthropic.FromChatRequest(body, chat.Options{MaxTokensField: "max_tokens"})
@@ -275,8 +283,10 @@ func (h *Relay) geminiBody(r *http.Request, c *geminiCall) ([]byte, *apiError) {
 // translated request through: it translates what the relay writes into
 // Gemini's shape. A whole answer (and every error) is gathered and
 // translated at the end (finish); an event stream is translated as it is
-// written, through a pipe read by a goroutine that writes and flushes each
-// Gemini event as it is made.
+// written, in the relay's own Write: the complete Chat events of what it
+// writes are translated and written to the client at once, a partial one
+// waits for the rest, and the client's writer is flushed when the relay
+// flushes (once per burst, as a stream passed through is).
 type geminiWriter struct {
 	w      http.ResponseWriter
 	rc     *http.ResponseController
@@ -286,8 +296,16 @@ type geminiWriter struct {
 	status int
 	body   bytes.Buffer // a whole answer
 
-	pw   *io.PipeWriter // a stream: the relay's Chat events go in here
-	done chan struct{}  // closed when the stream's goroutine is through
+	// A stream (translating set): the relay's Chat stream is fed to rd,
+	// src translates it.
+	translating bool
+	mu          sync.Mutex // the relay's heartbeat timer may write too
+	feed        streamFeed
+	rd          *sse.Reader
+	src         sse.Source
+	over        bool  // the translation has ended: the rest is dropped
+	dirty       bool  // written to the client since its last flush
+	werr        error // the client's write error: every later Write fails with it
 }
 
 func (g *geminiWriter) Header() http.Header { return g.header }
@@ -310,23 +328,52 @@ func (g *geminiWriter) Write(p []byte) (int, error) {
 	if g.status == 0 {
 		g.WriteHeader(http.StatusOK)
 	}
-	if g.pw != nil {
-		return g.pw.Write(p)
+	if !g.translating {
+		return g.body.Write(p)
 	}
-	return g.body.Write(p)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.over {
+		g.feed.p = p
+		g.translateStream()
+		g.feed.p = nil
+	}
+	if g.werr != nil {
+		return 0, g.werr
+	}
+	return len(p), nil
 }
 
-// FlushError: a stream's events are flushed by the goroutine that
-// translates them, each as it is made; a whole answer is written at the
-// end.
-func (g *geminiWriter) FlushError() error { return nil }
+// FlushError flushes a stream's translation to the client: the relay
+// flushes once per read of its upstream, after the events of that read.
+// A whole answer is written at the end.
+func (g *geminiWriter) FlushError() error {
+	if !g.translating {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.flush()
+}
+
+// flush flushes what was written since the last flush; g.mu is held.
+func (g *geminiWriter) flush() error {
+	if g.werr != nil || !g.dirty {
+		return g.werr
+	}
+	g.dirty = false
+	if err := g.rc.Flush(); err != nil {
+		g.werr = err
+	}
+	return g.werr
+}
 
 // Flush is FlushError for callers that look for http.Flusher.
-func (g *geminiWriter) Flush() {}
+func (g *geminiWriter) Flush() { _ = g.FlushError() }
 
-// startStream sends the headers of a Gemini stream (SSE with alt=sse,
-// else the JSON array streamGenerateContent answers without it) and
-// starts translating.
+// startStream writes the headers of a Gemini stream (SSE with alt=sse,
+// else the JSON array streamGenerateContent answers without it), flushed
+// with the first flush, and readies the translation.
 func (g *geminiWriter) startStream() {
 	h := g.w.Header()
 	for k, v := range g.header {
@@ -337,46 +384,63 @@ func (g *geminiWriter) startStream() {
 		h.Set("Content-Type", "application/json; charset=UTF-8")
 	}
 	g.w.WriteHeader(g.status)
-	_ = g.rc.Flush()
-	pr, pw := io.Pipe()
-	g.pw, g.done = pw, make(chan struct{})
-	go g.translateStream(pr)
+	g.translating, g.dirty = true, true
+	g.rd = sse.NewReader(&g.feed, 0)
+	g.src = gemini.FromChatStream(&heartbeatTap{src: g.rd, beat: g.beat}, chat.Options{Model: g.call.model})
+	if !g.call.sse {
+		g.src = gemini.JSONArray(g.src)
+	}
 }
 
-// translateStream reads the relay's Chat stream from pr and writes its
-// Gemini translation. When the translation is over (the finishReason
-// chunk, an in-band error, a chunk it cannot read), the rest of pr is read
-// and dropped (the relay's trailing cost comment), so the relay's writes
-// never block; when the client is gone, the relay's next write fails.
-func (g *geminiWriter) translateStream(pr *io.PipeReader) {
-	defer close(g.done)
-	rd := sse.NewReader(pr, 0)
-	defer rd.Release()
-	// One flush per read of the relay's stream, not one per event: what
-	// was written goes out right before the translator would wait for
-	// more (as the relay flushes a stream it passes through), so no event
-	// is held back and a burst is one write to the client.
-	dirty := false
-	rd.BeforeRead(func() {
-		if dirty {
-			dirty = false
-			_ = g.rc.Flush()
+// streamFeed is the relay's Chat stream as the translation reads it: the
+// bytes of the Write being translated, then sse.ErrPending (nothing more
+// until the relay's next Write), and io.EOF once the relay is through.
+type streamFeed struct {
+	p      []byte
+	closed bool
+}
+
+func (f *streamFeed) Read(b []byte) (int, error) {
+	if len(f.p) == 0 {
+		if f.closed {
+			return 0, io.EOF
 		}
-	})
-	beat := func() {
-		// A heartbeat (an SSE comment from the relay) becomes a bare line
-		// break, which both Gemini stream readers skip: see geminiHeartbeat.
-		if _, err := g.w.Write(geminiHeartbeat); err == nil {
-			_ = g.rc.Flush()
+		return 0, sse.ErrPending
+	}
+	n := copy(b, f.p)
+	f.p = f.p[n:]
+	return n, nil
+}
+
+// beat writes a heartbeat (an SSE comment from the relay) as a bare line
+// break, which both Gemini stream readers skip (see geminiHeartbeat), and
+// flushes it; g.mu is held.
+func (g *geminiWriter) beat() {
+	if g.werr != nil {
+		return
+	}
+	if _, err := g.w.Write(geminiHeartbeat); err != nil {
+		g.werr = err
+		return
+	}
+	g.dirty = true
+	_ = g.flush()
+}
+
+// translateStream writes the Gemini events of the Chat events complete in what
+// the relay has written so far; g.mu is held. When the translation is
+// over (the finishReason chunk, an in-band error, a chunk it cannot read,
+// the client gone), g.over is set and the rest of the relay's stream
+// (its trailing cost comment) is dropped; when the client is gone, the
+// relay's Write fails.
+func (g *geminiWriter) translateStream() {
+	for g.werr == nil {
+		ev, err := g.src.Next()
+		if err == sse.ErrPending {
+			return // the rest of the relay's write is buffered in rd
 		}
-	}
-	var src sse.Source = gemini.FromChatStream(&heartbeatTap{src: rd, beat: beat}, chat.Options{Model: g.call.model})
-	if !g.call.sse {
-		src = gemini.JSONArray(src)
-	}
-	for {
-		ev, err := src.Next()
 		if err != nil {
+			g.over = true
 			if ue, ok := errors.AsType[*chat.UnreadableError](err); ok {
 				// What came before is out; the client is told, as a
 				// Gemini stream error, rather than left with a cut answer.
@@ -385,10 +449,10 @@ func (g *geminiWriter) translateStream(pr *io.PipeReader) {
 				if g.call.sse {
 					raw = sseAndBareError(e)
 				}
-				_, _ = g.w.Write(raw)
-				_ = g.rc.Flush()
+				g.write(raw)
+				_ = g.flush()
 			}
-			break
+			return
 		}
 		if g.call.skip > 0 && g.call.sse && ev.Type != "error" {
 			g.call.skip-- // the client has it (a replay after a position)
@@ -398,25 +462,35 @@ func (g *geminiWriter) translateStream(pr *io.PipeReader) {
 		if ev.Type == "error" && g.call.sse {
 			raw = sseAndBareError(ev)
 		}
-		if _, werr := g.w.Write(raw); werr != nil {
-			pr.CloseWithError(werr)
-			return
-		}
-		dirty = true
+		g.write(raw)
 	}
-	if dirty {
-		_ = g.rc.Flush()
-	}
-	_, _ = io.Copy(io.Discard, pr)
+	g.over = true
 }
 
-// finish ends the answer once the relay is through: closes a stream and
-// waits for its last events to be written, or translates a whole answer
-// and writes it.
+// write writes raw to the client; g.mu is held.
+func (g *geminiWriter) write(raw []byte) {
+	if _, err := g.w.Write(raw); err != nil {
+		g.werr = err
+		return
+	}
+	g.dirty = true
+}
+
+// finish ends the answer once the relay is through: translates and
+// flushes the rest of a stream, or translates a whole answer and writes
+// it.
 func (g *geminiWriter) finish() {
-	if g.pw != nil {
-		_ = g.pw.Close()
-		<-g.done
+	if g.translating {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if !g.over {
+			// The relay is through: a partial event left in rd is read
+			// as cut off, then the translation ends.
+			g.feed.closed = true
+			g.translateStream()
+		}
+		_ = g.flush()
+		g.rd.Release()
 		return
 	}
 	if g.status == 0 {

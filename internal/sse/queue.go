@@ -32,7 +32,8 @@ func (q *Queue) Pop() (ev Event, ok bool) {
 // then the next block of Src is handed to the Handler, which pushes what
 // it makes on Q, or ends the stream by setting Err (after what is queued).
 // Once Src failed or ended, its error (io.EOF included) is returned for
-// good. Embedded in the Source, it gives it BeforeRead, forwarded to Src.
+// good; ErrPending (a fed Src with nothing more for now) is returned but
+// not kept, so the next Pull reads Src again. Embedded in the Source, it gives it BeforeRead, forwarded to Src.
 type Pump struct {
 	Src Source
 	Q   Queue
@@ -61,6 +62,9 @@ func (p *Pump) Pull(h Handler) (Event, error) {
 		}
 		var err error
 		p.cur, err = p.Src.Next()
+		if err == ErrPending {
+			return Event{}, err
+		}
 		if err != nil {
 			p.Err = err
 			continue

@@ -32,7 +32,7 @@ type Reader struct {
 
 	buf []byte
 	w   int   // end of valid data in buf
-	err error // sticky read error, ErrEventTooLarge, or io.EOF
+	err error // read error (sticky, but for ErrPending), ErrEventTooLarge, or io.EOF
 
 	// Scan state. All positions are absolute indices into buf; compact
 	// shifts them.
@@ -136,6 +136,15 @@ var readBuffers = sync.Pool{New: func() any { b := make([]byte, defaultBufSize);
 // ErrReleased is what a Reader returns after Release.
 var ErrReleased = errors.New("sse: reader released")
 
+// ErrPending is what a stream that is fed rather than read says when it
+// has no more bytes for now: the underlying io.Reader returns it (with
+// no bytes) to a Reader driven from its writer's own call, which has
+// handed over everything it was given and must not block. Unlike every
+// other error it is not sticky: Next returns it once every complete
+// block is out (a partial block stays buffered), and reads on at the
+// next call. A [Pump] passes it on without keeping it either.
+var ErrPending = errors.New("sse: no more bytes for now")
+
 // Release hands the reader's buffer back for a later reader, when the
 // stream is over: the events it returned point into that buffer and must
 // not be used after. Next returns ErrReleased from then on.
@@ -161,7 +170,7 @@ func (r *Reader) Release() {
 // EOF returns io.EOF. A block longer than the cap yields ErrEventTooLarge.
 // Read errors from the underlying reader are returned as they are, after the
 // complete blocks already buffered; bytes of a partial block pending at that
-// point are dropped. All errors are sticky.
+// point are dropped. All errors but ErrPending are sticky.
 //
 // The slices of the returned Event are valid only until the next call to
 // Next; use [Event.Clone] to keep them.
@@ -179,6 +188,10 @@ func (r *Reader) Next() (Event, error) {
 				return Event{}, r.err
 			}
 			return r.dispatch(r.p, false), nil
+		}
+		if r.err == ErrPending {
+			r.err = nil // the next call reads again: see ErrPending
+			return Event{}, ErrPending
 		}
 		if r.err != nil {
 			if r.err == io.EOF && r.w > r.r {
@@ -201,7 +214,9 @@ func (r *Reader) scan() bool {
 	buf := r.buf[:r.w]
 	if !r.bomDone {
 		n := r.w // r.r == 0 before the first block
-		if n < len(bom) && r.err == nil && bytes.HasPrefix(bom, buf[:n]) {
+		// More bytes may follow: the stream has not ended or failed.
+		more := r.err == nil || r.err == ErrPending
+		if n < len(bom) && more && bytes.HasPrefix(bom, buf[:n]) {
 			return false // need more bytes to decide
 		}
 		if bytes.HasPrefix(buf, bom) {

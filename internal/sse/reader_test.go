@@ -463,3 +463,100 @@ func TestReaderRelease(t *testing.T) {
 		r2.Release()
 	}
 }
+
+// pendingReader hands out its chunks one at a time with ErrPending after
+// each, as a stream fed by its writer does, then io.EOF.
+type pendingReader struct {
+	chunks  [][]byte
+	pending bool // ErrPending is due before the next chunk
+}
+
+func (p *pendingReader) Read(b []byte) (int, error) {
+	if p.pending {
+		p.pending = false
+		return 0, ErrPending
+	}
+	if len(p.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, p.chunks[0])
+	if p.chunks[0] = p.chunks[0][n:]; len(p.chunks[0]) == 0 {
+		p.chunks, p.pending = p.chunks[1:], true
+	}
+	return n, nil
+}
+
+// A fed stream reads as the same stream read whole: ErrPending between
+// its pieces loses, adds and changes nothing (a partial block waits in
+// the buffer), and is not sticky; the other errors still are. A Pump
+// passes it on without keeping it.
+func TestPendingIsNotSticky(t *testing.T) {
+	forRandomStreams(t, func(t *testing.T, in, splits []byte) {
+		var chunks, again [][]byte
+		for i, rest := 0, in; len(rest) > 0; i++ {
+			n := len(rest)
+			if len(splits) > 0 {
+				n = min(n, int(splits[i%len(splits)])+1)
+			}
+			chunks, again = append(chunks, rest[:n]), append(again, rest[:n])
+			rest = rest[n:]
+		}
+		want, wantErr := collect(NewReader(&cutReader{chunks: again}, 0))
+		rd := NewReader(&pendingReader{chunks: chunks}, 0)
+		var got []Event
+		pendings := 0
+		var err error
+		for {
+			var ev Event
+			if ev, err = rd.Next(); err == ErrPending {
+				pendings++
+				continue
+			}
+			if err != nil {
+				break
+			}
+			got = append(got, ev.Clone())
+		}
+		if err == io.EOF {
+			err = nil
+		}
+		if err != wantErr || len(got) != len(want) {
+			t.Fatalf("%q split %v: %d events, err %v; read whole: %d, err %v", in, splits, len(got), err, len(want), wantErr)
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if !bytes.Equal(g.Raw, w.Raw) || !bytes.Equal(g.Data, w.Data) || g.Type != w.Type || g.ID != w.ID ||
+				g.HasData != w.HasData || g.Retry != w.Retry || g.Unterminated != w.Unterminated || g.IsComment() != w.IsComment() {
+				t.Fatalf("%q split %v: event %d is %+v fed, %+v read whole", in, splits, i, g, w)
+			}
+		}
+		if pendings != len(chunks) {
+			t.Fatalf("%q split %v: ErrPending %d times, want once per piece (%d)", in, splits, pendings, len(chunks))
+		}
+	})
+
+	// A Pump hands ErrPending on and reads Src again at the next Pull.
+	src := NewReader(&pendingReader{chunks: [][]byte{[]byte("data: a\n\ndata: "), []byte("b\n\n")}}, 0)
+	p := &Pump{Src: src}
+	h := handlerFunc(func(ev *Event) { p.Q.Push(ev.Clone()) })
+	var seen []string
+	for {
+		ev, err := p.Pull(h)
+		if err == ErrPending {
+			seen = append(seen, "pending")
+			continue
+		}
+		if err != nil {
+			seen = append(seen, err.Error())
+			break
+		}
+		seen = append(seen, string(ev.Data))
+	}
+	if got, want := strings.Join(seen, " "), "a pending b pending EOF"; got != want {
+		t.Errorf("Pump yields %q, want %q", got, want)
+	}
+}
+
+type handlerFunc func(ev *Event)
+
+func (f handlerFunc) Handle(ev *Event) { f(ev) }

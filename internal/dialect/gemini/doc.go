@@ -17,7 +17,8 @@
 // The model and the method are in a Gemini request's path
 // (models/{model}:streamGenerateContent), not its body. So ToChatRequest
 // takes the model from chat.Options.Model (the caller read it from the
-// path) and leaves stream out, which MarkStream adds for a stream call;
+// path) and leaves stream out, which ToChatStreamRequest adds for a
+// stream call;
 // FromChatRequest writes neither, and the caller builds the upstream's
 // path with Path from the Chat request's model and stream (ChatModel).
 //

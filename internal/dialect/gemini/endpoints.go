@@ -68,8 +68,8 @@ func ModelsList(names []string) []byte {
 // it yields are raw bytes, not SSE blocks: Raw is what to write, Data the
 // chunk. An in-band error (StreamError) is an element too, then the
 // array ends. src's errors other than io.EOF are returned as they are
-// (no "]": the client sees the array cut). The returned Source forwards
-// BeforeRead to src.
+// (no "]": the client sees the array cut), and sse.ErrPending without
+// ending anything. The returned Source forwards BeforeRead to src.
 func JSONArray(src sse.Source) sse.Source { return &arrayStream{src: src} }
 
 type arrayStream struct {
@@ -99,6 +99,9 @@ func (a *arrayStream) Next() (sse.Event, error) {
 				end = []byte("[]")
 			}
 			return sse.Event{Raw: end, Retry: -1}, nil
+		}
+		if err == sse.ErrPending {
+			return sse.Event{}, err // a fed stream's "nothing more for now": not the end
 		}
 		if err != nil {
 			a.err = err

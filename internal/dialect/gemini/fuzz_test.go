@@ -285,3 +285,53 @@ func FuzzToChatStreamFastSlow(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFromChatStreamFastSlow: FromChatStream's hot paths (pace.Classify
+// for text deltas, fastChunk for the other chunks) read a Chat stream as
+// the slow path does: the same events, the same end, for any bytes.
+func FuzzFromChatStreamFastSlow(f *testing.F) {
+	head := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":`
+	for _, s := range []string{
+		head + `{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n" +
+			head + `{"reasoning_content":"a\u00e9\""}}]}` + "\n\n" + head + `{"content":"b"}}]}` + "\n\n" +
+			head + `{},"finish_reason":"stop"}]}` + "\n\n" +
+			`data: {"id":"c1","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":1},"completion_tokens_details":{"reasoning_tokens":2}}}` + "\n\ndata: [DONE]\n\n",
+		head + `{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}}]}` + "\n\n" +
+			head + `{"tool_calls":[{"index":0,"function":{"arguments":"{\"q\":1}"}}]},"finish_reason":"tool_calls"}]}` + "\n\n" +
+			`data: {"choices":[],"usage":{"prompt_tokens":1.5,"total_tokens":null}}` + "\n\ndata: [DONE]\n\n",
+		`data: {"ID":"x","id":"y","Model":"m","choices":[{"delta":{"content":"a"}}],"error":null,"message":5}` + "\n\n" +
+			`data: {"choices":[{"delta":{"content":"b"}}],"usage":{"prompt_tokens":2,"prompt_tokens":3}}` + "\n\ndata: [DONE]\n\n",
+		`data: {"id":"\u0063","model":"\xff","object":"error","message":"boom"}` + "\n\n",
+		`data: {"choices":[{"delta":{"content":"a"}}],"error":{"message":"x","code":"rate_limit_exceeded"}}` + "\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(checkFromChatFastSlow)
+}
+
+// checkFromChatFastSlow: FromChatStream reads b the same with its hot
+// paths and without.
+func checkFromChatFastSlow(t *testing.T, b []byte) {
+	{
+		run := func(slow bool) ([]sse.Event, string) {
+			slowOnly = slow
+			defer func() { slowOnly = false }()
+			evs, err := drain(FromChatStream(sse.NewReader(strings.NewReader(string(b)), 0), chat.Options{}))
+			kind := "eof"
+			if err != nil && err.Error() != "EOF" {
+				kind = "error: " + err.Error()
+			}
+			return evs, kind
+		}
+		fast, fk := run(false)
+		slow, sk := run(true)
+		if fk != sk || len(fast) != len(slow) {
+			t.Fatalf("fast: %d events, %s; slow: %d events, %s", len(fast), fk, len(slow), sk)
+		}
+		for i := range fast {
+			if string(fast[i].Raw) != string(slow[i].Raw) {
+				t.Fatalf("event %d: fast %q, slow %q", i, fast[i].Raw, slow[i].Raw)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
@@ -69,14 +70,32 @@ func compactJSON(raw []byte) string {
 // them), with no trailing newline. It never fails for the package's own
 // types.
 func marshal(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := encoders.Get().(*encoder)
+	e.b.Reset()
+	if err := e.enc.Encode(v); err != nil {
 		panic("gemini: encoding the package's own type: " + err.Error())
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	out := bytes.Clone(bytes.TrimSuffix(e.b.Bytes(), []byte("\n")))
+	if e.b.Cap() <= 64<<10 { // a large one is left to the collector
+		encoders.Put(e)
+	}
+	return out
 }
+
+// encoder is a reusable encoder of marshal's, with its buffer: a request's
+// translation marshals each message, and a new Encoder each time costs
+// several allocations.
+type encoder struct {
+	b   bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.b)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
 
 // Tool call ids and thought signatures.
 //

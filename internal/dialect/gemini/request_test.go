@@ -55,6 +55,31 @@ func TestToChatRequest(t *testing.T) {
 	}
 }
 
+// TestToChatStreamRequest: a stream call's request is ToChatRequest's
+// with stream and its usage asked for, nothing else changed; and a body
+// ToChatRequest refuses, it refuses alike.
+func TestToChatStreamRequest(t *testing.T) {
+	in := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":7}}`
+	out, err := ToChatStreamRequest([]byte(in), chat.Options{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stream":true,"stream_options":{"include_usage":true}}`
+	if !jsonEqual(string(out), want) {
+		t.Fatalf("got  %s\nwant %s", out, want)
+	}
+	plain, _ := ToChatRequest([]byte(in), chat.Options{Model: "m"})
+	if strings.Contains(string(plain), "stream") {
+		t.Errorf("ToChatRequest asks for a stream: %s", plain)
+	}
+	bad := `{"contents":[{"role":"bot","parts":[{"text":"hi"}]}]}`
+	_, e1 := ToChatRequest([]byte(bad), chat.Options{})
+	_, e2 := ToChatStreamRequest([]byte(bad), chat.Options{})
+	if e1 == nil || e2 == nil || e1.Error() != e2.Error() {
+		t.Errorf("refusals differ: %v / %v", e1, e2)
+	}
+}
+
 // TestToChatRequestPairsByName: responses without ids answer the first
 // unanswered call of their name, in order, across parallel calls.
 func TestToChatRequestPairsByName(t *testing.T) {

@@ -44,7 +44,8 @@ import (
 // errors, io.EOF included, are returned as they are once the events made
 // before them are out. The returned Source forwards BeforeRead to src.
 func FromChatStream(src sse.Source, opt chat.Options) sse.Source {
-	return &geminiStream{Pump: sse.Pump{Src: src}, opt: opt}
+	// out sized for a short answer's events at once: it grows for more.
+	return &geminiStream{Pump: sse.Pump{Src: src}, opt: opt, out: make([]byte, 0, 1024)}
 }
 
 // geminiStream is FromChatStream's state.
@@ -52,16 +53,28 @@ type geminiStream struct {
 	sse.Pump
 	opt chat.Options
 
-	started bool   // the chunks' id and model are known
-	tail    []byte // `],"role":"model"},"index":0}],"modelVersion":…,"responseId":…}`, built once
-	calls   []streamCall
-	finish  string // the Chat finish_reason, "" until one came
-	usage   *chatUsageIn
+	started  bool   // the chunks' id and model are known
+	tail     []byte // `],"role":"model"},"index":0}],"modelVersion":…,"responseId":…}`, built once
+	calls    []streamCall
+	finish   string // the Chat finish_reason, "" until one came
+	usage    chatUsageIn
+	hasUsage bool // a usage chunk came: usage is its
 
-	first   chat.FirstChoice // the fast path's check of the choice index
-	delta   chat.Delta       // the slow path's chunk, its slices reused
-	scratch []byte           // decoded text of the fast path
-	buf     []byte           // the data being built
+	chunk     chatChunk   // the chunk being read, reused
+	fastUsage chatUsageIn // the usage of the chunk being read
+	// slowChunks counts the chunks json.Unmarshal read, memoHits those
+	// memoText read, for the test that the usual ones take the hot paths.
+	slowChunks, memoHits int
+
+	delta chat.Delta    // the chunk's choices as ReadDelta reads them, its slices reused
+	ft    fastTextDelta // the hot path's text delta (fastText)
+	memo  struct {      // the last text delta, around its text (memoText)
+		ok       bool
+		thought  bool
+		pre, suf []byte
+	}
+	scratch []byte // decoded text of the hot path
+	out     []byte // the events being made (see push)
 }
 
 // streamCall is a tool call being gathered.
@@ -88,6 +101,7 @@ type chatChunk struct {
 
 // Handle translates one Chat chunk into s.Q.
 func (s *geminiStream) Handle(ev *sse.Event) {
+	s.out = s.out[:0] // the events made before are handed out
 	if !ev.HasData {
 		return // comments and data-less blocks: the relay sends its own keep-alives
 	}
@@ -98,29 +112,55 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 	if ev.Unterminated {
 		return // cut anywhere: dropped, so the stream ends as truncated
 	}
-	// The hot path: text and reasoning deltas of the first choice,
-	// recognised without allocating by the pacer's own classifier.
-	if s.started {
-		c, scratch := pace.Classify(ev, s.scratch[:0])
-		s.scratch = scratch
-		if c.Kind == pace.KindText && s.first.IsZero(ev.Data, c.Prefix, c.Suffix) {
-			s.text(c.Channel == pace.ChanReasoning, c.Text)
-			return
-		}
-	}
 	if ev.Type != "error" && isBlank(ev.Data) {
 		return
 	}
-	var c chatChunk
-	if err := json.Unmarshal(ev.Data, &c); err != nil || !isJSONObject(ev.Data) {
-		if _, ok := err.(*json.UnmarshalTypeError); (!ok || !isJSONObject(ev.Data)) && ev.Type != "error" {
-			s.unreadable(ev, &chat.UnreadableError{Reason: "the chunk is not a JSON object"})
+	c := &s.chunk
+	*c = chatChunk{}
+	hasUsage, fast := false, false
+	if ev.Type != "error" && s.started && !slowOnly {
+		// Another text delta like the last (memoText).
+		if text, thought, ok := s.memoText(ev.Data); ok {
+			s.memoHits++
+			s.text(thought, text)
 			return
 		}
 	}
-	if ev.Type == "error" || !isNullOrAbsent(c.Error) || c.Object == "error" {
-		s.fail(ev.Data)
+	if ev.Type != "error" {
+		// The hot path (stream_gemini_fast.go).
+		s.scratch = s.scratch[:0]
+		hasUsage, fast = s.fastChunk(ev.Data, c, &s.fastUsage, s.started)
+	}
+	if fast && s.ft.ok {
+		// A text delta (fastText): what the rest would make of it.
+		if c.ID != "" || c.Model != "" || len(s.ft.text) > 0 {
+			s.begin(c.ID, c.Model)
+		}
+		if hasUsage {
+			s.usage, s.hasUsage = s.fastUsage, true
+		}
+		s.text(s.ft.thought, s.ft.text)
+		if s.started && !hasUsage {
+			s.remember(ev.Data)
+		}
 		return
+	}
+	if !fast {
+		s.slowChunks++
+		*c = chatChunk{}
+		if err := json.Unmarshal(ev.Data, c); err != nil || !isJSONObject(ev.Data) {
+			if _, ok := err.(*json.UnmarshalTypeError); (!ok || !isJSONObject(ev.Data)) && ev.Type != "error" {
+				s.unreadable(ev, &chat.UnreadableError{Reason: "the chunk is not a JSON object"})
+				return
+			}
+		}
+		if ev.Type == "error" || !isNullOrAbsent(c.Error) || c.Object == "error" {
+			s.fail(ev.Data)
+			return
+		}
+		if c.Usage != nil {
+			hasUsage, s.fastUsage = true, *c.Usage
+		}
 	}
 	if err := chat.ReadDelta(c.Choices, &s.delta); err != nil {
 		s.unreadable(ev, err)
@@ -130,8 +170,8 @@ func (s *geminiStream) Handle(ev *sse.Event) {
 	if c.ID != "" || c.Model != "" || len(d.Pieces) > 0 || len(d.Calls) > 0 || d.Finish != "" {
 		s.begin(c.ID, c.Model)
 	}
-	if c.Usage != nil {
-		s.usage = c.Usage
+	if hasUsage {
+		s.usage, s.hasUsage = s.fastUsage, true
 	}
 	for _, p := range d.Pieces {
 		s.text(p.Channel == chat.ChanReasoning, []byte(p.Text))
@@ -189,7 +229,8 @@ func (s *geminiStream) begin(id, model string) {
 	if s.opt.ID != "" {
 		id = s.opt.ID
 	}
-	t := append([]byte(nil), `],"role":"model"},"index":0}],"modelVersion":`...)
+	t := make([]byte, 0, 80+len(model)+len(id))
+	t = append(t, `],"role":"model"},"index":0}],"modelVersion":`...)
 	t = pace.AppendString(t, []byte(model))
 	t = append(t, `,"responseId":`...)
 	t = pace.AppendString(t, []byte(id))
@@ -205,21 +246,23 @@ func (s *geminiStream) text(thought bool, text []byte) {
 		return
 	}
 	s.begin("", "")
-	b := append(s.buf[:0], chunkHead...)
+	start := s.open()
+	b := append(s.out, chunkHead...)
 	b = append(b, `{"text":`...)
 	b = pace.AppendString(b, text)
 	if thought {
 		b = append(b, `,"thought":true`...)
 	}
 	b = append(b, '}')
-	s.buf = append(b, s.tail...)
-	s.push(s.buf)
+	s.out = append(b, s.tail...)
+	s.push(start)
 }
 
 // done ends the stream at [DONE] with the chunk of the finishReason.
 func (s *geminiStream) done() {
 	s.begin("", "")
-	b := append(s.buf[:0], chunkHead...)
+	start := s.open()
+	b := append(s.out, chunkHead...)
 	if len(s.calls) == 0 {
 		b = append(b, `{"text":""}`...)
 	}
@@ -237,16 +280,17 @@ func (s *geminiStream) done() {
 	b = append(b, `],"role":"model"},"finishReason":`...)
 	b = pace.AppendString(b, []byte(GeminiFinishReason(s.finish)))
 	b = append(b, `,"index":0}]`...)
-	if u := s.usage; u != nil {
+	if s.hasUsage {
+		u := &s.usage
 		um := usageMetadata(u.PromptTokens, u.CompletionTokens, u.TotalTokens,
 			max(u.PromptTokensDetails.CachedTokens, u.PromptCacheHitTokens), u.CompletionTokensDetails.ReasoningTokens)
 		b = append(b, `,"usageMetadata":`...)
-		b = append(b, marshal(um)...)
+		b = appendUsage(b, um)
 	}
 	// The tail's modelVersion and responseId, after the candidates.
 	i := bytes.Index(s.tail, []byte(`,"modelVersion"`))
-	s.buf = append(b, s.tail[i:]...)
-	s.push(s.buf)
+	s.out = append(b, s.tail[i:]...)
+	s.push(start)
 	s.Err = io.EOF
 }
 
@@ -328,5 +372,61 @@ func (s *geminiStream) unreadable(ev *sse.Event, err error) {
 	}
 }
 
-// push queues a Gemini data event.
-func (s *geminiStream) push(data []byte) { s.Q.Push(streamEvents.Event("", data)) }
+// The events are written in s.out, one after the other, as
+// streamEvents.Event would write each (the same Event), without an
+// allocation each: open starts one, push ends it and queues it. s.out is
+// reused from the next Handle on, when the events before are handed out
+// (an event is valid until the next call to Next, as a Reader's).
+
+// open starts an event at the end of s.out; its data follows.
+func (s *geminiStream) open() (start int) {
+	start = len(s.out)
+	s.out = append(s.out, dataPrefix...)
+	return start
+}
+
+// push ends the event opened at start and queues it.
+func (s *geminiStream) push(start int) {
+	n := start + len(dataPrefix)
+	end := len(s.out)
+	s.out = append(s.out, '\n', '\n')
+	ev := streamEvents[""]
+	ev.Raw = s.out[start:len(s.out):len(s.out)]
+	ev.Data = s.out[n:end:end]
+	s.Q.Push(ev)
+}
+
+// dataPrefix starts a data event as streamEvents writes it.
+var dataPrefix = func() []byte {
+	raw := streamEvents[""].Raw
+	return raw[:len(raw)-2] // "data: " without the block's end
+}()
+
+// appendUsage appends u as marshal writes it (each count omitted when 0),
+// without encoding/json's reflection.
+func appendUsage(b []byte, u UsageMetadata) []byte {
+	b = append(b, '{')
+	first := true
+	for _, f := range [...]struct {
+		name string
+		n    int
+	}{
+		{`"promptTokenCount":`, u.PromptTokenCount},
+		{`"candidatesTokenCount":`, u.CandidatesTokenCount},
+		{`"totalTokenCount":`, u.TotalTokenCount},
+		{`"cachedContentTokenCount":`, u.CachedContentTokenCount},
+		{`"toolUsePromptTokenCount":`, u.ToolUsePromptTokenCount},
+		{`"thoughtsTokenCount":`, u.ThoughtsTokenCount},
+	} {
+		if f.n == 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, f.name...)
+		b = strconv.AppendInt(b, int64(f.n), 10)
+	}
+	return append(b, '}')
+}

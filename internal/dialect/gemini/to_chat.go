@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
@@ -16,8 +17,8 @@ import (
 // SDKs) whose chain reaches a Chat provider. The model is in the
 // client's path, not its body: opt.Model names it ("" leaves Chat's model
 // out, for the caller to set). The method is in the path too: the Chat
-// request never says stream, and the relay marks it with MarkStream for
-// a :streamGenerateContent call. opt.MaxTokensField names the output
+// request never says stream; ToChatStreamRequest makes the one of a
+// :streamGenerateContent call. opt.MaxTokensField names the output
 // limit.
 //
 //	Gemini                                  Chat Completions
@@ -72,6 +73,11 @@ import (
 // reasoning or does not), thought signatures on other parts than calls,
 // and any member this table does not name.
 func ToChatRequest(body []byte, opt chat.Options) ([]byte, error) {
+	return toChatRequest(body, opt, false)
+}
+
+// toChatRequest is ToChatRequest, and ToChatStreamRequest with stream.
+func toChatRequest(body []byte, opt chat.Options, stream bool) ([]byte, error) {
 	var in generateRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, notValid("Gemini", err)
@@ -94,7 +100,7 @@ func ToChatRequest(body []byte, opt chat.Options) ([]byte, error) {
 	}
 	var pend pending
 	for i, c := range in.Contents {
-		param := fmt.Sprintf("contents[%d]", i)
+		param := "contents[" + strconv.Itoa(i) + "]"
 		var msgs []json.RawMessage
 		var err error
 		switch c.Role {
@@ -116,21 +122,21 @@ func ToChatRequest(body []byte, opt chat.Options) ([]byte, error) {
 	if err := in.toolsToChat(&out); err != nil {
 		return nil, err
 	}
+	if stream {
+		out.Stream, out.StreamOptions = true, streamWithUsage
+	}
 	return marshal(out), nil
 }
 
-// MarkStream makes a Chat request (ToChatRequest's) ask for a stream with
-// its usage: what a Gemini client asks for with :streamGenerateContent in
-// its path.
-func MarkStream(chatBody []byte) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(chatBody, &m); err != nil {
-		return nil, fmt.Errorf("marking a Chat request as a stream: %w", err)
-	}
-	m["stream"] = json.RawMessage("true")
-	m["stream_options"] = json.RawMessage(`{"include_usage":true}`)
-	return marshal(m), nil
+// ToChatStreamRequest is ToChatRequest for a :streamGenerateContent call:
+// the Chat request asks for a stream with its usage ("stream":true,
+// "stream_options":{"include_usage":true}), made in the same pass.
+func ToChatStreamRequest(body []byte, opt chat.Options) ([]byte, error) {
+	return toChatRequest(body, opt, true)
 }
+
+// streamWithUsage is the stream_options of ToChatStreamRequest's request.
+var streamWithUsage = json.RawMessage(`{"include_usage":true}`)
 
 // chatRequestOut is the Chat Completions request ToChatRequest writes.
 type chatRequestOut struct {
@@ -148,6 +154,8 @@ type chatRequestOut struct {
 	ReasoningEffort     string            `json:"reasoning_effort,omitempty"`
 	Tools               []chat.Tool       `json:"tools,omitempty"`
 	ToolChoice          json.RawMessage   `json:"tool_choice,omitempty"`
+	Stream              bool              `json:"stream,omitempty"`
+	StreamOptions       json.RawMessage   `json:"stream_options,omitempty"`
 }
 
 // chatMessageOut is any Chat message ToChatRequest writes.
@@ -234,7 +242,8 @@ func userToChat(parts []part, ci int, param string, pend *pending) ([]json.RawMe
 	var rest []chatPart
 	allText := true
 	for i, p := range parts {
-		pp := fmt.Sprintf("%s[%d]", param, i)
+		// The part's path, for an error only: made when one is.
+		pp := func() string { return param + "[" + strconv.Itoa(i) + "]" }
 		if err := refusePart(p, pp); err != nil {
 			return nil, err
 		}
@@ -242,7 +251,7 @@ func userToChat(parts []part, ci int, param string, pend *pending) ([]json.RawMe
 		case p.FunctionResponse != nil:
 			fr := p.FunctionResponse
 			if !isNullOrAbsent(fr.Parts) && string(bytes.TrimSpace(fr.Parts)) != "[]" {
-				return nil, reqErr(pp+".functionResponse.parts", "a function response with parts (images, files) is not translated to Chat Completions")
+				return nil, reqErr(pp()+".functionResponse.parts", "a function response with parts (images, files) is not translated to Chat Completions")
 			}
 			id, ok := pend.answer(fr.ID, fr.Name)
 			if !ok {
@@ -256,12 +265,12 @@ func userToChat(parts []part, ci int, param string, pend *pending) ([]json.RawMe
 			msgs = append(msgs, marshal(chatMessageOut{Role: "tool", ToolCallID: id, Content: responseText(fr.Response)}))
 		case p.InlineData != nil:
 			if !strings.HasPrefix(p.InlineData.MimeType, "image/") {
-				return nil, reqErr(pp+".inlineData.mimeType", "inline data of type %q is not translated to Chat Completions (images are)", p.InlineData.MimeType)
+				return nil, reqErr(pp()+".inlineData.mimeType", "inline data of type %q is not translated to Chat Completions (images are)", p.InlineData.MimeType)
 			}
 			rest = append(rest, chatPart{Type: "image_url", ImageURL: &imageURL{URL: "data:" + p.InlineData.MimeType + ";base64," + p.InlineData.Data}})
 			allText = false
 		case p.FunctionCall != nil:
-			return nil, invalid(pp+".functionCall", "a user turn cannot call functions; function calls belong to model turns")
+			return nil, invalid(pp()+".functionCall", "a user turn cannot call functions; function calls belong to model turns")
 		case p.Thought:
 		case p.Text != nil:
 			if *p.Text != "" {
@@ -280,12 +289,12 @@ func userToChat(parts []part, ci int, param string, pend *pending) ([]json.RawMe
 }
 
 // refusePart refuses the parts no Chat message can carry.
-func refusePart(p part, param string) error {
+func refusePart(p part, param func() string) error {
 	switch {
 	case p.FileData != nil:
-		return reqErr(param+".fileData", "a file stored at Google (fileData) is not translated to Chat Completions; send it inline")
+		return reqErr(param()+".fileData", "a file stored at Google (fileData) is not translated to Chat Completions; send it inline")
 	case !isNullOrAbsent(p.ExecutableCode), !isNullOrAbsent(p.CodeExecutionResult):
-		return reqErr(param, "code execution runs at Google; a Chat Completions provider cannot carry it")
+		return reqErr(param(), "code execution runs at Google; a Chat Completions provider cannot carry it")
 	}
 	return nil
 }
@@ -312,7 +321,8 @@ func modelToChat(parts []part, ci int, param string, pend *pending) ([]json.RawM
 	var texts []string
 	var calls []chat.ToolCall
 	for i, p := range parts {
-		pp := fmt.Sprintf("%s[%d]", param, i)
+		// The part's path, for an error only: made when one is.
+		pp := func() string { return param + "[" + strconv.Itoa(i) + "]" }
 		if err := refusePart(p, pp); err != nil {
 			return nil, err
 		}
@@ -320,10 +330,10 @@ func modelToChat(parts []part, ci int, param string, pend *pending) ([]json.RawM
 		case p.FunctionCall != nil:
 			fc := p.FunctionCall
 			if fc.Name == "" {
-				return nil, invalid(pp+".functionCall.name", "a function call needs a name")
+				return nil, invalid(pp()+".functionCall.name", "a function call needs a name")
 			}
 			if !isNullOrAbsent(fc.Args) && !isObject(fc.Args) {
-				return nil, invalid(pp+".functionCall.args", "a function call's args must be an object")
+				return nil, invalid(pp()+".functionCall.args", "a function call's args must be an object")
 			}
 			base := fc.ID
 			if base == "" {
@@ -333,9 +343,9 @@ func modelToChat(parts []part, ci int, param string, pend *pending) ([]json.RawM
 			pend.calls = append(pend.calls, pendingCall{id: id, base: fc.ID, name: fc.Name})
 			calls = append(calls, chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: fc.Name, Arguments: compactJSON(fc.Args)}})
 		case p.FunctionResponse != nil:
-			return nil, invalid(pp+".functionResponse", "a model turn cannot answer a function call; function responses belong to user turns")
+			return nil, invalid(pp()+".functionResponse", "a model turn cannot answer a function call; function responses belong to user turns")
 		case p.InlineData != nil:
-			return nil, reqErr(pp+".inlineData", "a model turn's inline data is not translated to Chat Completions")
+			return nil, reqErr(pp()+".inlineData", "a model turn's inline data is not translated to Chat Completions")
 		case p.Thought:
 			// Reasoning: a Chat provider takes none back.
 		case p.Text != nil:
