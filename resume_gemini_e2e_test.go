@@ -207,10 +207,7 @@ func TestResumeGeminiNotAChatClients(t *testing.T) {
 	up := rsStreamUpstream(t, 20, 20*time.Millisecond, nil)
 	startRelay(t, rsRelay(up.v1(), "detach 10s"))
 	chatOf := func(body string) string {
-		b, err := gemini.ToChatRequest([]byte(body), chat.Options{Model: "m"})
-		if err == nil {
-			b, err = gemini.MarkStream(b)
-		}
+		b, err := gemini.ToChatStreamRequest([]byte(body), chat.Options{Model: "m"})
 		if err != nil {
 			t.Fatal(err)
 		}
