@@ -73,8 +73,9 @@ type attemptResult struct {
 	// A Chat upstream's answer translated for another dialect: the
 	// request's estimated prompt tokens, and the stream's usage meter
 	// (usagemeter.go).
-	prompt int
-	meter  *usageMeter
+	prompt     int
+	promptBody []byte // the request sent, whose prompt promptTokens estimates
+	meter      *usageMeter
 	// tags reads a Chat upstream's inline reasoning (nil: in fields).
 	tags *tagged.Source
 
@@ -87,6 +88,15 @@ type attemptResult struct {
 	started time.Time     // when the attempt began
 	ttfb    time.Duration // time to first byte (headers) of this attempt
 	ttft    time.Duration // time to the commit point (first data event), on success
+}
+
+// promptTokens is the estimate of the prompt the upstream was sent, made
+// once, when first asked for.
+func (res *attemptResult) promptTokens() int {
+	if res.prompt == 0 && res.promptBody != nil {
+		res.prompt, res.promptBody = usage.EstimatePrompt(res.promptBody), nil
+	}
+	return res.prompt
 }
 
 // attempt sends the request to one target and waits for the commit point:
@@ -219,8 +229,14 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	}
 	if x.needsUsage() {
 		// The translation's usage when the upstream reports none (see
-		// usagemeter.go), and a Messages stream's input_tokens.
-		res.prompt = usage.EstimatePrompt(payload.Bytes())
+		// usagemeter.go), and a Messages stream's input_tokens: estimated
+		// now for a translation here, which may need it at once; for an
+		// answer translated afterward (a Gemini client's) only when no
+		// usage came, since nearly every upstream sends one.
+		res.promptBody = payload.Bytes()
+		if x.crosses() {
+			res.promptTokens()
+		}
 	}
 	if isEventStream(resp.Header) {
 		res.reader = sse.NewReader(res.resp.Body, 0).NormalizeLineEndings()
@@ -229,7 +245,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 			src = res.tags
 		}
 		if x.needsUsage() {
-			res.meter = newUsageMeter(src, res.prompt)
+			res.meter = newUsageMeter(src, res.promptTokens)
 			src = res.meter
 		}
 		res.events = x.translateStream(src, "", true, res.prompt)

@@ -871,7 +871,8 @@ func (s *handoffSource) startAnswer() error {
 		s.phase = phaseDone
 		return s.inBandError(e)
 	}
-	s.answerEvents = newUsageMeter(&heldFirst{first: leg.res.first, src: leg.res.events}, usage.EstimatePrompt(bodyFor(leg.t).raw))
+	raw := bodyFor(leg.t).raw
+	s.answerEvents = newUsageMeter(&heldFirst{first: leg.res.first, src: leg.res.events}, func() int { return usage.EstimatePrompt(raw) })
 	s.answerEach = s.legHook(leg.res.events)
 	if s.sp.ID == "" {
 		s.sp.Begin("chatcmpl-" + strconv.FormatInt(time.Now().UnixNano(), 36))

@@ -237,7 +237,7 @@ func (h *Relay) respondTranslated(w http.ResponseWriter, r *http.Request, req *r
 	}
 	if res.x.needsUsage() && chatOK {
 		var estimated bool
-		body, estimated = withUsage(body, res.prompt) // see usagemeter.go
+		body, estimated = withUsage(body, res.promptTokens) // see usagemeter.go
 		req.usageEstimated = req.usageEstimated || estimated
 	}
 	status, out := res.x.translateUntagged(res.resp.StatusCode, body)

@@ -1,0 +1,92 @@
+package llmrelay
+
+import (
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
+	"github.com/llmrelay/caddy-llm-relay/internal/usage"
+)
+
+// eventList is a pace.Source over fixed events.
+type eventList struct {
+	evs []sse.Event
+	i   int
+}
+
+func (l *eventList) Next() (sse.Event, error) {
+	if l.i == len(l.evs) {
+		return sse.Event{}, errEventsOver
+	}
+	l.i++
+	return l.evs[l.i-1], nil
+}
+
+var errEventsOver = io.EOF
+
+// TestUsageMeterCountsLate: the meter counts a stream's output only when
+// no usage came, from the chunks it kept, and gets what counting each
+// chunk as it came gets: answer, reasoning and tool call arguments, past
+// the bound on what it keeps too. A stream with a usage object, or a
+// provider's own, is not estimated; "usage":null is no usage.
+func TestUsageMeterCountsLate(t *testing.T) {
+	chunk := func(delta string) sse.Event {
+		return sse.NewEvent("", []byte(`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":`+delta+`,"finish_reason":null}],"usage":null}`))
+	}
+	var evs []sse.Event
+	evs = append(evs, chunk(`{"role":"assistant","content":""}`))
+	for range 3000 { // well past maxPending
+		evs = append(evs, chunk(`{"reasoning_content":"think é "}`), chunk(`{"content":"word "}`))
+	}
+	evs = append(evs, chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"city\":\"Paris\"}"}}]}`))
+	evs = append(evs, sse.NewEvent("", []byte(`[DONE]`)))
+
+	want := 0
+	for i := range evs[:len(evs)-1] {
+		var c pace.Chunk
+		c, _ = pace.ClassifyCount(&evs[i], nil)
+		want += c.AnswerRunes + c.ReasoningRunes
+		if c.Kind != pace.KindText {
+			want += usage.ToolArgumentRunes(evs[i].Data)
+		}
+	}
+	m := newUsageMeter(&eventList{evs: evs}, func() int { return 7 })
+	var last sse.Event
+	for {
+		ev, err := m.Next()
+		if err != nil {
+			break
+		}
+		last = ev
+		if ev.IsDone() {
+			break
+		}
+		if strings.Contains(string(ev.Data), `"usage":{`) {
+			if !strings.Contains(string(ev.Data), `"completion_tokens":`+strconv.Itoa((want+3)/4)) || !strings.Contains(string(ev.Data), `"prompt_tokens":7`) {
+				t.Fatalf("the estimate: %s, want %d completion tokens", ev.Data, (want+3)/4)
+			}
+		}
+	}
+	if !last.IsDone() || m.upstreamUsage() || m.completion() != (want+3)/4 || len(m.pending) != 0 {
+		t.Fatalf("completion %d, want %d (%d runes); upstream usage %v", m.completion(), (want+3)/4, want, m.upstreamUsage())
+	}
+
+	for name, u := range map[string]string{
+		"standard": `{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`,
+		"groq":     `{"id":"c","object":"chat.completion.chunk","choices":[],"x_groq":{"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}}`,
+	} {
+		withUsage := append(append([]sse.Event{}, evs[:5]...), sse.NewEvent("", []byte(u)), sse.NewEvent("", []byte(`[DONE]`)))
+		m := newUsageMeter(&eventList{evs: withUsage}, func() int { t.Fatal("the prompt was estimated"); return 0 })
+		for {
+			if _, err := m.Next(); err != nil {
+				break
+			}
+		}
+		if !m.upstreamUsage() {
+			t.Errorf("%s: the usage was not seen", name)
+		}
+	}
+}
