@@ -46,10 +46,6 @@ type usageMeter struct {
 	held    sse.Event // [DONE], held back while the usage chunk goes first
 	holding bool
 	scratch []byte
-	// pending holds the data of the chunks not counted yet, each ending
-	// at its ends entry (read).
-	pending []byte
-	ends    []int
 }
 
 func newUsageMeter(src pace.Source, prompt func() int) *usageMeter {
@@ -82,83 +78,31 @@ func (m *usageMeter) Next() (sse.Event, error) {
 // BeforeRead forwards the pacer's per-read hook (see pace.Run).
 func (m *usageMeter) BeforeRead(f func()) { sse.ForwardBeforeRead(m.src, f) }
 
-// read notes a chunk's usage, and keeps its data to count its output
-// later (countPending): the count is only needed when no usage comes,
-// which is rare, and counting every event cost a translated stream
-// about 0.7 µs an event (relaybench -translate-gemini). What is kept is
-// bounded by maxPending; past it, the meter counts as it goes.
+// read counts a chunk's output and notes its usage.
 func (m *usageMeter) read(ev *sse.Event) {
-	if usageObjectIn(ev.Data) {
-		m.noteUsage(ev.Data)
-	}
-	if m.standard {
-		m.pending, m.ends = m.pending[:0], m.ends[:0] // the count is moot
-		return
-	}
-	if len(m.pending)+len(ev.Data) > maxPending {
-		m.countPending()
-		m.count(ev.Data)
-		return
-	}
-	m.pending = append(m.pending, ev.Data...)
-	m.ends = append(m.ends, len(m.pending))
-}
-
-// maxPending bounds the data a meter keeps uncounted per stream.
-const maxPending = 64 << 10
-
-// countPending counts the output of the chunks kept so far.
-func (m *usageMeter) countPending() {
-	start := 0
-	for _, end := range m.ends {
-		m.count(m.pending[start:end])
-		start = end
-	}
-	m.pending, m.ends = m.pending[:0], m.ends[:0]
-}
-
-// count counts one chunk's output: answer, reasoning and tool call
-// argument runes.
-func (m *usageMeter) count(data []byte) {
-	ev := sse.Event{HasData: true, Data: data}
 	var c pace.Chunk
-	c, m.scratch = pace.ClassifyCount(&ev, m.scratch[:0])
+	c, m.scratch = pace.ClassifyCount(ev, m.scratch[:0])
 	m.runes += c.AnswerRunes + c.ReasoningRunes
-	if c.Kind != pace.KindText {
-		m.runes += usage.ToolArgumentRunes(data)
+	if c.Kind == pace.KindText {
+		return
 	}
-}
-
-// noteUsage notes a chunk's usage object: a standard one, else a
-// provider's own while no standard one came.
-func (m *usageMeter) noteUsage(data []byte) {
-	if u, ok := usage.ParseUsage(topUsage(data)); ok {
+	m.runes += usage.ToolArgumentRunes(ev.Data)
+	if !bytes.Contains(ev.Data, []byte(`"usage"`)) {
+		return
+	}
+	top := topUsage(ev.Data)
+	if u, ok := usage.ParseUsage(top); ok {
 		m.standard, m.provider, m.reasoning = true, nil, u.Reasoning
 		return
 	}
-	if pu, ok := usage.ProviderUsage(data); ok && !m.standard {
-		m.provider = bytes.Clone(pu)
+	if m.standard || len(top) > 0 && bytes.Count(ev.Data, []byte(`"usage"`)) == 1 {
+		// "usage":null (on every chunk of a stream asked to include
+		// usage but its last) and no other usage member: no provider's
+		// own either (they are named usage too).
+		return
 	}
-}
-
-// usageObjectIn reports whether data may hold a usage object: a member
-// named usage whose value is an object (a standard usage, or a
-// provider's own, which are named usage too). "usage":null, on every
-// chunk of a stream asked to include usage but its last, is not one.
-func usageObjectIn(data []byte) bool {
-	for rest := data; ; {
-		i := bytes.Index(rest, []byte(`"usage"`))
-		if i < 0 {
-			return false
-		}
-		rest = rest[i+len(`"usage"`):]
-		j := 0
-		for j < len(rest) && (rest[j] == ' ' || rest[j] == '\t' || rest[j] == '\n' || rest[j] == '\r' || rest[j] == ':') {
-			j++
-		}
-		if j < len(rest) && rest[j] == '{' {
-			return true
-		}
+	if pu, ok := usage.ProviderUsage(ev.Data); ok {
+		m.provider = bytes.Clone(pu)
 	}
 }
 
@@ -168,10 +112,7 @@ func (m *usageMeter) upstreamUsage() bool { return m.standard || m.provider != n
 
 // completion is the estimate of the output tokens so far: a quarter of
 // the runes, rounded up, as for a Chat client's answer (spend.go).
-func (m *usageMeter) completion() int {
-	m.countPending()
-	return (m.runes + 3) / 4
-}
+func (m *usageMeter) completion() int { return (m.runes + 3) / 4 }
 
 // usageChunk is the Chat chunk that carries the provider's usage, or the
 // estimate.
