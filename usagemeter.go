@@ -43,6 +43,12 @@ type usageMeter struct {
 	estimated bool   // the usage chunk the meter put in is its estimate
 	reasoning int    // the reasoning tokens of the standard usage, which a translation may drop
 
+	// counted, when the pacer reads the meter's events directly (a Gemini
+	// client's answer, translated after the relay), is the pacer's count
+	// of their output (pace.RuneCounted): the meter does not count them
+	// again. nil: the meter counts.
+	counted func() int
+
 	held    sse.Event // [DONE], held back while the usage chunk goes first
 	holding bool
 	scratch []byte
@@ -75,11 +81,21 @@ func (m *usageMeter) Next() (sse.Event, error) {
 	return ev, nil
 }
 
+// CountedBy takes the pacer's count of the output (pace.RuneCounted).
+func (m *usageMeter) CountedBy(f func() int) { m.counted = f }
+
 // BeforeRead forwards the pacer's per-read hook (see pace.Run).
 func (m *usageMeter) BeforeRead(f func()) { sse.ForwardBeforeRead(m.src, f) }
 
 // read counts a chunk's output and notes its usage.
 func (m *usageMeter) read(ev *sse.Event) {
+	if m.counted != nil {
+		// The pacer counts; only the usage is the meter's to note.
+		if usageObjectIn(ev.Data) {
+			m.noteUsage(ev.Data)
+		}
+		return
+	}
 	var c pace.Chunk
 	c, m.scratch = pace.ClassifyCount(ev, m.scratch[:0])
 	m.runes += c.AnswerRunes + c.ReasoningRunes
@@ -90,19 +106,45 @@ func (m *usageMeter) read(ev *sse.Event) {
 	if !bytes.Contains(ev.Data, []byte(`"usage"`)) {
 		return
 	}
-	top := topUsage(ev.Data)
+	m.noteUsage(ev.Data)
+}
+
+// noteUsage notes a chunk's usage: a standard one, else a provider's own
+// while no standard one came.
+func (m *usageMeter) noteUsage(data []byte) {
+	top := topUsage(data)
 	if u, ok := usage.ParseUsage(top); ok {
 		m.standard, m.provider, m.reasoning = true, nil, u.Reasoning
 		return
 	}
-	if m.standard || len(top) > 0 && bytes.Count(ev.Data, []byte(`"usage"`)) == 1 {
+	if m.standard || len(top) > 0 && bytes.Count(data, []byte(`"usage"`)) == 1 {
 		// "usage":null (on every chunk of a stream asked to include
 		// usage but its last) and no other usage member: no provider's
 		// own either (they are named usage too).
 		return
 	}
-	if pu, ok := usage.ProviderUsage(ev.Data); ok {
+	if pu, ok := usage.ProviderUsage(data); ok {
 		m.provider = bytes.Clone(pu)
+	}
+}
+
+// usageObjectIn reports whether data may hold a usage object: a member
+// named usage whose value is an object (a standard usage, or a
+// provider's own, which are named usage too). "usage":null is not one.
+func usageObjectIn(data []byte) bool {
+	for rest := data; ; {
+		i := bytes.Index(rest, []byte(`"usage"`))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(`"usage"`):]
+		j := 0
+		for j < len(rest) && (rest[j] == ' ' || rest[j] == '\t' || rest[j] == '\n' || rest[j] == '\r' || rest[j] == ':') {
+			j++
+		}
+		if j < len(rest) && rest[j] == '{' {
+			return true
+		}
 	}
 }
 
@@ -112,7 +154,12 @@ func (m *usageMeter) upstreamUsage() bool { return m.standard || m.provider != n
 
 // completion is the estimate of the output tokens so far: a quarter of
 // the runes, rounded up, as for a Chat client's answer (spend.go).
-func (m *usageMeter) completion() int { return (m.runes + 3) / 4 }
+func (m *usageMeter) completion() int {
+	if m.counted != nil {
+		return (m.counted() + 3) / 4
+	}
+	return (m.runes + 3) / 4
+}
 
 // usageChunk is the Chat chunk that carries the provider's usage, or the
 // estimate.

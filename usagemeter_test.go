@@ -89,3 +89,33 @@ func TestUsageMeterCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageMeterCountedByPacer: under a pacer that counts (a Gemini
+// client's answer, pace.RuneCounted), the meter's estimate is the
+// pacer's count, and it still notes a usage that comes.
+func TestUsageMeterCountedByPacer(t *testing.T) {
+	evs := []sse.Event{
+		sse.NewEvent("", []byte(`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"word "},"finish_reason":null}],"usage":null}`)),
+		sse.NewEvent("", []byte(`[DONE]`)),
+	}
+	m := newUsageMeter(&eventList{evs: evs}, func() int { return 2 })
+	m.CountedBy(func() int { return 41 })
+	ev, _ := m.Next()
+	if ev.IsDone() || m.runes != 0 {
+		t.Fatalf("the meter counted itself: %d runes", m.runes)
+	}
+	if ev, _ = m.Next(); !strings.Contains(string(ev.Data), `"completion_tokens":11`) || !strings.Contains(string(ev.Data), `"prompt_tokens":2`) {
+		t.Fatalf("the estimate is not the pacer's count: %s", ev.Data)
+	}
+	withUsage := []sse.Event{sse.NewEvent("", []byte(`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`)), evs[1]}
+	m = newUsageMeter(&eventList{evs: withUsage}, func() int { return 2 })
+	m.CountedBy(func() int { return 41 })
+	for {
+		if _, err := m.Next(); err != nil {
+			break
+		}
+	}
+	if !m.upstreamUsage() {
+		t.Error("the usage was not noted")
+	}
+}

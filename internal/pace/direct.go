@@ -29,6 +29,7 @@ func runDirect(ctx context.Context, cfg Config, first []sse.Event, src Source, o
 		defer d.stop()
 	}
 	batched := sse.ForwardBeforeRead(src, d.flush)
+	d.final = countedBy(src, &d.mu, d.p)
 
 	res := Result{}
 	sawError := false
@@ -121,6 +122,7 @@ func (d *direct) passTail(cfg Config, src Source, abort func()) {
 type direct struct {
 	mu         sync.Mutex
 	p          *Pacer
+	final      func() // gives a RuneCounted source the final count (countedBy)
 	out        Output
 	heartbeat  time.Duration
 	timer      *time.Timer
@@ -236,6 +238,7 @@ func (d *direct) finish(res Result, sawError bool, abort func()) Result {
 	}
 	res.SawError = sawError
 	res.Stats = d.p.Stats()
+	d.final()
 	d.mu.Unlock()
 	if res.End == EndClientGone {
 		abort()

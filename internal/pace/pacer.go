@@ -50,6 +50,7 @@ type Pacer struct {
 	usage        []byte
 	usageStd     bool // usage holds a standard (top-level) usage object, not a provider's
 	toolRunes    int  // tool call argument runes (Chat), for the usage estimate
+	visibleRunes int  // answer and reasoning runes read (OutputRunes)
 	reasonRunes  int  // reasoning runes read, for the usage estimate
 	hiddenRunes  int  // reasoning runes hidden by HideReasoning
 	dropComments int  // upstream comments not forwarded
@@ -188,6 +189,7 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 	}
 	visible := c.AnswerRunes + c.ReasoningRunes
 	p.reasonRunes += c.ReasoningRunes
+	p.visibleRunes += visible
 	if c.Kind != KindComment {
 		// Judge the silence after this event by its own lane's bound.
 		if c.Kind == KindText && c.Channel == ChanReasoning {
@@ -879,6 +881,10 @@ const (
 	maxKeptArena = 256 << 10
 	maxKeptItems = 4096
 )
+
+// OutputRunes is the output read so far, as a usage estimate counts it:
+// answer, reasoning and (Chat) tool call argument runes.
+func (p *Pacer) OutputRunes() int { return p.visibleRunes + p.toolRunes }
 
 // Stats returns the stream's smoothness figures so far.
 func (p *Pacer) Stats() Stats {

@@ -92,6 +92,7 @@ func Run(ctx context.Context, cfg Config, first []sse.Event, src Source, out Out
 		stop:  make(chan struct{}),
 		exit:  make(chan struct{}),
 	}
+	final := countedBy(src, &s.mu, s.p)
 	now := time.Now()
 	for i := range first {
 		if s.push(&first[i], now) {
@@ -115,6 +116,7 @@ func Run(ctx context.Context, cfg Config, first []sse.Event, src Source, out Out
 	<-s.exit
 	s.mu.Lock()
 	res.Stats = s.p.Stats()
+	final()
 	res.SawError = s.sawError
 	if res.End != EndClientGone {
 		res.End, res.Err = s.end, s.err
@@ -122,6 +124,34 @@ func Run(ctx context.Context, cfg Config, first []sse.Event, src Source, out Out
 	s.p.Release()
 	s.mu.Unlock()
 	return res
+}
+
+// RuneCounted is a Source that wants the pacer's count of the output it
+// read (Pacer.OutputRunes) instead of counting it again: a usage meter
+// right under the pacer. Run hands it a function that reads the count
+// under the pacer's lock (call it only between Next calls, never from
+// inside one of the pacer's), and at the end one that returns the final
+// count, since the pacer is released.
+type RuneCounted interface {
+	CountedBy(func() int)
+}
+
+// countedBy gives src the pacer's count, if it wants it; the returned
+// function gives it the final count when the stream is over.
+func countedBy(src Source, mu *sync.Mutex, p *Pacer) (final func()) {
+	rc, ok := src.(RuneCounted)
+	if !ok {
+		return func() {}
+	}
+	rc.CountedBy(func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return p.OutputRunes()
+	})
+	return func() {
+		n := p.OutputRunes() // under mu, before the pacer is released
+		rc.CountedBy(func() int { return n })
+	}
 }
 
 // stream is the shared state of Run's two goroutines; mu guards the Pacer
