@@ -1,0 +1,398 @@
+package llmrelay_test
+
+import (
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// OpenTelemetry (issue 33; docs/tracing.md): Caddy's own `tracing`
+// exporting OTLP/HTTP to a receiver the test runs on 127.0.0.1:9190 (the
+// OpenTelemetry Go SDK's exporter, as an operator's collector would get
+// it). Caddy's tracer provider is one per process and reads the
+// OTEL_* environment when it is made, so every test here uses the same
+// receiver address.
+
+const otlpAddr = "127.0.0.1:9190"
+
+// otlpReceiver collects the spans an OTLP/HTTP exporter sends.
+type otlpReceiver struct {
+	mu    sync.Mutex
+	spans []*tracepb.Span
+	srv   *http.Server
+}
+
+func startOTLP(t *testing.T) *otlpReceiver {
+	t.Helper()
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+otlpAddr)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	t.Setenv("OTEL_SERVICE_NAME", "llm-relay-test")
+	rc := &otlpReceiver{}
+	var ln net.Listener
+	var err error
+	for range 50 { // the port of the test before may still be closing
+		if ln, err = net.Listen("tcp", otlpAddr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("the OTLP receiver: %v", err)
+	}
+	rc.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if r.URL.Path != "/v1/traces" || proto.Unmarshal(b, &req) != nil {
+			http.Error(w, "not OTLP traces", http.StatusBadRequest)
+			return
+		}
+		rc.mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				rc.spans = append(rc.spans, ss.Spans...)
+			}
+		}
+		rc.mu.Unlock()
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	})}
+	go func() { _ = rc.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = rc.srv.Close() })
+	return rc
+}
+
+// wait returns the spans once there are at least n of trace traceID (""
+// any), within 10 s.
+func (rc *otlpReceiver) wait(t *testing.T, n int, traceID string) []*tracepb.Span {
+	t.Helper()
+	var got []*tracepb.Span
+	waitFor(t, 10*time.Second, "the spans to be exported", func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		got = got[:0]
+		for _, s := range rc.spans {
+			if traceID == "" || hex.EncodeToString(s.TraceId) == traceID {
+				got = append(got, s)
+			}
+		}
+		return len(got) >= n
+	})
+	return got
+}
+
+// spanAttr is a span's attribute as a string ("" when absent).
+func spanAttr(s *tracepb.Span, key string) string {
+	for _, kv := range s.Attributes {
+		if kv.Key == key {
+			return anyValue(kv.Value)
+		}
+	}
+	return ""
+}
+
+func anyValue(v *commonpb.AnyValue) string {
+	switch x := v.Value.(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return itoa64(x.IntValue)
+	case *commonpb.AnyValue_BoolValue:
+		if x.BoolValue {
+			return "true"
+		}
+		return "false"
+	case *commonpb.AnyValue_DoubleValue:
+		if x.DoubleValue > 0 {
+			return "positive"
+		}
+		return "0"
+	case *commonpb.AnyValue_ArrayValue:
+		var parts []string
+		for _, e := range x.ArrayValue.Values {
+			parts = append(parts, anyValue(e))
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	return ""
+}
+
+func itoa64(n int64) string {
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// allAttrs is every attribute value of every span, for the no-secret
+// checks.
+func allAttrs(spans []*tracepb.Span) string {
+	var b strings.Builder
+	for _, s := range spans {
+		b.WriteString(s.Name + "\n")
+		for _, kv := range s.Attributes {
+			b.WriteString(kv.Key + "=" + anyValue(kv.Value) + "\n")
+		}
+		for _, ev := range s.Events {
+			b.WriteString(ev.Name + "\n")
+		}
+		if s.Status != nil {
+			b.WriteString(s.Status.Message + "\n")
+		}
+	}
+	return b.String()
+}
+
+// traceStream is an upstream's Chat stream with usage.
+func traceStream(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, d := range []string{
+		`{"id":"chatcmpl-up7","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-up7","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-up7","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+		`{"id":"chatcmpl-up7","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":3}}}`,
+	} {
+		_, _ = io.WriteString(w, "data: "+d+"\n\n")
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+}
+
+// TestTracingFailoverThenStream: a request that fails over once and then
+// streams. The trace holds the server span and under it two attempt
+// spans, named and described by the GenAI conventions: the first failed
+// with error.type 503, the second the answer, with its id, model, finish
+// reasons, usage and time to first chunk, its provider from
+// trace_provider. Each upstream got a traceparent naming its own
+// attempt's span. No key (the client's token, the upstream's api_key)
+// and no message content is in any span.
+func TestTracingFailoverThenStream(t *testing.T) {
+	rc := startOTLP(t)
+	bad := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		answerJSON(w, http.StatusServiceUnavailable, `{"error":{"message":"overloaded","type":"server_error"}}`)
+	})
+	good := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) { traceStream(w) })
+	startRelay(t, `tracing {
+		span relay
+	}
+	llm_relay {
+		key sk-trace-secret-token alice
+		upstream bad `+bad.v1()+` {
+			api chat
+			api_key sk-upstream-secret-1
+		}
+		upstream good `+good.v1()+` {
+			api chat
+			api_key sk-upstream-secret-2
+			trace_provider deepseek
+		}
+		model m {
+			to bad m-first
+			to good m-second
+		}
+	}`)
+	body := `{"model":"m","stream":true,"max_tokens":50,"temperature":0.5,"messages":[{"role":"user","content":"a secret prompt"}]}`
+	s := readAll(t, post(t, body, "Authorization", "Bearer sk-trace-secret-token"))
+	if !strings.Contains(s, "Hello") || !strings.HasSuffix(s, "data: [DONE]\n\n") {
+		t.Fatalf("the stream:\n%s", s)
+	}
+	badTP := bad.requests()[0].header.Get("Traceparent")
+	goodTP := good.requests()[0].header.Get("Traceparent")
+	if badTP == "" || goodTP == "" {
+		t.Fatalf("no traceparent upstream: %q %q", badTP, goodTP)
+	}
+	traceID := strings.Split(goodTP, "-")[1]
+	spans := rc.wait(t, 3, traceID)
+
+	var server *tracepb.Span
+	attempts := map[string]*tracepb.Span{}
+	for _, sp := range spans {
+		switch {
+		case sp.Name == "relay":
+			server = sp
+		case sp.Kind == tracepb.Span_SPAN_KIND_CLIENT:
+			attempts[sp.Name] = sp
+		}
+	}
+	first, second := attempts["chat m-first"], attempts["chat m-second"]
+	if server == nil || first == nil || second == nil || len(attempts) != 2 {
+		t.Fatalf("want the server span and two attempt spans, got:\n%s", allAttrs(spans))
+	}
+	for _, sp := range []*tracepb.Span{first, second} {
+		if string(sp.ParentSpanId) != string(server.SpanId) {
+			t.Errorf("%s: parent %x, the server span is %x", sp.Name, sp.ParentSpanId, server.SpanId)
+		}
+	}
+	if want := "00-" + traceID + "-" + hex.EncodeToString(first.SpanId) + "-01"; badTP != want {
+		t.Errorf("the first upstream's traceparent %q, want its attempt's span %q", badTP, want)
+	}
+	if want := "00-" + traceID + "-" + hex.EncodeToString(second.SpanId) + "-01"; goodTP != want {
+		t.Errorf("the second upstream's traceparent %q, want its attempt's span %q", goodTP, want)
+	}
+	for key, want := range map[string]string{
+		"gen_ai.operation.name":      "chat",
+		"gen_ai.provider.name":       "openai",
+		"gen_ai.request.model":       "m-first",
+		"gen_ai.request.stream":      "true",
+		"gen_ai.request.max_tokens":  "50",
+		"gen_ai.request.temperature": "positive",
+		"server.address":             "127.0.0.1",
+		"error.type":                 "503",
+		"llm_relay.attempt":          "1",
+		"llm_relay.committed":        "false",
+		"llm_relay.alias":            "m",
+		"llm_relay.upstream":         "bad",
+		"llm_relay.previous_failure": "",
+		"gen_ai.response.id":         "",
+		"gen_ai.usage.input_tokens":  "",
+		"gen_ai.input.messages":      "",
+		"llm_relay.key":              "",
+	} {
+		if got := spanAttr(first, key); got != want {
+			t.Errorf("first attempt: %s = %q, want %q", key, got, want)
+		}
+	}
+	if first.Status == nil || first.Status.Code != tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("the failed attempt's status: %v", first.Status)
+	}
+	for key, want := range map[string]string{
+		"gen_ai.provider.name":                     "deepseek",
+		"gen_ai.request.model":                     "m-second",
+		"gen_ai.response.model":                    "m-2026",
+		"gen_ai.response.id":                       "chatcmpl-up7",
+		"gen_ai.response.finish_reasons":           "[stop]",
+		"gen_ai.response.time_to_first_chunk":      "positive",
+		"gen_ai.usage.input_tokens":                "11",
+		"gen_ai.usage.output_tokens":               "7",
+		"gen_ai.usage.cache_read.input_tokens":     "4",
+		"gen_ai.usage.cache_creation.input_tokens": "0",
+		"gen_ai.usage.reasoning.output_tokens":     "3",
+		"llm_relay.attempt":                        "2",
+		"llm_relay.previous_failure":               "503",
+		"llm_relay.committed":                      "true",
+		"error.type":                               "",
+		"gen_ai.output.messages":                   "",
+	} {
+		if got := spanAttr(second, key); got != want {
+			t.Errorf("second attempt: %s = %q, want %q", key, got, want)
+		}
+	}
+	for key, want := range map[string]string{
+		"llm_relay.alias":     "m",
+		"llm_relay.key":       "alice",
+		"llm_relay.attempts":  "2",
+		"llm_relay.upstream":  "good",
+		"llm_relay.committed": "true",
+	} {
+		if got := spanAttr(server, key); got != want {
+			t.Errorf("server span: %s = %q, want %q", key, got, want)
+		}
+	}
+	all := allAttrs(spans)
+	for _, secret := range []string{"sk-trace-secret-token", "sk-upstream-secret", "a secret prompt", "Hello"} {
+		if strings.Contains(all, secret) {
+			t.Errorf("%q is in a span:\n%s", secret, all)
+		}
+	}
+}
+
+// TestTracingContentAndPropagation: with trace_content on, the answer's
+// attempt span holds the request's messages and the answer in the
+// conventions' forms (and still no key); an upstream with
+// trace_propagation off gets no trace header at all, not even the one
+// the client sent.
+func TestTracingContentAndPropagation(t *testing.T) {
+	rc := startOTLP(t)
+	quiet := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) { traceStream(w) })
+	startRelay(t, `tracing {
+		span relay
+	}
+	llm_relay {
+		key sk-trace-secret-token alice
+		trace_content on
+		upstream quiet `+quiet.v1()+` {
+			api chat
+			api_key sk-upstream-secret-3
+			trace_propagation off
+		}
+		model m {
+			to quiet m-q
+		}
+	}`)
+	clientTP := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	body := `{"model":"m","stream":true,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"say hello"}]}`
+	readAll(t, post(t, body, "Authorization", "Bearer sk-trace-secret-token", "Traceparent", clientTP, "Tracestate", "vendor=x"))
+	h := quiet.requests()[0].header
+	if h.Get("Traceparent") != "" || h.Get("Tracestate") != "" {
+		t.Errorf("trace_propagation off: the upstream got traceparent %q tracestate %q", h.Get("Traceparent"), h.Get("Tracestate"))
+	}
+	spans := rc.wait(t, 2, "0af7651916cd43dd8448eb211c80319c") // the client's trace, continued by Caddy
+	var attempt *tracepb.Span
+	for _, sp := range spans {
+		if sp.Name == "chat m-q" {
+			attempt = sp
+		}
+	}
+	if attempt == nil {
+		t.Fatalf("no attempt span:\n%s", allAttrs(spans))
+	}
+	in, out := spanAttr(attempt, "gen_ai.input.messages"), spanAttr(attempt, "gen_ai.output.messages")
+	if in != `[{"role":"system","parts":[{"type":"text","content":"be brief"}]},{"role":"user","parts":[{"type":"text","content":"say hello"}]}]` {
+		t.Errorf("input messages: %s", in)
+	}
+	if out != `[{"role":"assistant","parts":[{"type":"text","content":"Hello there"}],"finish_reason":"stop"}]` {
+		t.Errorf("output messages: %s", out)
+	}
+	if all := allAttrs(spans); strings.Contains(all, "sk-trace-secret-token") || strings.Contains(all, "sk-upstream-secret") {
+		t.Errorf("a key is in a span:\n%s", all)
+	}
+}
+
+// TestTracingOffSendsNothingNew: without Caddy's tracing the relay adds
+// no trace header of its own (a client's traceparent passes as any
+// header), and the upstream request is as before.
+func TestTracingOffSendsNothingNew(t *testing.T) {
+	up := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) { traceStream(w) })
+	startRelay(t, `llm_relay {
+		upstream up `+up.v1()+` {
+			api chat
+		}
+		model m {
+			to up m-x
+		}
+	}`)
+	readAll(t, post(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	tp := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	readAll(t, post(t, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "Traceparent", tp))
+	seen := up.requests()
+	if seen[0].header.Get("Traceparent") != "" || seen[1].header.Get("Traceparent") != tp {
+		t.Errorf("traceparent upstream without tracing: %q, and with the client's %q", seen[0].header.Get("Traceparent"), seen[1].header.Get("Traceparent"))
+	}
+}
