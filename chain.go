@@ -226,7 +226,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	c.last = nil // until this attempt fails with the upstream's own error
 	ctx, span := c.req.trace.startAttempt(ctx, c, t, body, x, c.req.attempts+1, isCanary)
 	res := c.h.attempt(ctx, c.r, t, body, x, c.deadline)
-	c.req.trace.endAttempt(span, res)
+	c.req.trace.endAttempt(span, c, res)
 	if res.invalid != nil {
 		// Not valid in the client's own dialect: no target can serve it,
 		// and no upstream was called.

@@ -187,7 +187,7 @@ func traceInput(body *requestBody, x exchange) string {
 
 // endAttempt ends a failed attempt's span, or keeps a committed one open
 // until the request's end. nil-safe.
-func (tr *requestTrace) endAttempt(span trace.Span, res *attemptResult) {
+func (tr *requestTrace) endAttempt(span trace.Span, c *chainRun, res *attemptResult) {
 	if tr == nil || span == nil {
 		return
 	}
@@ -201,6 +201,13 @@ func (tr *requestTrace) endAttempt(span trace.Span, res *attemptResult) {
 			// client's answer, and an error all the same.
 			span.SetAttributes(attribute.String(genai.ErrorType, genai.ErrorTypeOf(string(classStatus), res.resp.StatusCode)))
 			span.SetStatus(codes.Error, res.resp.Status)
+		}
+		if c.leg != nil && c.leg.native && len(tr.open) > 0 {
+			// A continuation: the stream before it broke after its
+			// commit point.
+			prev := tr.open[len(tr.open)-1]
+			prev.SetAttributes(attribute.String(genai.ErrorType, "stream_broken"))
+			prev.SetStatus(codes.Error, "the stream broke after the commit point and was continued on another attempt")
 		}
 		tr.open = append(tr.open, span)
 		return

@@ -396,3 +396,149 @@ func TestTracingOffSendsNothingNew(t *testing.T) {
 		t.Errorf("traceparent upstream without tracing: %q, and with the client's %q", seen[0].header.Get("Traceparent"), seen[1].header.Get("Traceparent"))
 	}
 }
+
+// tracingSite: the simulators of TestTracingLegsAndCopies on :9191.
+const tracingSite = `http://127.0.0.1:9191 {
+	handle /reason/* {
+		llm_simulator {
+			seed 28
+			reasoning_tokens 24
+			content_tokens 16
+			pattern steady 0
+		}
+	}
+	handle /echo/* {
+		llm_simulator {
+			seed 29
+			content_tokens 8
+			pattern steady 0
+			echo handoff
+		}
+	}
+	handle /drop/* {
+		llm_simulator {
+			seed 11
+			reasoning_tokens 0
+			content_tokens 40
+			pattern steady 0
+			drop_after 8
+		}
+	}
+	handle /good/* {
+		llm_simulator {
+			seed 11
+			reasoning_tokens 0
+			content_tokens 40
+			pattern steady 0
+		}
+	}
+}`
+
+// tracedPost posts a Chat body with a traceparent of its own trace, so
+// each request's spans are found by their trace id.
+func tracedPost(t *testing.T, body, traceID string) *http.Response {
+	t.Helper()
+	return post(t, body, "Authorization", "Bearer sk-trace-secret-token", "Traceparent", "00-"+traceID+"-b7ad6b7169203331-01")
+}
+
+// byName indexes spans by name (the last of a name wins).
+func byName(spans []*tracepb.Span) map[string]*tracepb.Span {
+	m := map[string]*tracepb.Span{}
+	for _, s := range spans {
+		m[s.Name] = s
+	}
+	return m
+}
+
+// TestTracingLegsAndCopies: a hand-off's two legs, a continuation after a
+// broken stream, a shadow copy and a resume, each in the trace of its
+// request: the legs and the continuation as attempt spans of their own
+// (llm_relay.leg), the broken stream's span with error.type
+// stream_broken, the shadow copy as a span under the request's marked
+// llm_relay.shadow, the resume as an event and attributes of the resumed
+// request's span.
+func TestTracingLegsAndCopies(t *testing.T) {
+	rc := startOTLP(t)
+	startRelay(t, `tracing {
+		span relay
+	}
+	llm_relay {
+		key sk-trace-secret-token alice
+		upstream reasoner http://127.0.0.1:9191/reason/v1 {
+			api chat
+		}
+		upstream echo http://127.0.0.1:9191/echo/v1 {
+			api chat
+		}
+		upstream drop http://127.0.0.1:9191/drop/v1 {
+			api chat
+		}
+		upstream good http://127.0.0.1:9191/good/v1 {
+			api chat
+		}
+		model baton {
+			reason reasoner sim-r1
+			to echo sim-chat
+		}
+		model cont {
+			to drop sim-drop
+			to good sim-good
+		}
+		model shadowed {
+			to good sim-main
+			shadow good sim-shadow 100
+		}
+		resume {
+		}
+	}`, tracingSite)
+
+	const handoffTrace, contTrace, shadowTrace, resumeTrace = "11111111111111111111111111111111", "22222222222222222222222222222222", "33333333333333333333333333333333", "44444444444444444444444444444444"
+	readAll(t, tracedPost(t, `{"model":"baton","stream":true,"messages":[{"role":"user","content":"hi"}]}`, handoffTrace))
+	legs := byName(rc.wait(t, 3, handoffTrace))
+	if r, a := legs["chat sim-r1"], legs["chat sim-chat"]; r == nil || a == nil || spanAttr(r, "llm_relay.leg") != "reason" || spanAttr(a, "llm_relay.leg") != "answer" ||
+		spanAttr(r, "llm_relay.committed") != "true" || spanAttr(a, "llm_relay.committed") != "true" || string(r.ParentSpanId) != string(legs["relay"].SpanId) {
+		t.Errorf("the hand-off's legs:\n%s", allAttrs(mapSpans(legs)))
+	}
+
+	s := readAll(t, tracedPost(t, `{"model":"cont","stream":true,"messages":[{"role":"user","content":"hi"}]}`, contTrace))
+	if !strings.Contains(s, "relay-continued") {
+		t.Fatalf("not continued:\n%s", s)
+	}
+	cont := byName(rc.wait(t, 3, contTrace))
+	if d, g := cont["chat sim-drop"], cont["chat sim-good"]; d == nil || g == nil || spanAttr(d, "error.type") != "stream_broken" ||
+		d.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || spanAttr(g, "llm_relay.leg") != "continuation" || spanAttr(g, "error.type") != "" ||
+		spanAttr(cont["relay"], "llm_relay.continuations") != "1" {
+		t.Errorf("the continuation:\n%s", allAttrs(mapSpans(cont)))
+	}
+
+	readAll(t, tracedPost(t, `{"model":"shadowed","stream":true,"messages":[{"role":"user","content":"hi"}]}`, shadowTrace))
+	sh := byName(rc.wait(t, 3, shadowTrace))
+	if c := sh["chat sim-shadow"]; c == nil || spanAttr(c, "llm_relay.shadow") != "true" || c.Kind != tracepb.Span_SPAN_KIND_CLIENT ||
+		string(c.ParentSpanId) != string(sh["relay"].SpanId) || sh["chat sim-main"] == nil {
+		t.Errorf("the shadow copy:\n%s", allAttrs(mapSpans(sh)))
+	}
+
+	first := tracedPost(t, `{"model":"cont","stream":true,"messages":[{"role":"user","content":"resume"}]}`, "55555555555555555555555555555555")
+	url, id := first.Header.Get("X-Relay-Stream"), first.Header.Get("X-Relay-Stream-Id")
+	readAll(t, first)
+	readAll(t, rsGet(t, url, "Authorization", "Bearer sk-trace-secret-token", "Last-Event-ID", id+".3", "Traceparent", "00-"+resumeTrace+"-b7ad6b7169203331-01"))
+	rs := rc.wait(t, 1, resumeTrace)
+	var resumed *tracepb.Span
+	for _, sp := range rs {
+		if sp.Name == "relay" {
+			resumed = sp
+		}
+	}
+	if resumed == nil || spanAttr(resumed, "llm_relay.resume") != "resumed" || spanAttr(resumed, "llm_relay.resume.stream") != id ||
+		len(resumed.Events) != 1 || resumed.Events[0].Name != "llm_relay.resume" {
+		t.Errorf("the resume:\n%s", allAttrs(rs))
+	}
+}
+
+func mapSpans(m map[string]*tracepb.Span) []*tracepb.Span {
+	var out []*tracepb.Span
+	for _, s := range m {
+		out = append(out, s)
+	}
+	return out
+}
