@@ -542,3 +542,63 @@ func mapSpans(m map[string]*tracepb.Span) []*tracepb.Span {
 	}
 	return out
 }
+
+// TestTracingClientDialects: a Messages, a Responses and a Gemini
+// client's requests to a Chat upstream: each answer span's finish reasons
+// are in the client's words (what the client was sent), its usage is the
+// upstream's, and with trace_content the input is read in each dialect.
+func TestTracingClientDialects(t *testing.T) {
+	rc := startOTLP(t)
+	up := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) { traceStream(w) })
+	startRelay(t, `tracing {
+		span relay
+	}
+	llm_relay {
+		key sk-trace-secret-token alice
+		trace_content on
+		upstream up `+up.v1()+` {
+			api chat
+		}
+		model m {
+			to up m-up
+		}
+	}`)
+	tp := func(id string) []string {
+		return []string{"Traceparent", "00-" + id + "-b7ad6b7169203331-01"}
+	}
+	cases := []struct {
+		name, path, body, trace, finish, input string
+		hdr                                    []string
+	}{
+		{"messages", "/v1/messages", `{"model":"m","max_tokens":64,"stream":true,"system":"be brief","messages":[{"role":"user","content":"hello?"}]}`,
+			"66666666666666666666666666666666", "[end_turn]", `"content":"hello?"`, []string{"x-api-key", "sk-trace-secret-token", "anthropic-version", "2023-06-01"}},
+		{"responses", "/v1/responses", `{"model":"m","stream":true,"input":"hello?"}`,
+			"77777777777777777777777777777777", "[completed]", `"content":"hello?"`, []string{"Authorization", "Bearer sk-trace-secret-token"}},
+		{"gemini", "/v1beta/models/m:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"hello?"}]}]}`,
+			"88888888888888888888888888888888", "[stop]", `"content":"hello?"`, []string{"x-goog-api-key", "sk-trace-secret-token"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp := geminiPost(t, c.path, c.body, append(c.hdr, tp(c.trace)...)...)
+			if b := readAll(t, resp); resp.StatusCode != http.StatusOK || !strings.Contains(b, "Hello") {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+			sp := byName(rc.wait(t, 2, c.trace))["chat m-up"]
+			if sp == nil {
+				t.Fatal("no attempt span")
+			}
+			if got := spanAttr(sp, "gen_ai.response.finish_reasons"); got != c.finish {
+				t.Errorf("finish reasons %s, want %s", got, c.finish)
+			}
+			if spanAttr(sp, "gen_ai.usage.input_tokens") != "11" || spanAttr(sp, "gen_ai.usage.output_tokens") != "7" {
+				t.Errorf("usage: %s", allAttrs([]*tracepb.Span{sp}))
+			}
+			if in := spanAttr(sp, "gen_ai.input.messages"); !strings.Contains(in, c.input) {
+				t.Errorf("input messages %s", in)
+			}
+			if out := spanAttr(sp, "gen_ai.output.messages"); !strings.Contains(out, `"content":"Hello there"`) {
+				t.Errorf("output messages %s", out)
+			}
+		})
+	}
+}
