@@ -54,6 +54,7 @@ const (
 	attrSmoothing       = "llm_relay.smoothing.mode"
 	attrMaxDelay        = "llm_relay.smoothing.max_delay_ms"
 	attrEffort          = "llm_relay.reasoning_effort"
+	attrBudget          = "llm_relay.reasoning_budget.tokens"
 	attrBudgetHits      = "llm_relay.reasoning_budget.failovers"
 	attrCapacity        = "llm_relay.capacity"
 	attrCost            = "llm_relay.cost_usd"
@@ -315,6 +316,9 @@ func (tr *requestTrace) finish(req *requestState) {
 	}
 	if rl.effort != "" {
 		attrs = append(attrs, attribute.String(attrEffort, rl.effort))
+	}
+	if req.budget > 0 {
+		attrs = append(attrs, attribute.Int(attrBudget, req.budget))
 	}
 	if rl.budgetHits > 0 {
 		attrs = append(attrs, attribute.Int(attrBudgetHits, rl.budgetHits))
