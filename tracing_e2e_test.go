@@ -344,6 +344,7 @@ func TestTracingContentAndPropagation(t *testing.T) {
 		}
 		model m {
 			to quiet m-q
+			reasoning_budget 500 truncate
 		}
 	}`)
 	clientTP := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -362,6 +363,9 @@ func TestTracingContentAndPropagation(t *testing.T) {
 	}
 	if attempt == nil {
 		t.Fatalf("no attempt span:\n%s", allAttrs(spans))
+	}
+	if server := byName(spans)["relay"]; server == nil || spanAttr(server, "llm_relay.reasoning_budget.tokens") != "500" {
+		t.Errorf("the server span has no reasoning budget:\n%s", allAttrs(spans))
 	}
 	in, out := spanAttr(attempt, "gen_ai.input.messages"), spanAttr(attempt, "gen_ai.output.messages")
 	if in != `[{"role":"system","parts":[{"type":"text","content":"be brief"}]},{"role":"user","parts":[{"type":"text","content":"say hello"}]}]` {
