@@ -164,6 +164,7 @@ func (h *Relay) attempt(ctx context.Context, r *http.Request, t *target, body *r
 	if err != nil {
 		return fail(classConnect, err)
 	}
+	propagateTrace(ctx, t.up, req.Header) // the attempt's span is the upstream's parent (tracing.go)
 
 	resp, err := t.up.transportFor(r.Header).RoundTrip(req)
 	if err != nil {

@@ -180,6 +180,13 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			on := v == "on"
 			h.BuiltinPrices = &on
 
+		case "trace_content":
+			var v string
+			if !d.Args(&v) || d.NextArg() || v != "on" && v != "off" {
+				return d.Err("trace_content: expected `trace_content on|off` (whether spans record the messages; off by default)")
+			}
+			h.TraceContent = v == "on"
+
 		case "slo":
 			if h.SLO != nil {
 				return d.Err("slo is already specified; use one slo block")
@@ -249,7 +256,7 @@ func (h *Relay) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Smoothing = s
 
 		default:
-			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, builtin_prices, region, state, capacity or resume", d.Val())
+			return d.Errf("unrecognized llm_relay subdirective %q; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, builtin_prices, region, state, capacity, resume or trace_content", d.Val())
 		}
 	}
 
@@ -354,6 +361,21 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 				return nil, d.Errf("upstream %q: %v", u.Name, err)
 			}
 			u.MaxConcurrent = n
+		case "trace_provider":
+			if !d.NextArg() || u.TraceProvider != "" {
+				return nil, d.Errf("upstream %q: expected one `trace_provider <name>`, e.g. `trace_provider deepseek`", u.Name)
+			}
+			u.TraceProvider = d.Val()
+			if d.NextArg() {
+				return nil, d.ArgErr()
+			}
+		case "trace_propagation":
+			var v string
+			if !d.Args(&v) || d.NextArg() || v != "on" && v != "off" || u.TracePropagation != nil {
+				return nil, d.Errf("upstream %q: expected one `trace_propagation on|off`", u.Name)
+			}
+			on := v == "on"
+			u.TracePropagation = &on
 		case "reasoning_format", "reasoning_tags", "starts_in_reasoning", "reasoning_end_marker":
 			if _, err := parseInlineReasoning(d, &u.InlineReasoning); err != nil {
 				return nil, fmt.Errorf("upstream %q: %w", u.Name, err)
@@ -384,7 +406,7 @@ func parseUpstream(d *caddyfile.Dispenser, defined map[string]bool) (*Upstream, 
 			}
 			u.TransportRaw = caddyconfig.JSONModuleObject(unm, "protocol", name, nil)
 		default:
-			return nil, d.Errf("unrecognized upstream subdirective %q; expected api, api_key, header, transport, region, health_check, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning, reasoning_end_marker or continue_with", d.Val())
+			return nil, d.Errf("unrecognized upstream subdirective %q; expected api, api_key, header, transport, region, health_check, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning, reasoning_end_marker, continue_with, trace_provider or trace_propagation", d.Val())
 		}
 	}
 	return u, nil

@@ -276,7 +276,7 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		note string   // a regression this case guards against, if any
 	}{
 		{"matcher-like argument", "llm_relay upstream", []string{"takes no arguments besides a matcher; put settings in its block", "Testfile:1"}, ""},
-		{"unknown subdirective", ok("\tretries 3"), []string{`unrecognized llm_relay subdirective "retries"; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, builtin_prices, region, state, capacity or resume`, "Testfile:6"}, ""},
+		{"unknown subdirective", ok("\tretries 3"), []string{`unrecognized llm_relay subdirective "retries"; expected key, max_body, upstream, model, failover, smoothing, slo, reasoning_budget, reasoning_field, adaptive_effort, price, builtin_prices, region, state, capacity, resume or trace_content`, "Testfile:6"}, ""},
 
 		// key
 		{"key without token", ok("\tkey"), []string{"key: expected `key <token> [<name>]`, got 0 arguments", "Testfile:6"}, ""},
@@ -296,7 +296,10 @@ func TestCaddyfileParseErrors(t *testing.T) {
 		{"duplicate upstream", ok("\tupstream u http://other/v1"), []string{`upstream "u" is defined twice; give each upstream a unique name`, "Testfile:6"}, ""},
 		{"duplicate upstream with a block", ok("\tupstream u http://other/v1 {\n\t\tapi_key k\n\t}"), []string{`upstream "u" is defined twice`, "Testfile:6"},
 			"regression: caddyfile.go: the duplicate check runs after parseUpstream consumed the block, so the error names the closing `}` (Testfile:8), not the `upstream` line (Testfile:6)"},
-		{"unknown upstream subdirective", ok("\tupstream v http://v/v1 {\n\t\tapikey k\n\t}"), []string{`unrecognized upstream subdirective "apikey"; expected api, api_key, header, transport, region, health_check, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning, reasoning_end_marker or continue_with`, "Testfile:7"}, ""},
+		{"trace_propagation value", ok("\tupstream v http://v/v1 {\n\t\ttrace_propagation maybe\n\t}"), []string{`upstream "v": expected one ` + "`trace_propagation on|off`", "Testfile:7"}, ""},
+		{"trace_provider without a name", ok("\tupstream v http://v/v1 {\n\t\ttrace_provider\n\t}"), []string{"expected one `trace_provider <name>`", "Testfile:7"}, ""},
+		{"trace_content value", ok("\ttrace_content yes"), []string{"trace_content: expected `trace_content on|off`", "Testfile:6"}, ""},
+		{"unknown upstream subdirective", ok("\tupstream v http://v/v1 {\n\t\tapikey k\n\t}"), []string{`unrecognized upstream subdirective "apikey"; expected api, api_key, header, transport, region, health_check, max_concurrent, reasoning_format, reasoning_tags, starts_in_reasoning, reasoning_end_marker, continue_with, trace_provider or trace_propagation`, "Testfile:7"}, ""},
 		{"api_key without value", ok("\tupstream v http://v/v1 {\n\t\tapi_key\n\t}"), []string{"wrong argument count", "Testfile:7"}, ""},
 		{"api_key twice", ok("\tupstream v http://v/v1 {\n\t\tapi_key a\n\t\tapi_key b\n\t}"), []string{`upstream "v": api_key is already specified`, "Testfile:8"}, ""},
 		{"api_key with 2 args", ok("\tupstream v http://v/v1 {\n\t\tapi_key a b\n\t}"), []string{"wrong argument count", "Testfile:7"}, ""},

@@ -225,7 +225,9 @@ func (c *chainRun) step(st step) chainOutcome {
 
 	started := time.Now()
 	c.last = nil // until this attempt fails with the upstream's own error
+	ctx, span := c.req.trace.startAttempt(ctx, c, t, body, x, c.req.attempts+1, isCanary)
 	res := c.h.attempt(ctx, c.r, t, body, x, c.deadline)
+	c.req.trace.endAttempt(span, c, res)
 	if res.invalid != nil {
 		// Not valid in the client's own dialect: no target can serve it,
 		// and no upstream was called.
@@ -256,6 +258,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	case res.resp != nil && res.events != nil && c.body.assemble:
 		return c.assemble(t, res)
 	case res.resp != nil:
+		c.req.trace.tap(res, c.req.ep.format())
 		retry := c.commit(t, res)
 		if isCanary && c.req.smooth != nil {
 			// The stream is over: its reasoning cluster rate is known.

@@ -154,6 +154,20 @@ type Upstream struct {
 	// chain, degradation, then no new request. Default: 0, no cap.
 	MaxConcurrent int `json:"max_concurrent,omitempty"`
 
+	// `trace_provider <name>`: gen_ai.provider.name on the spans of this
+	// upstream's attempts (with Caddy's `tracing` on; docs/tracing.md),
+	// one of the GenAI conventions' names (openai, anthropic, gcp.gemini,
+	// deepseek, groq, mistral_ai, x_ai, ...) or your own. Default: the
+	// provider of a well-known host, else the api's (openai for `openai`
+	// and `chat`, anthropic, gcp.gemini).
+	TraceProvider string `json:"trace_provider,omitempty"`
+
+	// `trace_propagation on|off`: whether requests to this upstream carry
+	// the attempt's W3C trace context (traceparent, tracestate). `off`
+	// sends none, the client's included: for a provider that should not
+	// learn your trace ids. Default: on.
+	TracePropagation *bool `json:"trace_propagation,omitempty"`
+
 	// Where the upstream's models write their reasoning: `reasoning_format`,
 	// `reasoning_tags`, `starts_in_reasoning`, `reasoning_end_marker`. A
 	// target may override each (see Target).

@@ -178,6 +178,7 @@ func handoffDialect(d dialect) handoff.Dialect {
 // legResult is what a leg's chain hands back: the committed attempt and
 // its target, or why it failed.
 type legResult struct {
+	name    string          // "reason" or "answer" for a hand-off's, for its spans (tracing.go)
 	ctx     context.Context // the leg's attempts' context (nil: the request's)
 	native  bool            // answers in the client's dialect, not the Chat pivot (a continuation: continuation.go)
 	res     *attemptResult
@@ -185,6 +186,20 @@ type legResult struct {
 	release func() // gives back the target's max_concurrent slot, when the leg is over
 	err     *apiError
 	once    sync.Once // done's work, on whichever goroutine comes first
+}
+
+// role names the leg on its attempts' spans.
+func (l *legResult) role() string {
+	if l.native {
+		return "continuation"
+	}
+	return cmpOrString(l.name, "handoff")
+}
+
+// named names a leg for its spans.
+func (c *chainRun) named(name string) *chainRun {
+	c.leg.name = name
+	return c
 }
 
 // done releases what the leg holds: its upstream's answer and its slot.
@@ -402,7 +417,7 @@ func (c *chainRun) handoff() {
 	}
 	src.sp.ReasonPrompt = usage.EstimatePrompt(reasonRaw)
 	src.prepare(reasonRaw)
-	leg := c.newLeg(ho.reason, reasonBody, nil, nil).runLeg()
+	leg := c.newLeg(ho.reason, reasonBody, nil, nil).named("reason").runLeg()
 	switch {
 	case leg.res != nil && leg.res.events == nil:
 		// The upstream's own answer to pass through (a 400 the client
@@ -833,10 +848,10 @@ func (s *handoffSource) startAnswer() error {
 		flushed.Do(s.hook)
 	}})
 	first := bodyFor(s.c.rt.targets[0])
-	leg := s.c.newLeg(s.c.rt, first, bodyFor, ctx).runLeg()
+	leg := s.c.newLeg(s.c.rt, first, bodyFor, ctx).named("answer").runLeg()
 	for s.refusedPrefill(leg) {
 		// Each refusal marks one target, so this ends.
-		leg = s.c.newLeg(s.c.rt, bodyFor(s.c.rt.targets[0]), bodyFor, ctx).runLeg()
+		leg = s.c.newLeg(s.c.rt, bodyFor(s.c.rt.targets[0]), bodyFor, ctx).named("answer").runLeg()
 	}
 	flushed.Do(s.hook) // no attempt wrote its request: what is held goes out now
 	// Every answer body is made: what they were made from, as long as

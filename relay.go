@@ -120,6 +120,14 @@ type Relay struct {
 	// client for a while. Default: off. See Resume and docs/resume.md.
 	Resume *Resume `json:"resume,omitempty"`
 
+	// `trace_content on|off`: whether the spans of relayed requests (with
+	// Caddy's `tracing` on) record the messages: the request's as
+	// gen_ai.input.messages, the answer's text and reasoning as
+	// gen_ai.output.messages, each at most 16 KiB. Prompts and answers
+	// are often what traces must not hold: off by default. See
+	// docs/tracing.md.
+	TraceContent bool `json:"trace_content,omitempty"`
+
 	logger      *zap.Logger
 	keys        keyring
 	upstreams   map[string]*upstreamRuntime

@@ -54,6 +54,10 @@ type requestState struct {
 
 	canary *canaryRuntime // the route's canary, whose guard may compare reasoning (canaryreasoning.go)
 
+	// trace is the request's OpenTelemetry spans (tracing.go); nil: its
+	// span does not record.
+	trace *requestTrace
+
 	// run is the chain whose answer is being committed: a broken stream
 	// walks the rest of it (continuation.go). nil: none.
 	run *chainRun
@@ -185,6 +189,7 @@ func (h *Relay) logAttempt(rl *requestLog, t *target, res *attemptResult) {
 func (h *Relay) finishRequest(r *http.Request, req *requestState) {
 	rl := req.requestLog
 	rl.bytes = req.out.n
+	req.trace.finish(req)
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		// One provider instead of five Sets: the values are formatted only
 		// if something (an access log, a later handler) asks for them.

@@ -22,7 +22,8 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	ep, bad := endpointOf(r.URL)
 	req := newRequestState(ep)
-	gc := geminiCallOf(r.Context()) // a Gemini client's, translated (gemini.go)
+	req.trace = h.newRequestTrace(r.Context(), ep) // nil unless the request's span records (tracing.go)
+	gc := geminiCallOf(r.Context())                // a Gemini client's, translated (gemini.go)
 	if gc != nil {
 		req.api = "gemini"
 	}

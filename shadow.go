@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
@@ -54,11 +56,14 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 	// The client's answer's shape: a request the relay streamed only to
 	// assemble its answer was answered whole.
 	stream := body.clientStream()
-	h.inflight.enter()         // the copy uses the config's transport
-	release := body.buf.hold() // the copy reads the body after the handler is done
+	h.inflight.enter()                           // the copy uses the config's transport
+	release := body.buf.hold()                   // the copy reads the body after the handler is done
+	parent := trace.SpanFromContext(r.Context()) // the client's request's, for the copy's span (tracing.go)
 	started := sr.runner.GoThen(func() func() {
 		ctx, cancel := context.WithTimeout(life, shadowTimeout)
+		ctx, span := startShadowSpan(ctx, parent, sr.target, body, ep)
 		res := shadowCall(ctx, sr.target, hdr, query, body, ep)
+		endShadowSpan(span, res)
 		cancel()
 		release()
 		h.inflight.leave()
@@ -112,6 +117,7 @@ func shadowCall(ctx context.Context, t *target, hdr http.Header, query string, b
 		res.Err = err.Error()
 		return res
 	}
+	propagateTrace(ctx, t.up, req.Header)
 	resp, err := t.up.transport.RoundTrip(req)
 	if err != nil {
 		res.Err = unwrapURLError(err).Error()

@@ -17,6 +17,7 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/anthropic"
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/gemini"
+	"github.com/llmrelay/caddy-llm-relay/internal/genai"
 	"github.com/llmrelay/caddy-llm-relay/internal/thinktag"
 )
 
@@ -54,8 +55,13 @@ type upstreamRuntime struct {
 	// uri and timeout, or their defaults): what GET /v1/ping sends it too.
 	probeURI     string
 	probeTimeout time.Duration
-	cleanup      func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
-	closeIdle    func() // closes the transport's idle connections; idempotent
+	// provider is gen_ai.provider.name on its attempts' spans; propagate
+	// says whether they send their trace context (tracing.go).
+	provider  string
+	propagate bool
+
+	cleanup   func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
+	closeIdle func() // closes the transport's idle connections; idempotent
 }
 
 // provisionUpstream resolves the upstream's secrets and loads its transport
@@ -86,6 +92,9 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		maxConcurrent: u.MaxConcurrent,
 		probeURI:      defaultProbeURI,
 		probeTimeout:  defaultProbeTimeout,
+
+		provider:  genai.ProviderName(u.TraceProvider, cmp.Or(u.API, apiOpenAI), u.BaseURL),
+		propagate: u.TracePropagation == nil || *u.TracePropagation,
 	}
 	if hc := u.HealthCheck; hc != nil {
 		rt.probeURI = cmp.Or(hc.URI, defaultProbeURI)

@@ -185,13 +185,16 @@ type siteURLs struct {
 	// -resume: the relay's sites with and without resume (resume.go),
 	// served by relayProc.
 	resumeOn, resumeOff string
+	// -trace: the relay's and reverse_proxy's sites under Caddy's
+	// tracing (trace.go), served by relayProc and proxyProc.
+	relayTraced, proxyTraced string
 }
 
 // startProcs picks free ports, writes one Caddyfile per child process and
 // starts the simulator, the relay and reverse_proxy, each in its own
 // process, logging to a file in dir.
 func startProcs(o options, dir string) (siteURLs, error) {
-	ports, err := inproc.FreePorts(15)
+	ports, err := inproc.FreePorts(17)
 	if err != nil {
 		return siteURLs{}, err
 	}
@@ -199,6 +202,7 @@ func startProcs(o options, dir string) (siteURLs, error) {
 	pLocal, pRedis := ports[6], ports[7]
 	pHandoff, pReason, pAnswer, pReasonSlow, pAnswerSlow := ports[8], ports[9], ports[10], ports[11], ports[12]
 	pResumeOn, pResumeOff := ports[13], ports[14]
+	pRelayTraced, pProxyTraced := ports[15], ports[16]
 	head := fmt.Sprintf(globalOptions, o.logLevel)
 	tps := strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64)
 	simSrc := head + fmt.Sprintf(simSites, pSim, pSlow, o.reasoningTokens, o.contentTokens, tps)
@@ -211,10 +215,16 @@ func startProcs(o options, dir string) (siteURLs, error) {
 	if o.resume {
 		relaySrc += fmt.Sprintf(resumeSites, pResumeOn, pResumeOff, pSim)
 	}
+	proxySrc := head + fmt.Sprintf(proxySites, pProxy, pSim)
+	if o.trace {
+		traceEnv()
+		relaySrc += fmt.Sprintf(traceRelaySite, pRelayTraced, pSim)
+		proxySrc += fmt.Sprintf(traceProxySite, pProxyTraced, pSim)
+	}
 	files := []struct{ name, src string }{
 		{"sim", simSrc},
 		{"relay", relaySrc},
-		{"reverse_proxy", head + fmt.Sprintf(proxySites, pProxy, pSim)},
+		{"reverse_proxy", proxySrc},
 	}
 	if o.stateRedis {
 		sock, err := startRedis(dir)
@@ -248,6 +258,7 @@ func startProcs(o options, dir string) (siteURLs, error) {
 		sim: base(pSim), relay: base(pRelay), proxy: base(pProxy), shadowed: base(pShadowed), claude: base(pClaude),
 		simProc: procs[0], relayProc: procs[1], proxyProc: procs[2],
 		handoff: base(pHandoff), resumeOn: base(pResumeOn), resumeOff: base(pResumeOff),
+		relayTraced: base(pRelayTraced), proxyTraced: base(pProxyTraced),
 	}
 	if o.stateRedis {
 		sites.local, sites.redis, sites.localProc, sites.redisProc = base(pLocal), base(pRedis), procs[3], procs[4]
