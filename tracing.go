@@ -253,6 +253,19 @@ type traceTap struct {
 	scratch []byte
 }
 
+// BeforeRead forwards the pacer's per-read hook (one flush per upstream
+// read, see pace.Run), which a wrapper that hid it would turn into a
+// flush per event.
+func (t *traceTap) BeforeRead(f func()) { sse.ForwardBeforeRead(t.src, f) }
+
+// CountedBy passes the pacer's count on to a usage meter under the tap
+// (pace.RuneCounted).
+func (t *traceTap) CountedBy(f func() int) {
+	if rc, ok := t.src.(pace.RuneCounted); ok {
+		rc.CountedBy(f)
+	}
+}
+
 func (t *traceTap) Next() (sse.Event, error) {
 	ev, err := t.src.Next()
 	if err == nil {
