@@ -430,6 +430,8 @@ func cmpOrString(a, b string) string {
 // propagateTrace writes the attempt's trace context into the upstream
 // request (W3C traceparent and tracestate), or for an upstream with
 // trace_propagation off takes every trace header out (the client's too).
+// Without Caddy's tracing, a client's own trace headers pass as any
+// header does.
 func propagateTrace(ctx context.Context, up *upstreamRuntime, h http.Header) {
 	if !up.propagate {
 		h.Del("Traceparent")
@@ -437,7 +439,11 @@ func propagateTrace(ctx context.Context, up *upstreamRuntime, h http.Header) {
 		h.Del("Baggage")
 		return
 	}
-	if trace.SpanContextFromContext(ctx).IsValid() {
+	if trace.SpanFromContext(ctx).IsRecording() {
+		// The attempt's span. A request whose span does not record has
+		// no attempt spans: its upstream gets what Caddy's tracing put
+		// in the request's headers (the server span's context, not
+		// sampled), as reverse_proxy's would, at no cost.
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
 	}
 }
