@@ -970,7 +970,7 @@ func TestGeminiFeatureReasoningBudget(t *testing.T) {
 			to big sim-reasoner
 			reasoning_budget 1000
 		}
-		key sk-gem-reason reason {
+		key sk-gem-reason gem-reason {
 			reasoning_budget 5 per day
 		}
 		model gemini-small {
