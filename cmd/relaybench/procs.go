@@ -81,28 +81,7 @@ http://:%[2]d {
 const relaySites = `
 http://:%[1]d {
 	bind 127.0.0.1
-	llm_relay {
-		upstream sim http://127.0.0.1:%[4]d/v1
-		upstream sim2 http://127.0.0.1:%[4]d/v1
-		model sim-reasoner {
-			to sim
-		}
-		model sim-continue {
-			to sim sim-reasoner
-			to sim2 sim-reasoner
-			failover {
-				after_commit continue
-			}
-		}
-		model sim-error {
-			to sim sim-reasoner
-			to sim2 sim-reasoner
-			failover {
-				after_commit error
-			}
-		}
-	}
-}
+%[6]s}
 
 http://:%[2]d {
 	bind 127.0.0.1
@@ -140,6 +119,36 @@ http://:%[3]d {
 	}
 }
 `
+
+// relayBlock is the relay site's llm_relay block (relaySites' first
+// site, and -trace's traced copy of it), in front of the simulator on
+// simPort: sim-reasoner, and sim-continue and sim-error, the same chain
+// of two targets (the simulator under two names) with after_commit
+// continue and error (-after-commit).
+func relayBlock(simPort int) string {
+	return strings.ReplaceAll(`	llm_relay {
+		upstream sim http://127.0.0.1:SIM/v1
+		upstream sim2 http://127.0.0.1:SIM/v1
+		model sim-reasoner {
+			to sim
+		}
+		model sim-continue {
+			to sim sim-reasoner
+			to sim2 sim-reasoner
+			failover {
+				after_commit continue
+			}
+		}
+		model sim-error {
+			to sim sim-reasoner
+			to sim2 sim-reasoner
+			failover {
+				after_commit error
+			}
+		}
+	}
+`, "SIM", strconv.Itoa(simPort))
+}
 
 // proxySites: the baseline, a plain reverse_proxy in front of sim. Ports:
 // proxy, sim.
@@ -206,7 +215,7 @@ func startProcs(o options, dir string) (siteURLs, error) {
 	head := fmt.Sprintf(globalOptions, o.logLevel)
 	tps := strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64)
 	simSrc := head + fmt.Sprintf(simSites, pSim, pSlow, o.reasoningTokens, o.contentTokens, tps)
-	relaySrc := head + fmt.Sprintf(relaySites, pRelay, pShadowed, pClaude, pSim, pSlow)
+	relaySrc := head + fmt.Sprintf(relaySites, pRelay, pShadowed, pClaude, pSim, pSlow, relayBlock(pSim))
 	if o.handoff {
 		// Only then: the other measurements' processes stay as they were.
 		simSrc += fmt.Sprintf(handoffSimSites, pReason, pAnswer, pReasonSlow, pAnswerSlow, o.reasoningTokens, o.contentTokens, tps)
@@ -218,7 +227,7 @@ func startProcs(o options, dir string) (siteURLs, error) {
 	proxySrc := head + fmt.Sprintf(proxySites, pProxy, pSim)
 	if o.trace {
 		traceEnv()
-		relaySrc += fmt.Sprintf(traceRelaySite, pRelayTraced, pSim)
+		relaySrc += fmt.Sprintf(traceRelaySite, pRelayTraced, relayBlock(pSim))
 		proxySrc += fmt.Sprintf(traceProxySite, pProxyTraced, pSim)
 	}
 	files := []struct{ name, src string }{

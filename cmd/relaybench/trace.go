@@ -18,36 +18,15 @@ import (
 // (relay traced - relay) - (reverse_proxy traced - reverse_proxy),
 // against the untraced relay's, goal at most 5 %.
 
-// traceRelaySite is the relay's first site again under `tracing`. Ports:
-// the site, sim, sim (the second upstream of the aliases).
+// traceRelaySite is the relay's first site again under `tracing`: the
+// same block (relayBlock). Ports: the site; the block.
 const traceRelaySite = `
 http://:%[1]d {
 	bind 127.0.0.1
 	tracing {
 		span relay
 	}
-	llm_relay {
-		upstream sim http://127.0.0.1:%[2]d/v1
-		upstream sim2 http://127.0.0.1:%[2]d/v1
-		model sim-reasoner {
-			to sim
-		}
-		model sim-continue {
-			to sim sim-reasoner
-			to sim2 sim-reasoner
-			failover {
-				after_commit continue
-			}
-		}
-		model sim-error {
-			to sim sim-reasoner
-			to sim2 sim-reasoner
-			failover {
-				after_commit error
-			}
-		}
-	}
-}
+%[2]s}
 `
 
 // traceProxySite is reverse_proxy under `tracing`. Ports: the site, sim.
