@@ -43,8 +43,10 @@ var (
 )
 
 // fastKey matches a key literal against names exactly; a key with an
-// escape, or equal to a name but for case, is ambiguous (-2); another is
-// -1.
+// escape, or equal to a name but for case, is ambiguous
+// (jsonscan.KeyAmbiguous); another is jsonscan.KeyOther. Gemini's
+// names are camelCase, which jsonscan.MatchKey (lower-case names) does
+// not take.
 func fastKey(lit []byte, names []string) int {
 	raw := lit[1 : len(lit)-1]
 	for i, n := range names {
@@ -53,20 +55,27 @@ func fastKey(lit []byte, names []string) int {
 		}
 	}
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		return -2
+		return jsonscan.KeyAmbiguous
 	}
 	for _, n := range names {
 		if bytes.EqualFold(raw, []byte(n)) {
-			return -2
+			return jsonscan.KeyAmbiguous
 		}
 	}
-	return -1
+	return jsonscan.KeyOther
 }
 
 // fastObject walks the object at b[i], calling f for each member named in
 // keys (f returns the value's end, -1 to give up); a key named twice or
-// ambiguous gives up. It returns the object's end, or -1.
+// ambiguous gives up. It returns the object's end, or -1. Gemini's keys
+// are matched by fastKey.
 func fastObject(b []byte, i, depth int, keys []string, f func(k, vs int) int) int {
+	return walkObject(b, i, depth, keys, fastKey, f)
+}
+
+// walkObject is fastObject with the key matcher match (fastKey, or
+// jsonscan.MatchKey for Chat's lower-case keys).
+func walkObject(b []byte, i, depth int, keys []string, match func([]byte, []string) int, f func(k, vs int) int) int {
 	it := jsonscan.NewObjIter(b, i, depth)
 	var seen uint32
 	for {
@@ -74,9 +83,9 @@ func fastObject(b []byte, i, depth int, keys []string, f func(k, vs int) int) in
 		if !ok {
 			break
 		}
-		k := fastKey(b[ks:ke], keys)
+		k := match(b[ks:ke], keys)
 		switch {
-		case k == -2:
+		case k == jsonscan.KeyAmbiguous:
 			return -1
 		case k < 0:
 			it.Skip()

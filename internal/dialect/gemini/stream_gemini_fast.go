@@ -247,32 +247,5 @@ func (s *geminiStream) fastText(b []byte, i int) int {
 // chat.ReadDelta matches keys, and encoding/json (a key that decodes to a
 // name is that member; one equal to a name but for case, ambiguous).
 func matchObject(b []byte, i, depth int, keys []string, f func(k, vs int) int) int {
-	it := jsonscan.NewObjIter(b, i, depth)
-	var seen uint32
-	for {
-		ks, ke, vs, ok := it.Next()
-		if !ok {
-			break
-		}
-		k := jsonscan.MatchKey(b[ks:ke], keys)
-		switch {
-		case k == jsonscan.KeyAmbiguous:
-			return -1
-		case k < 0:
-			it.Skip()
-			continue
-		case seen&(1<<k) != 0:
-			return -1
-		}
-		seen |= 1 << k
-		end := f(k, vs)
-		if end < 0 {
-			return -1
-		}
-		it.SetEnd(end)
-	}
-	if it.Err {
-		return -1
-	}
-	return it.Pos
+	return walkObject(b, i, depth, keys, jsonscan.MatchKey, f)
 }
