@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/jsonobj"
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 	"github.com/llmrelay/caddy-llm-relay/internal/usage"
@@ -89,62 +90,34 @@ func (m *usageMeter) BeforeRead(f func()) { sse.ForwardBeforeRead(m.src, f) }
 
 // read counts a chunk's output and notes its usage.
 func (m *usageMeter) read(ev *sse.Event) {
-	if m.counted != nil {
-		// The pacer counts; only the usage is the meter's to note.
-		if usageObjectIn(ev.Data) {
-			m.noteUsage(ev.Data)
+	if m.counted == nil { // else the pacer counts
+		var c pace.Chunk
+		c, m.scratch = pace.ClassifyCount(ev, m.scratch[:0])
+		m.runes += c.AnswerRunes + c.ReasoningRunes
+		if c.Kind != pace.KindText {
+			m.runes += usage.ToolArgumentRunes(ev.Data)
 		}
-		return
 	}
-	var c pace.Chunk
-	c, m.scratch = pace.ClassifyCount(ev, m.scratch[:0])
-	m.runes += c.AnswerRunes + c.ReasoningRunes
-	if c.Kind == pace.KindText {
-		return
+	// A usage object, standard or a provider's own (named usage too);
+	// "usage":null, on every chunk of a stream asked to include usage
+	// but its last, is none.
+	if jsonscan.MayHaveMember(ev.Data, `"usage"`, '{') {
+		m.noteUsage(ev.Data)
 	}
-	m.runes += usage.ToolArgumentRunes(ev.Data)
-	if !bytes.Contains(ev.Data, []byte(`"usage"`)) {
-		return
-	}
-	m.noteUsage(ev.Data)
 }
 
 // noteUsage notes a chunk's usage: a standard one, else a provider's own
 // while no standard one came.
 func (m *usageMeter) noteUsage(data []byte) {
-	top := topUsage(data)
-	if u, ok := usage.ParseUsage(top); ok {
+	if u, ok := usage.ParseUsage(topUsage(data)); ok {
 		m.standard, m.provider, m.reasoning = true, nil, u.Reasoning
 		return
 	}
-	if m.standard || len(top) > 0 && bytes.Count(data, []byte(`"usage"`)) == 1 {
-		// "usage":null (on every chunk of a stream asked to include
-		// usage but its last) and no other usage member: no provider's
-		// own either (they are named usage too).
+	if m.standard {
 		return
 	}
 	if pu, ok := usage.ProviderUsage(data); ok {
 		m.provider = bytes.Clone(pu)
-	}
-}
-
-// usageObjectIn reports whether data may hold a usage object: a member
-// named usage whose value is an object (a standard usage, or a
-// provider's own, which are named usage too). "usage":null is not one.
-func usageObjectIn(data []byte) bool {
-	for rest := data; ; {
-		i := bytes.Index(rest, []byte(`"usage"`))
-		if i < 0 {
-			return false
-		}
-		rest = rest[i+len(`"usage"`):]
-		j := 0
-		for j < len(rest) && (rest[j] == ' ' || rest[j] == '\t' || rest[j] == '\n' || rest[j] == '\r' || rest[j] == ':') {
-			j++
-		}
-		if j < len(rest) && rest[j] == '{' {
-			return true
-		}
 	}
 }
 

@@ -3,6 +3,8 @@ package genai
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/jsonscan"
 )
 
 // Facts are what an answer says of itself, for gen_ai.response.*: its
@@ -36,28 +38,8 @@ func (f *Facts) ScanEvent(dialect string, data []byte) {
 	default:
 		// Every chunk names finish_reason, nearly all as null: decoded
 		// are the first chunk and those with a reason.
-		if f.ID == "" || stringMember(data, `"finish_reason"`) {
+		if f.ID == "" || jsonscan.MayHaveMember(data, `"finish_reason"`, '"') {
 			f.scanChat(data)
-		}
-	}
-}
-
-// stringMember reports whether key (quoted) is followed, past blanks and
-// its colon, by a string: a cheap look that may say yes wrongly (the key
-// inside a string) but never no when a member has a string value.
-func stringMember(data []byte, key string) bool {
-	for rest := data; ; {
-		i := bytes.Index(rest, []byte(key))
-		if i < 0 {
-			return false
-		}
-		rest = rest[i+len(key):]
-		j := 0
-		for j < len(rest) && (rest[j] == ' ' || rest[j] == '\t' || rest[j] == '\n' || rest[j] == '\r' || rest[j] == ':') {
-			j++
-		}
-		if j < len(rest) && rest[j] == '"' {
-			return true
 		}
 	}
 }

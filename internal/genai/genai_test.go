@@ -164,19 +164,3 @@ func FuzzInputFromChat(f *testing.F) {
 		}
 	})
 }
-
-// TestStringMember: the look that spares decoding a chunk whose finish
-// reason is null.
-func TestStringMember(t *testing.T) {
-	for data, want := range map[string]bool{
-		`{"finish_reason":null}`:                    false,
-		`{"finish_reason": "stop"}`:                 true,
-		`{"a":"finish_reason","finish_reason":"x"}`: true,
-		`{"finish_reason"  :  null, "b":1}`:         false,
-		`{}`:                                        false,
-	} {
-		if got := stringMember([]byte(data), `"finish_reason"`); got != want {
-			t.Errorf("%s: %v", data, got)
-		}
-	}
-}

@@ -611,3 +611,25 @@ func foldsTo(r, want rune) bool {
 	}
 	return r == want
 }
+
+// MayHaveMember is a quick look, without parsing, for a member named key
+// (its literal, quotes included, e.g. `"usage"`) whose value starts with
+// c: some occurrence of the literal followed by blanks, a colon, blanks
+// and c. It may say yes wrongly (the literal inside a string), never no
+// when there is such a member written without escapes: a caller that
+// parses on yes loses nothing by it.
+func MayHaveMember(b []byte, key string, c byte) bool {
+	for rest := b; ; {
+		i := bytes.Index(rest, []byte(key))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(key):]
+		j := SkipWS(rest, 0)
+		if j < len(rest) && rest[j] == ':' {
+			if j = SkipWS(rest, j+1); j < len(rest) && rest[j] == c {
+				return true
+			}
+		}
+	}
+}

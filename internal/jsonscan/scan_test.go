@@ -288,3 +288,22 @@ func BenchmarkScanStringPrompt(b *testing.B) {
 		}
 	}
 }
+
+func TestMayHaveMember(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		want bool
+	}{
+		{`{"usage":null}`, false},
+		{`{"usage":{"a":1}}`, true},
+		{`{"usage" :` + "\n\t" + ` {"a":1}}`, true},
+		{`{"x":"usage","usage":{}}`, true},
+		{`{"usage_x":{}}`, false},
+		{`{"a":"\"usage\" is a word"}`, false},
+		{`{}`, false},
+	} {
+		if got := MayHaveMember([]byte(c.data), `"usage"`, '{'); got != c.want {
+			t.Errorf("%s: %v", c.data, got)
+		}
+	}
+}

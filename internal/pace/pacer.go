@@ -255,16 +255,11 @@ func (p *Pacer) Push(ev *sse.Event, now time.Time) Kind {
 // stream, which pacing keeps (see push).
 var relayComment = []byte(": relay-")
 
-var (
-	usageObject      = []byte(`"usage":{`)
-	usageObjectSpace = []byte(`"usage": {`)
-)
-
 // hasUsageObject is a cheap test for a usage object (not `"usage":null`,
 // which OpenAI puts in every chunk once usage is requested), so the JSON
 // is decoded only for the one chunk that carries it.
 func hasUsageObject(data []byte) bool {
-	return bytes.Contains(data, usageObject) || bytes.Contains(data, usageObjectSpace)
+	return jsonscan.MayHaveMember(data, `"usage"`, '{')
 }
 
 // readUsage keeps the usage object of a chunk, and reports whether the
