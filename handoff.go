@@ -2,6 +2,7 @@ package llmrelay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -193,7 +194,7 @@ func (l *legResult) role() string {
 	if l.native {
 		return "continuation"
 	}
-	return cmpOrString(l.name, "handoff")
+	return cmp.Or(l.name, "handoff")
 }
 
 // named names a leg for its spans.

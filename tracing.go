@@ -1,6 +1,7 @@
 package llmrelay
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strconv"
@@ -321,12 +322,8 @@ func (tr *requestTrace) finish(req *requestState) {
 	if rl.errCode != "" {
 		attrs = append(attrs, attribute.String(genai.ErrorType, rl.errCode))
 	}
-	if rl.smooth != nil {
-		attrs = append(attrs, attribute.String(attrSmoothing, rl.mode))
-		if d := rl.smooth.Lag.Max; d > 0 {
-			attrs = append(attrs, attribute.Float64(attrMaxDelay, float64(d)/float64(time.Millisecond)))
-		}
-	}
+	smoothing := smoothingAttrs(rl)
+	attrs = append(attrs, smoothing...)
 	if rl.effort != "" {
 		attrs = append(attrs, attribute.String(attrEffort, rl.effort))
 	}
@@ -367,7 +364,7 @@ func (tr *requestTrace) finish(req *requestState) {
 	if tr.facts.ID != "" {
 		a = append(a, attribute.String(genai.ResponseID, tr.facts.ID))
 	}
-	if m := cmpOrString(tr.facts.Model, rl.model); m != "" {
+	if m := cmp.Or(tr.facts.Model, rl.model); m != "" {
 		a = append(a, attribute.String(genai.ResponseModel, m))
 	}
 	if len(tr.facts.FinishReasons) > 0 {
@@ -388,12 +385,7 @@ func (tr *requestTrace) finish(req *requestState) {
 	if rl.priced {
 		a = append(a, attribute.Float64(attrCost, rl.cost))
 	}
-	if rl.smooth != nil {
-		a = append(a, attribute.String(attrSmoothing, rl.mode))
-		if d := rl.smooth.Lag.Max; d > 0 {
-			a = append(a, attribute.Float64(attrMaxDelay, float64(d)/float64(time.Millisecond)))
-		}
-	}
+	a = append(a, smoothing...)
 	if rl.streamError != "" {
 		a = append(a, attribute.String(attrStreamError, rl.streamError), attribute.String(genai.ErrorType, "stream_"+rl.streamError))
 		last.SetStatus(codes.Error, "the stream ended with an error after the commit point: "+rl.streamError)
@@ -411,6 +403,19 @@ func (tr *requestTrace) finish(req *requestState) {
 	last.End()
 }
 
+// smoothingAttrs are a stream's smoothing mode and the largest delay the
+// re-pacer added to a character (none for an answer not paced).
+func smoothingAttrs(rl *requestLog) []attribute.KeyValue {
+	if rl.smooth == nil {
+		return nil
+	}
+	a := []attribute.KeyValue{attribute.String(attrSmoothing, rl.mode)}
+	if d := rl.smooth.Lag.Max; d > 0 {
+		a = append(a, attribute.Float64(attrMaxDelay, float64(d)/float64(time.Millisecond)))
+	}
+	return a
+}
+
 // jsonNumber reads a request member that is a JSON number.
 func jsonNumber(raw []byte) (float64, bool) {
 	if len(raw) == 0 || raw[0] == 'n' || raw[0] == '"' {
@@ -418,13 +423,6 @@ func jsonNumber(raw []byte) (float64, bool) {
 	}
 	v, err := strconv.ParseFloat(string(raw), 64)
 	return v, err == nil
-}
-
-func cmpOrString(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // propagateTrace writes the attempt's trace context into the upstream
@@ -456,9 +454,8 @@ func startShadowSpan(ctx context.Context, parent trace.Span, t *target, body *re
 	if !parent.IsRecording() {
 		return ctx, nil
 	}
-	x, _ := exchangeFor(ep, t.up, t.think, "")
-	model := cmpOrString(t.model, body.model)
-	op := genai.Operation(t.up.api, x.rest)
+	model := cmp.Or(t.model, body.model)
+	op := genai.Operation(t.up.api, ep.rest) // a conversation is chat whatever the upstream's path
 	tracer := parent.TracerProvider().Tracer(tracerName, trace.WithSchemaURL(genai.SchemaURL))
 	attrs := []attribute.KeyValue{
 		attribute.String(genai.OperationName, op),
@@ -485,7 +482,7 @@ func endShadowSpan(span trace.Span, res shadow.Result) {
 	span.SetAttributes(attribute.Int(genai.UsageOutputTokens, res.CompletionTokens), attribute.Int(genai.UsageReasoning, res.ReasoningTokens))
 	if !res.OK {
 		span.SetAttributes(attribute.String(genai.ErrorType, genai.ErrorTypeOf("shadow", res.Status)))
-		span.SetStatus(codes.Error, cmpOrString(res.Err, "the shadow copy failed"))
+		span.SetStatus(codes.Error, cmp.Or(res.Err, "the shadow copy failed"))
 	}
 	span.End()
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -109,7 +110,7 @@ func anyValue(v *commonpb.AnyValue) string {
 	case *commonpb.AnyValue_StringValue:
 		return x.StringValue
 	case *commonpb.AnyValue_IntValue:
-		return itoa64(x.IntValue)
+		return strconv.FormatInt(x.IntValue, 10)
 	case *commonpb.AnyValue_BoolValue:
 		if x.BoolValue {
 			return "true"
@@ -128,28 +129,6 @@ func anyValue(v *commonpb.AnyValue) string {
 		return "[" + strings.Join(parts, ",") + "]"
 	}
 	return ""
-}
-
-func itoa64(n int64) string {
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }
 
 // allAttrs is every attribute value of every span, for the no-secret

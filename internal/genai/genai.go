@@ -72,9 +72,7 @@ func Operation(api, rest string) string {
 	case rest == "embeddings":
 		return OpEmbeddings
 	}
-	if i := strings.IndexAny(rest, "?"); i >= 0 {
-		rest = rest[:i]
-	}
+	rest, _, _ = strings.Cut(rest, "?")
 	return rest
 }
 
