@@ -179,7 +179,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	x.request = body.raw
 	x.idBase = journalIDBase(c.req)
 	x.pivot = c.leg != nil && !c.leg.native
-	x.afterward = c.req.api == "gemini" // gemini.go translates the answer
+	x.afterward = c.req.gemini // gemini.go translates the answer
 	if !ok {
 		c.req.note(t, "skipped: speaks "+t.up.api+", which has no /v1/"+c.req.ep.rest)
 		// Nothing was tried, and nothing will be: the slot goes to the

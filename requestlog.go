@@ -54,6 +54,10 @@ type requestState struct {
 
 	canary *canaryRuntime // the route's canary, whose guard may compare reasoning (canaryreasoning.go)
 
+	// gemini: a Gemini client's request, served as the Chat request it
+	// stands for; its answer is translated after the relay (gemini.go).
+	gemini bool
+
 	// trace is the request's OpenTelemetry spans (tracing.go); nil: its
 	// span does not record.
 	trace *requestTrace

@@ -555,7 +555,7 @@ func modelObject(alias string) []byte {
 // (gemini.go) but whose reasoning goes out as thought parts whatever a
 // Chat client would read (inline, it would be tags in the answer's text).
 func (rt *route) fieldFor(req *requestState) string {
-	if req.api == "gemini" {
+	if req.gemini {
 		return ""
 	}
 	return rt.reasoningField

@@ -25,7 +25,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 	req.trace = h.newRequestTrace(r.Context(), ep) // nil unless the request's span records (tracing.go)
 	gc := geminiCallOf(r.Context())                // a Gemini client's, translated (gemini.go)
 	if gc != nil {
-		req.api = "gemini"
+		req.api, req.gemini = "gemini", true
 	}
 	defer h.finishRequest(r, req)
 	cw := &countingWriter{ResponseWriter: w}
