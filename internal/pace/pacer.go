@@ -316,9 +316,6 @@ func emptyArray(v []byte) (empty, ok bool) {
 // or failover action: the stream must end.
 func (p *Pacer) OverBudget() bool { return p.overBudget }
 
-// AnswerSeen reports whether any answer text came from the upstream.
-func (p *Pacer) AnswerSeen() bool { return p.answerSeen }
-
 // pushHidden queues an event that carries reasoning text to hide: a pure
 // reasoning delta is dropped; anything else is sent without its reasoning
 // fields.

@@ -140,17 +140,6 @@ func contentParts(raw json.RawMessage, param string) ([]part, error) {
 	return parts, nil
 }
 
-// joinText joins the text of text parts, in order.
-func joinText(parts []part) string {
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
-}
-
 func trimJSON(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
 		b = b[1:]
