@@ -380,43 +380,6 @@ func TestTracingOffSendsNothingNew(t *testing.T) {
 	}
 }
 
-// tracingSite: the simulators of TestTracingLegsAndCopies on :9191.
-const tracingSite = `http://127.0.0.1:9191 {
-	handle /reason/* {
-		llm_simulator {
-			seed 28
-			reasoning_tokens 24
-			content_tokens 16
-			pattern steady 0
-		}
-	}
-	handle /echo/* {
-		llm_simulator {
-			seed 29
-			content_tokens 8
-			pattern steady 0
-			echo handoff
-		}
-	}
-	handle /drop/* {
-		llm_simulator {
-			seed 11
-			reasoning_tokens 0
-			content_tokens 40
-			pattern steady 0
-			drop_after 8
-		}
-	}
-	handle /good/* {
-		llm_simulator {
-			seed 11
-			reasoning_tokens 0
-			content_tokens 40
-			pattern steady 0
-		}
-	}
-}`
-
 // tracedPost posts a Chat body with a traceparent of its own trace, so
 // each request's spans are found by their trace id.
 func tracedPost(t *testing.T, body, traceID string) *http.Response {
@@ -447,16 +410,16 @@ func TestTracingLegsAndCopies(t *testing.T) {
 	}
 	llm_relay {
 		key sk-trace-secret-token alice
-		upstream reasoner http://127.0.0.1:9191/reason/v1 {
+		upstream reasoner http://127.0.0.1:9087/reason/v1 {
 			api chat
 		}
-		upstream echo http://127.0.0.1:9191/echo/v1 {
+		upstream echo http://127.0.0.1:9087/echo/v1 {
 			api chat
 		}
-		upstream drop http://127.0.0.1:9191/drop/v1 {
+		upstream drop http://127.0.0.1:9072/drop/v1 {
 			api chat
 		}
-		upstream good http://127.0.0.1:9191/good/v1 {
+		upstream good http://127.0.0.1:9072/good/v1 {
 			api chat
 		}
 		model baton {
@@ -473,7 +436,7 @@ func TestTracingLegsAndCopies(t *testing.T) {
 		}
 		resume {
 		}
-	}`, tracingSite)
+	}`, handoffSimSite, contSite) // the hand-off tests' and the continuation tests' simulators
 
 	const handoffTrace, contTrace, shadowTrace, resumeTrace = "11111111111111111111111111111111", "22222222222222222222222222222222", "33333333333333333333333333333333", "44444444444444444444444444444444"
 	readAll(t, tracedPost(t, `{"model":"baton","stream":true,"messages":[{"role":"user","content":"hi"}]}`, handoffTrace))
