@@ -334,12 +334,7 @@ func TestTracingContentAndPropagation(t *testing.T) {
 		t.Errorf("trace_propagation off: the upstream got traceparent %q tracestate %q", h.Get("Traceparent"), h.Get("Tracestate"))
 	}
 	spans := rc.wait(t, 2, "0af7651916cd43dd8448eb211c80319c") // the client's trace, continued by Caddy
-	var attempt *tracepb.Span
-	for _, sp := range spans {
-		if sp.Name == "chat m-q" {
-			attempt = sp
-		}
-	}
+	attempt := byName(spans)["chat m-q"]
 	if attempt == nil {
 		t.Fatalf("no attempt span:\n%s", allAttrs(spans))
 	}
@@ -469,12 +464,7 @@ func TestTracingLegsAndCopies(t *testing.T) {
 	readAll(t, first)
 	readAll(t, rsGet(t, url, "Authorization", "Bearer sk-trace-secret-token", "Last-Event-ID", id+".3", "Traceparent", "00-"+resumeTrace+"-b7ad6b7169203331-01"))
 	rs := rc.wait(t, 1, resumeTrace)
-	var resumed *tracepb.Span
-	for _, sp := range rs {
-		if sp.Name == "relay" {
-			resumed = sp
-		}
-	}
+	resumed := byName(rs)["relay"]
 	if resumed == nil || spanAttr(resumed, "llm_relay.resume") != "resumed" || spanAttr(resumed, "llm_relay.resume.stream") != id ||
 		len(resumed.Events) != 1 || resumed.Events[0].Name != "llm_relay.resume" {
 		t.Errorf("the resume:\n%s", allAttrs(rs))
