@@ -1,7 +1,6 @@
 package llmrelay_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -38,24 +37,14 @@ func rgEvents(body string) []string {
 // rgRead reads n data events of a Gemini SSE stream and goes away.
 func rgRead(t *testing.T, resp *http.Response, n int) []string {
 	t.Helper()
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
 	}
-	br := bufio.NewReader(resp.Body)
 	var got []string
-	var cur strings.Builder
-	for len(got) < n {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("reading: %v (after %d events)", err, len(got))
-		}
-		cur.WriteString(line)
-		if line == "\n" || line == "\r\n" {
-			got = append(got, rgEvents(cur.String())...)
-			cur.Reset()
-		}
+	for _, b := range rsReadEvents(t, resp, n) {
+		got = append(got, b.data)
 	}
 	return got
 }
