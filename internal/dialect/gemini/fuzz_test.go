@@ -263,26 +263,7 @@ func FuzzToChatStreamFastSlow(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		run := func(slow bool) ([]sse.Event, string) {
-			slowOnly = slow
-			defer func() { slowOnly = false }()
-			evs, err := drain(ToChatStream(sse.NewReader(strings.NewReader(string(b)), 0), chat.Options{IncludeUsage: true}))
-			kind := "eof"
-			if err != nil && err.Error() != "EOF" {
-				kind = "error"
-			}
-			return evs, kind
-		}
-		fast, fk := run(false)
-		slow, sk := run(true)
-		if fk != sk || len(fast) != len(slow) {
-			t.Fatalf("fast: %d events, %s; slow: %d events, %s", len(fast), fk, len(slow), sk)
-		}
-		for i := range fast {
-			if string(fast[i].Raw) != string(slow[i].Raw) {
-				t.Fatalf("event %d: fast %q, slow %q", i, fast[i].Raw, slow[i].Raw)
-			}
-		}
+		sameFastSlow(t, b, func(src sse.Source) sse.Source { return ToChatStream(src, chat.Options{IncludeUsage: true}) })
 	})
 }
 
@@ -312,26 +293,31 @@ func FuzzFromChatStreamFastSlow(f *testing.F) {
 // checkFromChatFastSlow: FromChatStream reads b the same with its hot
 // paths and without.
 func checkFromChatFastSlow(t *testing.T, b []byte) {
-	{
-		run := func(slow bool) ([]sse.Event, string) {
-			slowOnly = slow
-			defer func() { slowOnly = false }()
-			evs, err := drain(FromChatStream(sse.NewReader(strings.NewReader(string(b)), 0), chat.Options{}))
-			kind := "eof"
-			if err != nil && err.Error() != "EOF" {
-				kind = "error: " + err.Error()
-			}
-			return evs, kind
+	sameFastSlow(t, b, func(src sse.Source) sse.Source { return FromChatStream(src, chat.Options{}) })
+}
+
+// sameFastSlow: translate reads the stream b the same with the package's
+// hot paths and without (slowOnly): the same events, the same end.
+func sameFastSlow(t *testing.T, b []byte, translate func(sse.Source) sse.Source) {
+	t.Helper()
+	run := func(slow bool) ([]sse.Event, string) {
+		slowOnly = slow
+		defer func() { slowOnly = false }()
+		evs, err := drain(translate(sse.NewReader(strings.NewReader(string(b)), 0)))
+		kind := "eof"
+		if err != nil && err.Error() != "EOF" {
+			kind = "error: " + err.Error()
 		}
-		fast, fk := run(false)
-		slow, sk := run(true)
-		if fk != sk || len(fast) != len(slow) {
-			t.Fatalf("fast: %d events, %s; slow: %d events, %s", len(fast), fk, len(slow), sk)
-		}
-		for i := range fast {
-			if string(fast[i].Raw) != string(slow[i].Raw) {
-				t.Fatalf("event %d: fast %q, slow %q", i, fast[i].Raw, slow[i].Raw)
-			}
+		return evs, kind
+	}
+	fast, fk := run(false)
+	slow, sk := run(true)
+	if fk != sk || len(fast) != len(slow) {
+		t.Fatalf("fast: %d events, %s; slow: %d events, %s", len(fast), fk, len(slow), sk)
+	}
+	for i := range fast {
+		if string(fast[i].Raw) != string(slow[i].Raw) {
+			t.Fatalf("event %d: fast %q, slow %q", i, fast[i].Raw, slow[i].Raw)
 		}
 	}
 }
