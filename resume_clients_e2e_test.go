@@ -184,8 +184,9 @@ func (e rcEvent) seq() int {
 func (e rcEvent) typ() string { s, _ := e["type"].(string); return s }
 
 // rcVolatile are the fields two generations of one answer may differ in:
-// the ids minted per response and item, and the times.
-var rcVolatile = map[string]bool{"id": true, "item_id": true, "created_at": true, "completed_at": true, "response_id": true, "call_id": true}
+// the ids minted per response and item, and the times (Chat's "created"
+// is in whole seconds, so two streams started together may straddle one).
+var rcVolatile = map[string]bool{"id": true, "item_id": true, "created": true, "created_at": true, "completed_at": true, "response_id": true, "call_id": true}
 
 // rcStable is an event without its volatile fields, as JSON.
 func rcStable(v any) string {
