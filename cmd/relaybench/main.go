@@ -183,7 +183,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.handoff, "handoff", false, "the baton pass (issue 28): Chat streams through a hand-off alias (reasoning on one simulator, answer on another, both api chat; -reasoning-tokens and -content-tokens size the legs) against plain streams of its answer target, and every hand-off's gap (the relay's time from the hand-off point to the answer leg's request written) read from the relay's log lines, p50/p99/max against the 1 ms p99 goal; with -hold, memory per open hand-off stream against a plain stream instead; implies -stream")
 	flag.BoolVar(&o.afterCommit, "after-commit", false, "compare the relay's streams with `failover { after_commit continue }` (every committed stream recorded, so that a break can be continued; issue 30) against the same streams with after_commit error, through the same relay process and simulator (aliases sim-continue and sim-error), by latency, req/s and CPU per stream; implies -stream")
 	flag.BoolVar(&o.resume, "resume", false, "resumable streams (issue 31): the relay's CPU per stream with `resume { }` against the same site without it, in the same relay process over the same simulator (goal 1.25x), the journal's bytes per stream, then -resume-n resumes (a stream dropped after a random event, resumed at its stream URL with Last-Event-ID) and their latency to the first replayed event, p50/p99 (goal p99 < 50ms); implies -stream")
-	flag.BoolVar(&o.trace, "trace", false, "tracing (issue 33): the relay and reverse_proxy each with and without Caddy's `tracing` (sampler always_off, exporter none), four targets interleaved; the relay's extra CPU per request under tracing beyond reverse_proxy's, against 5% of its untraced cost")
+	flag.BoolVar(&o.trace, "trace", false, "tracing (issue 33): the relay and reverse_proxy each with and without Caddy's `tracing` (sampler always_off, exporter none), four targets interleaved (rounds of 5000 unless -round is set); the relay's extra CPU per request under tracing beyond reverse_proxy's, against 5% of its untraced cost")
 	flag.IntVar(&o.resumeN, "resume-n", 2000, "with -resume: resumes measured for the resume latency")
 	flag.BoolVar(&o.stateRedis, "state-redis", false, "compare the relay with `state redis` (a redis-server on a unix socket, which must be installed) against the same relay with `state local`, both with a client key that has a budget and a price, so every request is accounted and its spend shared")
 	flag.IntVar(&o.hold, "hold", 0, "memory per open stream: hold this many streams open against the relay in each mode and against reverse_proxy, one target at a time (the simulator slowed to a token every 5s; the other measurements are skipped)")
@@ -323,6 +323,9 @@ func runScenario(o options) (sums []summary, holds []holdResult) {
 	}
 	if o.trace {
 		targets = traceTargets(sites)
+		if !flagSet("round") {
+			o.round = traceRound
+		}
 	}
 	if o.handoff {
 		o.stream = true
