@@ -475,6 +475,7 @@ func (c *chainRun) handoff() {
 	}
 	t := src.committedTarget()
 	res.ttft = time.Since(c.req.start)
+	c.req.trace.tap(res, c.req.ep.format()) // the answer's facts, for the answer leg's span
 	c.commit(t, res)
 	c.finishHandoff(src)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -84,11 +83,12 @@ type requestTrace struct {
 	// previous is the failure class of the attempt before, for the next
 	// one's llm_relay.previous_failure.
 	previous string
-	// facts is what the answer's events said of it; text and reasoning
-	// its content, kept only with trace_content.
-	facts           genai.Facts
-	text, reasoning strings.Builder
-	dialect         string // the client's, for genai.Facts
+	// facts is what the answer's events said of it; out its content,
+	// with trace_content only.
+	facts   genai.Facts
+	out     *genai.Collector
+	dialect string // the client's, for genai.Facts
+	client  dialect
 }
 
 // newRequestTrace is the request's tracing, nil unless its span records.
@@ -97,12 +97,17 @@ func (h *Relay) newRequestTrace(ctx context.Context, ep endpoint) *requestTrace 
 	if !span.IsRecording() {
 		return nil
 	}
-	return &requestTrace{
+	tr := &requestTrace{
 		server:  span,
 		tracer:  span.TracerProvider().Tracer(tracerName, trace.WithSchemaURL(genai.SchemaURL)),
 		content: h.TraceContent,
 		dialect: factsDialect(ep.dialect),
+		client:  ep.dialect,
 	}
+	if tr.content {
+		tr.out = genai.NewCollector(maxTraceContent)
+	}
+	return tr
 }
 
 // factsDialect is the genai name of a client dialect (a Gemini client's
@@ -280,20 +285,15 @@ func (t *traceTap) read(ev *sse.Event) {
 		return
 	}
 	t.tr.facts.ScanEvent(t.tr.dialect, ev.Data)
-	if !t.tr.content {
+	if t.tr.out == nil {
 		return
 	}
 	var c pace.Chunk
 	c, t.scratch = pace.ClassifyFormat(t.format, ev, t.scratch[:0])
 	if c.Kind == pace.KindText {
-		b := &t.tr.text
-		if c.Channel == pace.ChanReasoning {
-			b = &t.tr.reasoning
-		}
-		if b.Len() < maxTraceContent {
-			b.Write(c.Text)
-		}
+		t.tr.out.AddText(c.Channel == pace.ChanReasoning, c.Text)
 	}
+	t.tr.out.ScanEvent(t.tr.dialect, ev.Data)
 }
 
 // finish ends the request's spans when it is over: the server span gets
@@ -390,17 +390,37 @@ func (tr *requestTrace) finish(req *requestState) {
 		a = append(a, attribute.String(attrStreamError, rl.streamError), attribute.String(genai.ErrorType, "stream_"+rl.streamError))
 		last.SetStatus(codes.Error, "the stream ended with an error after the commit point: "+rl.streamError)
 	}
-	if tr.content {
+	if out := tr.output(req); out != "" {
+		a = append(a, attribute.String(genai.OutputMessages, out))
+	}
+	last.SetAttributes(a...)
+	last.End()
+}
+
+// output is the answer's gen_ai.output.messages (trace_content on): a
+// stream's as the tap gathered it, a whole answer's read through the Chat
+// pivot from what the client was sent (the capture, up to its bound: a
+// longer answer is not recorded).
+func (tr *requestTrace) output(req *requestState) string {
+	if tr.out == nil {
+		return ""
+	}
+	if req.requestLog.stream || req.capture == nil {
 		finish := ""
 		if len(tr.facts.FinishReasons) > 0 {
 			finish = tr.facts.FinishReasons[0]
 		}
-		if out := genai.Output(tr.text.String(), tr.reasoning.String(), finish, maxTraceContent); out != "" {
-			a = append(a, attribute.String(genai.OutputMessages, out))
-		}
+		return tr.out.Output(tr.dialect, finish)
 	}
-	last.SetAttributes(a...)
-	last.End()
+	body := req.capture.buf.Bytes()
+	if tr.client == dialectMessages || tr.client == dialectResponses {
+		b, err := tr.client.codec().ToChatResponse(body, chat.Options{})
+		if err != nil {
+			return ""
+		}
+		body = b
+	}
+	return genai.OutputFromChat(body, maxTraceContent)
 }
 
 // smoothingAttrs are a stream's smoothing mode and the largest delay the

@@ -2,6 +2,8 @@ package llmrelay_test
 
 import (
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -440,6 +442,11 @@ func TestTracingLegsAndCopies(t *testing.T) {
 		spanAttr(r, "llm_relay.committed") != "true" || spanAttr(a, "llm_relay.committed") != "true" || string(r.ParentSpanId) != string(legs["relay"].SpanId) {
 		t.Errorf("the hand-off's legs:\n%s", allAttrs(mapSpans(legs)))
 	}
+	// The answer leg's span has the answer's facts: the stream the
+	// client was sent (the reasoning leg's is given up at the hand-off).
+	if a := legs["chat sim-chat"]; a != nil && (spanAttr(a, "gen_ai.response.finish_reasons") != "[stop]" || spanAttr(a, "gen_ai.response.id") == "") {
+		t.Errorf("the answer leg's facts:\n%s", allAttrs([]*tracepb.Span{a}))
+	}
 
 	s := readAll(t, tracedPost(t, `{"model":"cont","stream":true,"messages":[{"role":"user","content":"hi"}]}`, contTrace))
 	if !strings.Contains(s, "relay-continued") {
@@ -485,7 +492,18 @@ func mapSpans(m map[string]*tracepb.Span) []*tracepb.Span {
 // upstream's, and with trace_content the input is read in each dialect.
 func TestTracingClientDialects(t *testing.T) {
 	rc := startOTLP(t)
-	up := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) { traceStream(w) })
+	var up *fakeUpstream
+	up = newFakeUpstream(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		body := up.requests()[n-1].body
+		switch msgs, _ := json.Marshal(body["messages"]); {
+		case body["stream"] != true:
+			traceAnswer(w)
+		case strings.Contains(string(msgs), "weather?"):
+			traceToolStream(w)
+		default:
+			traceStream(w)
+		}
+	})
 	startRelay(t, `tracing {
 		span relay
 	}
@@ -537,4 +555,71 @@ func TestTracingClientDialects(t *testing.T) {
 			}
 		})
 	}
+	// A tool call, streamed and whole, in each dialect: the output
+	// message has the call with its arguments as the client got them.
+	tools := []struct {
+		name, path, body string
+		hdr              []string
+	}{
+		{"chat", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"weather?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`,
+			[]string{"Authorization", "Bearer sk-trace-secret-token"}},
+		{"messages", "/v1/messages", `{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"weather?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]}`,
+			[]string{"x-api-key", "sk-trace-secret-token", "anthropic-version", "2023-06-01"}},
+		{"responses", "/v1/responses", `{"model":"m","input":"weather?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}]}`,
+			[]string{"Authorization", "Bearer sk-trace-secret-token"}},
+		{"gemini", "/v1beta/models/m:generateContent", `{"contents":[{"role":"user","parts":[{"text":"weather?"}]}],"tools":[{"functionDeclarations":[{"name":"get_weather","parameters":{"type":"object"}}]}]}`,
+			[]string{"x-goog-api-key", "sk-trace-secret-token"}},
+	}
+	for i, c := range tools {
+		for _, stream := range []bool{true, false} {
+			name, path, body := c.name+"/whole", c.path, c.body
+			if stream {
+				name = c.name + "/stream"
+				if c.name == "gemini" {
+					path = "/v1beta/models/m:streamGenerateContent?alt=sse"
+				} else {
+					body = strings.Replace(body, `{"model":"m",`, `{"model":"m","stream":true,`, 1)
+				}
+			}
+			t.Run("tool_call/"+name, func(t *testing.T) {
+				trace := fmt.Sprintf("%032x", 0xa0+2*i+map[bool]int{true: 1}[stream])
+				resp := geminiPost(t, path, body, append(c.hdr, tp(trace)...)...)
+				if b := readAll(t, resp); resp.StatusCode != http.StatusOK || !strings.Contains(b, "get_weather") {
+					t.Fatalf("%d %s", resp.StatusCode, b)
+				}
+				sp := byName(rc.wait(t, 2, trace))["chat m-up"]
+				if sp == nil {
+					t.Fatal("no attempt span")
+				}
+				out := spanAttr(sp, "gen_ai.output.messages")
+				text := map[bool]string{true: "Let me check", false: "Hello there"}[stream]
+				if !strings.Contains(out, `"name":"get_weather","arguments":{"city":"Paris"}}`) || !strings.Contains(out, `{"type":"text","content":"`+text+`"}`) ||
+					!strings.HasSuffix(out, `"finish_reason":"tool_call"}]`) {
+					t.Errorf("output messages %s", out)
+				}
+			})
+		}
+	}
+}
+
+// traceToolStream writes a Chat stream with text and a tool call whose
+// arguments come in two pieces.
+func traceToolStream(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, d := range []string{
+		`{"id":"chatcmpl-up8","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{"role":"assistant","content":"Let me check"},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-up8","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_w1","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-up8","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-up8","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-up8","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"id":"chatcmpl-up8","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}`,
+	} {
+		_, _ = io.WriteString(w, "data: "+d+"\n\n")
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+}
+
+// traceAnswer writes a whole Chat answer with text and a tool call.
+func traceAnswer(w http.ResponseWriter) {
+	answerJSON(w, http.StatusOK, `{"id":"chatcmpl-up9","object":"chat.completion","created":1,"model":"m-2026","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there","tool_calls":[{"id":"call_w1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18}}`)
 }

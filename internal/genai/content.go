@@ -100,22 +100,6 @@ func contentText(raw json.RawMessage) string {
 	return s
 }
 
-// Output renders an answer as the conventions' output message: its
-// reasoning and text, and why it stopped; "" when it has neither.
-func Output(text, reasoning, finishReason string, max int) string {
-	m := Message{Role: "assistant", FinishReason: finishReason, Parts: []Part{}}
-	if reasoning != "" {
-		m.Parts = append(m.Parts, Part{Type: "reasoning", Content: reasoning})
-	}
-	if text != "" {
-		m.Parts = append(m.Parts, Part{Type: "text", Content: text})
-	}
-	if len(m.Parts) == 0 {
-		return ""
-	}
-	return Render([]Message{m}, max)
-}
-
 // Render marshals msgs within max bytes: texts are cut (at a character
 // boundary, marked Truncated) to an equal share of the bound, and if that
 // is not enough the oldest messages go, the last one always kept (cut

@@ -99,13 +99,110 @@ func TestContent(t *testing.T) {
 	if len(got) > 1024 || !json.Valid([]byte(got)) || !strings.Contains(got, Truncated) || !strings.Contains(got, `"last"`) {
 		t.Errorf("bounded input (%d bytes): %s", len(got), got)
 	}
-	out := Output("hello", "thinking", "stop", 4096)
-	if out != `[{"role":"assistant","parts":[{"type":"reasoning","content":"thinking"},{"type":"text","content":"hello"}],"finish_reason":"stop"}]` {
-		t.Errorf("output: %s", out)
-	}
-	if Output("", "", "stop", 100) != "" || Render([]Message{{Role: "user"}}, 0) != "" {
+	if Render([]Message{{Role: "user"}}, 0) != "" {
 		t.Error("empty")
 	}
+}
+
+// TestOutput: an answer's output message from a whole Chat answer and
+// from a stream in each client dialect (the relay's own translations of
+// one answer: reasoning, text and two tool calls), the same message.
+func TestOutput(t *testing.T) {
+	want := `[{"role":"assistant","parts":[{"type":"reasoning","content":"thinking"},{"type":"text","content":"hello"},{"type":"tool_call","id":"call_1","name":"get_weather","arguments":{"city":"Paris"}},{"type":"tool_call","id":"call_2","name":"get_time","arguments":{"tz":"CET"}}],"finish_reason":"tool_call"}]`
+	whole := `{"id":"c","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"hello","reasoning_content":"thinking",
+	  "tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},
+	                {"id":"call_2","type":"function","function":{"name":"get_time","arguments":"{\"tz\":\"CET\"}"}}]}}]}`
+	if got := OutputFromChat([]byte(whole), 4096); got != want {
+		t.Errorf("whole:\n got %s\nwant %s", got, want)
+	}
+	if OutputFromChat([]byte(`{"choices":[{"message":{"content":""}}]}`), 4096) != "" || OutputFromChat([]byte(`not json`), 4096) != "" {
+		t.Error("an answer without content has an output message")
+	}
+	streams := map[string][]string{
+		DialectChat: {
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"get_time","arguments":"{\"tz\""}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}},{"index":1,"function":{"arguments":":\"CET\"}"}}]}}]}`,
+			`{"choices":[{"index":1,"delta":{"tool_calls":[{"index":0,"id":"call_9","function":{"name":"other_choice"}}]}}]}`,
+			`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		},
+		DialectMessages: {
+			`{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"call_1","name":"get_weather","input":{}}}`,
+			`{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"city\":"}}`,
+			`{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"Paris\"}"}}`,
+			`{"type":"content_block_stop","index":2}`,
+			`{"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"call_2","name":"get_time","input":{"tz":"CET"}}}`,
+		},
+		DialectResponses: {
+			`{"type":"response.output_item.added","output_index":2,"item":{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":""}}`,
+			`{"type":"response.function_call_arguments.delta","output_index":2,"delta":"{\"city\":"}`,
+			`{"type":"response.output_item.done","output_index":2,"item":{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}`,
+			`{"type":"response.output_item.done","output_index":3,"item":{"type":"function_call","call_id":"call_2","name":"get_time","arguments":"{\"tz\":\"CET\"}"}}`,
+		},
+	}
+	for dialect, events := range streams {
+		c := NewCollector(4096)
+		c.AddText(true, []byte("think"))
+		c.AddText(true, []byte("ing"))
+		c.AddText(false, []byte("hello"))
+		for _, e := range events {
+			c.ScanEvent(dialect, []byte(e))
+		}
+		finish := map[string]string{DialectChat: "tool_calls", DialectMessages: "tool_use", DialectResponses: "completed"}[dialect]
+		if got := c.Output(dialect, finish); got != want {
+			t.Errorf("%s stream:\n got %s\nwant %s", dialect, got, want)
+		}
+	}
+	// A call cut short keeps its arguments as a string; the text is
+	// bounded.
+	c := NewCollector(200)
+	c.AddText(false, []byte(strings.Repeat("x", 300)))
+	c.ScanEvent(DialectChat, []byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`))
+	if got := c.Output(DialectChat, ""); len(got) > 200 || !json.Valid([]byte(got)) || !strings.Contains(got, Truncated) {
+		t.Errorf("bounded: %s", got)
+	}
+	c = NewCollector(4096)
+	c.ScanEvent(DialectChat, []byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`))
+	if got := c.Output(DialectChat, ""); got != `[{"role":"assistant","parts":[{"type":"tool_call","id":"c","name":"f","arguments":"{\"a\":"}]}]` {
+		t.Errorf("cut short: %s", got)
+	}
+	if NewCollector(4096).Output(DialectChat, "stop") != "" {
+		t.Error("nothing gathered, an output message")
+	}
+	for _, c := range []struct{ dialect, reason, want string }{
+		{DialectChat, "stop", "stop"}, {DialectMessages, "end_turn", "stop"}, {DialectMessages, "max_tokens", "length"},
+		{DialectResponses, "completed", "stop"}, {DialectResponses, "max_output_tokens", "length"}, {DialectChat, "content_filter", "content_filter"},
+		{DialectMessages, "refusal", "content_filter"}, {DialectChat, "odd", "odd"},
+	} {
+		if got := OutputFinishReason(c.dialect, c.reason, false); got != c.want {
+			t.Errorf("%s %s: %s, want %s", c.dialect, c.reason, got, c.want)
+		}
+	}
+}
+
+// FuzzCollector: any events in any dialect and any answer, no panic, the
+// output valid JSON within the bound, the calls bounded.
+func FuzzCollector(f *testing.F) {
+	f.Add("chat", []byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}`), 200)
+	f.Add("messages", []byte(`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"f","input":{"a":1}}}`), 100)
+	f.Add("responses", []byte(`{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}}`), 100)
+	f.Fuzz(func(t *testing.T, dialect string, data []byte, max int) {
+		max = max % 5000
+		c := NewCollector(max)
+		for i := range 20 {
+			c.AddText(i%2 == 0, data)
+			c.ScanEvent(dialect, data)
+		}
+		if len(c.calls) > maxCalls {
+			t.Fatalf("%d calls", len(c.calls))
+		}
+		for _, got := range []string{c.Output(dialect, "stop"), OutputFromChat(data, max)} {
+			if got != "" && (len(got) > max || !json.Valid([]byte(got))) {
+				t.Fatalf("max %d: %s", max, got)
+			}
+		}
+	})
 }
 
 // FuzzRender: whatever the texts and the bound, the result is valid JSON
