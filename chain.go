@@ -258,7 +258,7 @@ func (c *chainRun) step(st step) chainOutcome {
 	case res.resp != nil && res.events != nil && c.body.assemble:
 		return c.assemble(t, res)
 	case res.resp != nil:
-		c.req.trace.tap(res, c.req.ep.format())
+		c.req.trace.tap(res, c.req.ep.format(), &c.pol.cfg)
 		retry := c.commit(t, res)
 		if isCanary && c.req.smooth != nil {
 			// The stream is over: its reasoning cluster rate is known.

@@ -475,7 +475,7 @@ func (c *chainRun) handoff() {
 	}
 	t := src.committedTarget()
 	res.ttft = time.Since(c.req.start)
-	c.req.trace.tap(res, c.req.ep.format()) // the answer's facts, for the answer leg's span
+	c.req.trace.tap(res, c.req.ep.format(), &c.pol.cfg) // the answer's facts, for the answer leg's span
 	c.commit(t, res)
 	c.finishHandoff(src)
 }

@@ -176,6 +176,7 @@ func (c *chainRun) assemble(t *target, res *attemptResult) chainOutcome {
 		res.first, res.events = k.passFirst(res.first), k
 	}
 	end, err := s.read(res)
+	c.req.budgetCut = c.req.budgetCut || s.cut
 	if k != nil {
 		defer k.finish()
 	}

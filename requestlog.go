@@ -27,8 +27,12 @@ type requestState struct {
 	out     *countingWriter // counts the body bytes written to the client
 	capture *captureWriter  // keeps the client's answer (shadows, a non-stream answer's usage); nil: not kept
 
-	budget  int         // the request's reasoning budget (0: none)
-	earlier usage.Usage // usage of streams given up for a reasoning budget failover
+	budget int // the request's reasoning budget (0: none)
+	// budgetAction is what the budget does past it; budgetCut says the
+	// reasoning passed it (left out, ended, failed over).
+	budgetAction pace.BudgetAction
+	budgetCut    bool
+	earlier      usage.Usage // usage of streams given up for a reasoning budget failover
 	// usageEstimated: the upstream reported no usage, and the answer's
 	// was the relay's estimate (usagemeter.go); outEstimate is the
 	// estimated output, for a stream cut short before it was given.

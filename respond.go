@@ -157,8 +157,12 @@ func (h *Relay) streamOut(w http.ResponseWriter, r *http.Request, req *requestSt
 		// meter's estimate, or, cut short, none at all.
 		req.usageEstimated, req.outEstimate = true, m.completion()
 	}
+	if pol.cfg.ReasoningBudget > 0 && !pol.cfg.HideReasoning && result.Stats.HiddenRunes > 0 {
+		req.budgetCut = true // a truncating budget left reasoning out
+	}
 	switch result.End {
 	case pace.EndReasoningBudget:
+		req.budgetCut = true
 		// A Messages stream is one message, a Responses stream one
 		// response: after its start and some reasoning, a second
 		// upstream's cannot follow on the same stream, so there the

@@ -187,7 +187,7 @@ func (h *Relay) serve(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, req, e)
 		return
 	}
-	body.budget, req.budget = reason.budget, reason.budget
+	body.budget, req.budget, req.budgetAction = reason.budget, reason.budget, reason.action
 	pol.cfg.ReasoningBudget, pol.cfg.BudgetAction = reason.budget, reason.action
 	assembleFromStream(body, ep, reason.budget)
 	req.effort = applyEffort(body, raw, reason.effort, ep)

@@ -56,6 +56,8 @@ const (
 	attrEffort          = "llm_relay.reasoning_effort"
 	attrBudget          = "llm_relay.reasoning_budget.tokens"
 	attrBudgetHits      = "llm_relay.reasoning_budget.failovers"
+	attrBudgetAction    = "llm_relay.reasoning_budget.action" // truncate, failover, error
+	attrBudgetCut       = "llm_relay.reasoning_budget.exceeded"
 	attrCapacity        = "llm_relay.capacity"
 	attrCost            = "llm_relay.cost_usd"
 	attrCostEstimated   = "llm_relay.usage_estimated"
@@ -237,14 +239,17 @@ func (tr *requestTrace) endAttempt(span trace.Span, c *chainRun, res *attemptRes
 }
 
 // tap reads the committed answer's events on their way to the client,
-// for the answer's facts (and with trace_content, its text): those
+// for the answer's facts (and with trace_content, its content): those
 // already read up to the commit point (res.first), then the rest as the
-// client is sent them. nil-safe.
-func (tr *requestTrace) tap(res *attemptResult, f pace.Format) {
+// client is sent them. The content is what the client gets: reasoning
+// the pacer hides, or leaves out past a reasoning budget (counted here as
+// the pacer counts it), is not recorded. nil-safe.
+func (tr *requestTrace) tap(res *attemptResult, f pace.Format, cfg *pace.Config) {
 	if tr == nil || res.events == nil {
 		return
 	}
-	t := &traceTap{src: res.events, tr: tr, format: f}
+	t := &traceTap{src: res.events, tr: tr, format: f, hide: cfg.HideReasoning,
+		budget: pace.BudgetCount{Limit: cfg.ReasoningBudget, Action: cfg.BudgetAction}}
 	for i := range res.first {
 		t.read(&res.first[i])
 	}
@@ -257,6 +262,11 @@ type traceTap struct {
 	tr      *requestTrace
 	format  pace.Format
 	scratch []byte
+	// hide, budget and answered decide, as the pacer does, which
+	// reasoning the client is not sent.
+	hide     bool
+	budget   pace.BudgetCount
+	answered bool
 }
 
 // BeforeRead forwards the pacer's per-read hook (one flush per upstream
@@ -290,7 +300,14 @@ func (t *traceTap) read(ev *sse.Event) {
 	}
 	var c pace.Chunk
 	c, t.scratch = pace.ClassifyFormat(t.format, ev, t.scratch[:0])
-	if c.Kind == pace.KindText {
+	leftOut := t.hide
+	if v := t.budget.Count(&c, t.answered); v != pace.BudgetWithin {
+		leftOut = true
+	}
+	if c.AnswerRunes > 0 {
+		t.answered = true
+	}
+	if c.Kind == pace.KindText && (c.Channel != pace.ChanReasoning || !leftOut) {
 		t.tr.out.AddText(c.Channel == pace.ChanReasoning, c.Text)
 	}
 	t.tr.out.ScanEvent(t.tr.dialect, ev.Data)
@@ -328,7 +345,10 @@ func (tr *requestTrace) finish(req *requestState) {
 		attrs = append(attrs, attribute.String(attrEffort, rl.effort))
 	}
 	if req.budget > 0 {
-		attrs = append(attrs, attribute.Int(attrBudget, req.budget))
+		attrs = append(attrs, attribute.Int(attrBudget, req.budget), attribute.String(attrBudgetAction, req.budgetAction.String()))
+		if req.budgetCut {
+			attrs = append(attrs, attribute.Bool(attrBudgetCut, true))
+		}
 	}
 	if rl.budgetHits > 0 {
 		attrs = append(attrs, attribute.Int(attrBudgetHits, rl.budgetHits))

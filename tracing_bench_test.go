@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkTracing(b *testing.B) {
 				}
 				src.i = 0
 				answer.events = src
-				req.trace.tap(answer, 0)
+				req.trace.tap(answer, 0, &pace.Config{})
 				for {
 					if _, err := answer.events.Next(); err != nil {
 						break

@@ -311,7 +311,14 @@ func TestTracingFailoverThenStream(t *testing.T) {
 // the client sent.
 func TestTracingContentAndPropagation(t *testing.T) {
 	rc := startOTLP(t)
-	quiet := newFakeUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) { traceStream(w) })
+	var quiet *fakeUpstream
+	quiet = newFakeUpstream(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if msgs, _ := json.Marshal(quiet.requests()[n-1].body["messages"]); strings.Contains(string(msgs), "think hard") {
+			traceReasoningStream(w)
+			return
+		}
+		traceStream(w)
+	})
 	startRelay(t, `tracing {
 		span relay
 	}
@@ -340,8 +347,9 @@ func TestTracingContentAndPropagation(t *testing.T) {
 	if attempt == nil {
 		t.Fatalf("no attempt span:\n%s", allAttrs(spans))
 	}
-	if server := byName(spans)["relay"]; server == nil || spanAttr(server, "llm_relay.reasoning_budget.tokens") != "500" {
-		t.Errorf("the server span has no reasoning budget:\n%s", allAttrs(spans))
+	if server := byName(spans)["relay"]; server == nil || spanAttr(server, "llm_relay.reasoning_budget.tokens") != "500" ||
+		spanAttr(server, "llm_relay.reasoning_budget.action") != "truncate" || spanAttr(server, "llm_relay.reasoning_budget.exceeded") != "" {
+		t.Errorf("the server span has no reasoning budget, or one exceeded:\n%s", allAttrs(spans))
 	}
 	in, out := spanAttr(attempt, "gen_ai.input.messages"), spanAttr(attempt, "gen_ai.output.messages")
 	if in != `[{"role":"system","parts":[{"type":"text","content":"be brief"}]},{"role":"user","parts":[{"type":"text","content":"say hello"}]}]` {
@@ -353,6 +361,35 @@ func TestTracingContentAndPropagation(t *testing.T) {
 	if all := allAttrs(spans); strings.Contains(all, "sk-trace-secret-token") || strings.Contains(all, "sk-upstream-secret") {
 		t.Errorf("a key is in a span:\n%s", all)
 	}
+	// A budget the reasoning passes (the client's lower one): the
+	// server span says so, and the output has no reasoning past it.
+	for _, stream := range []bool{true, false} {
+		trace := map[bool]string{true: "0af7651916cd43dd8448eb211c8031a1", false: "0af7651916cd43dd8448eb211c8031a2"}[stream]
+		body := fmt.Sprintf(`{"model":"m","stream":%v,"messages":[{"role":"user","content":"think hard"}]}`, stream)
+		readAll(t, post(t, body, "Authorization", "Bearer sk-trace-secret-token", "X-Relay-Reasoning-Budget", "2", "Traceparent", "00-"+trace+"-b7ad6b7169203331-01"))
+		spans := byName(rc.wait(t, 2, trace))
+		if server := spans["relay"]; server == nil || spanAttr(server, "llm_relay.reasoning_budget.tokens") != "2" || spanAttr(server, "llm_relay.reasoning_budget.exceeded") != "true" {
+			t.Errorf("stream %v: the server span of a request whose budget was exceeded:\n%s", stream, allAttrs(mapSpans(spans)))
+		}
+		if out := spanAttr(spans["chat m-q"], "gen_ai.output.messages"); !strings.Contains(out, "The answer") || strings.Contains(out, "carefully") {
+			t.Errorf("stream %v: output messages %s", stream, out)
+		}
+	}
+}
+
+// traceReasoningStream writes a Chat stream whose reasoning (in
+// reasoning_content) passes a budget of a few tokens before its answer.
+func traceReasoningStream(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, d := range []string{
+		`{"id":"chatcmpl-up6","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Let me"},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-up6","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{"reasoning_content":" think about this very carefully"},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-up6","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{"content":"The answer"},"finish_reason":null}]}`,
+		`{"id":"chatcmpl-up6","object":"chat.completion.chunk","created":1,"model":"m-2026","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+	} {
+		_, _ = io.WriteString(w, "data: "+d+"\n\n")
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }
 
 // TestTracingOffSendsNothingNew: without Caddy's tracing the relay adds

@@ -100,6 +100,17 @@ func ParseBudgetAction(s string) (BudgetAction, error) {
 	return 0, fmt.Errorf("unknown reasoning budget action %q (want truncate, failover or error)", s)
 }
 
+// String is the action's name in the config (ParseBudgetAction's).
+func (a BudgetAction) String() string {
+	switch a {
+	case BudgetFailover:
+		return "failover"
+	case BudgetError:
+		return "error"
+	}
+	return "truncate"
+}
+
 // Defaults for zero Config fields.
 const (
 	DefaultMaxDelay          = 400 * time.Millisecond
