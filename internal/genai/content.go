@@ -3,6 +3,8 @@ package genai
 import (
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // The message forms of gen_ai.input.messages and gen_ai.output.messages
@@ -41,13 +43,7 @@ func InputFromChat(chatBody []byte, max int) string {
 			Role       string          `json:"role"`
 			Content    json.RawMessage `json:"content"`
 			ToolCallID string          `json:"tool_call_id"`
-			ToolCalls  []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			ToolCalls  []chat.ToolCall `json:"tool_calls"`
 		} `json:"messages"`
 	}
 	if json.Unmarshal(chatBody, &req) != nil || len(req.Messages) == 0 {
@@ -64,11 +60,7 @@ func InputFromChat(chatBody []byte, max int) string {
 			out.Parts = append(out.Parts, Part{Type: "text", Content: text})
 		}
 		for _, c := range m.ToolCalls {
-			args := json.RawMessage(c.Function.Arguments)
-			if !json.Valid(args) {
-				args, _ = json.Marshal(c.Function.Arguments)
-			}
-			out.Parts = append(out.Parts, Part{Type: "tool_call", ID: c.ID, Name: c.Function.Name, Arguments: args})
+			out.Parts = append(out.Parts, toolCallPart(c.ID, c.Function.Name, c.Function.Arguments))
 		}
 		if out.Parts == nil {
 			out.Parts = []Part{}

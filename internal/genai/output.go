@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 )
 
 // An answer's gen_ai.output.messages: one assistant message with its
@@ -23,7 +25,7 @@ func OutputFromChat(chatAnswer []byte, max int) string {
 				Content          json.RawMessage `json:"content"`
 				ReasoningContent string          `json:"reasoning_content"`
 				Reasoning        string          `json:"reasoning"`
-				ToolCalls        []chatToolCall  `json:"tool_calls"`
+				ToolCalls        []chat.ToolCall `json:"tool_calls"`
 			} `json:"message"`
 		} `json:"choices"`
 	}
@@ -52,14 +54,11 @@ func OutputFromChat(chatAnswer []byte, max int) string {
 	return Render(msgs, max)
 }
 
-// chatToolCall is a Chat tool call, whole or a stream's delta of one.
+// chatToolCall is a Chat tool call, whole or a stream's delta of one
+// (which has its index in the message's calls).
 type chatToolCall struct {
-	Index    int    `json:"index"`
-	ID       string `json:"id"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	Index int `json:"index"`
+	chat.ToolCall
 }
 
 // toolCallPart is a tool call's part: its arguments as the JSON they are,
