@@ -75,9 +75,8 @@ const maxTraceContent = 16 << 10
 // requestTrace is one request's tracing; nil when its span does not
 // record.
 type requestTrace struct {
-	server  trace.Span
-	tracer  trace.Tracer
-	content bool // trace_content on
+	server trace.Span
+	tracer trace.Tracer
 
 	// open are the spans of attempts that committed, ended when the
 	// request is over (finish); the last is the answer's.
@@ -86,11 +85,10 @@ type requestTrace struct {
 	// one's llm_relay.previous_failure.
 	previous string
 	// facts is what the answer's events said of it; out its content,
-	// with trace_content only.
-	facts   genai.Facts
-	out     *genai.Collector
-	dialect string // the client's, for genai.Facts
-	client  dialect
+	// with trace_content on (nil: off).
+	facts  genai.Facts
+	out    *genai.Collector
+	client dialect
 }
 
 // newRequestTrace is the request's tracing, nil unless its span records.
@@ -100,13 +98,11 @@ func (h *Relay) newRequestTrace(ctx context.Context, ep endpoint) *requestTrace 
 		return nil
 	}
 	tr := &requestTrace{
-		server:  span,
-		tracer:  span.TracerProvider().Tracer(tracerName, trace.WithSchemaURL(genai.SchemaURL)),
-		content: h.TraceContent,
-		dialect: factsDialect(ep.dialect),
-		client:  ep.dialect,
+		server: span,
+		tracer: span.TracerProvider().Tracer(tracerName, trace.WithSchemaURL(genai.SchemaURL)),
+		client: ep.dialect,
 	}
-	if tr.content {
+	if h.TraceContent {
 		tr.out = genai.NewCollector(maxTraceContent)
 	}
 	return tr
@@ -133,7 +129,6 @@ func (tr *requestTrace) startAttempt(ctx context.Context, c *chainRun, t *target
 	}
 	model := c.req.modelFor(t)
 	op := genai.Operation(t.up.api, x.rest)
-	host, port := genai.Server(t.up.base)
 	attrs := make([]attribute.KeyValue, 0, 16)
 	attrs = append(attrs,
 		attribute.String(genai.OperationName, op),
@@ -144,15 +139,12 @@ func (tr *requestTrace) startAttempt(ctx context.Context, c *chainRun, t *target
 		attribute.String(attrUpstream, t.up.name),
 		attribute.Int(attrAttempt, n),
 	)
-	if host != "" {
-		attrs = append(attrs, attribute.String(genai.ServerAddress, host), attribute.Int(genai.ServerPort, port))
-	}
-	if v, ok := jsonNumber(body.fields["max_completion_tokens"]); ok {
-		attrs = append(attrs, attribute.Int64(genai.RequestMaxTokens, int64(v)))
-	} else if v, ok := jsonNumber(body.fields["max_tokens"]); ok {
-		attrs = append(attrs, attribute.Int64(genai.RequestMaxTokens, int64(v)))
-	} else if v, ok := jsonNumber(body.fields["max_output_tokens"]); ok {
-		attrs = append(attrs, attribute.Int64(genai.RequestMaxTokens, int64(v)))
+	attrs = serverAttrs(attrs, t.up)
+	for _, k := range maxTokensFields {
+		if v, ok := jsonNumber(body.fields[k]); ok {
+			attrs = append(attrs, attribute.Int64(genai.RequestMaxTokens, int64(v)))
+			break
+		}
 	}
 	if v, ok := jsonNumber(body.fields["temperature"]); ok {
 		attrs = append(attrs, attribute.Float64(genai.RequestTemperature, v))
@@ -172,12 +164,25 @@ func (tr *requestTrace) startAttempt(ctx context.Context, c *chainRun, t *target
 	if t.up.region != "" {
 		attrs = append(attrs, attribute.String(attrRegion, t.up.region))
 	}
-	if tr.content {
+	if tr.out != nil {
 		if in := traceInput(body, x); in != "" {
 			attrs = append(attrs, attribute.String(genai.InputMessages, in))
 		}
 	}
 	return tr.tracer.Start(ctx, op+" "+model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// maxTokensFields are the output limit's names, in the order read (Chat's
+// current one, its former one, Responses').
+var maxTokensFields = []string{"max_completion_tokens", "max_tokens", "max_output_tokens"}
+
+// serverAttrs appends server.address and .port of the upstream's base URL
+// (read once, at provisioning), when it has them.
+func serverAttrs(attrs []attribute.KeyValue, up *upstreamRuntime) []attribute.KeyValue {
+	if up.serverHost == "" {
+		return attrs
+	}
+	return append(attrs, attribute.String(genai.ServerAddress, up.serverHost), attribute.Int(genai.ServerPort, up.serverPort))
 }
 
 // traceInput is the request's messages in the conventions' form: read
@@ -248,7 +253,7 @@ func (tr *requestTrace) tap(res *attemptResult, f pace.Format, cfg *pace.Config)
 	if tr == nil || res.events == nil {
 		return
 	}
-	t := &traceTap{src: res.events, tr: tr, format: f, hide: cfg.HideReasoning,
+	t := &traceTap{src: res.events, tr: tr, dialect: factsDialect(tr.client), format: f, hide: cfg.HideReasoning,
 		budget: pace.BudgetCount{Limit: cfg.ReasoningBudget, Action: cfg.BudgetAction}}
 	for i := range res.first {
 		t.read(&res.first[i])
@@ -260,6 +265,7 @@ func (tr *requestTrace) tap(res *attemptResult, f pace.Format, cfg *pace.Config)
 type traceTap struct {
 	src     pace.Source
 	tr      *requestTrace
+	dialect string // the client's, in genai's names
 	format  pace.Format
 	scratch []byte
 	// hide, budget and answered decide, as the pacer does, which
@@ -294,7 +300,7 @@ func (t *traceTap) read(ev *sse.Event) {
 	if !ev.HasData {
 		return
 	}
-	t.tr.facts.ScanEvent(t.tr.dialect, ev.Data)
+	t.tr.facts.ScanEvent(t.dialect, ev.Data)
 	if t.tr.out == nil {
 		return
 	}
@@ -310,7 +316,7 @@ func (t *traceTap) read(ev *sse.Event) {
 	if c.Kind == pace.KindText && (c.Channel != pace.ChanReasoning || !leftOut) {
 		t.tr.out.AddText(c.Channel == pace.ChanReasoning, c.Text)
 	}
-	t.tr.out.ScanEvent(t.tr.dialect, ev.Data)
+	t.tr.out.ScanEvent(t.dialect, ev.Data)
 }
 
 // finish ends the request's spans when it is over: the server span gets
@@ -322,7 +328,7 @@ func (tr *requestTrace) finish(req *requestState) {
 	}
 	rl := req.requestLog
 	if req.capture != nil && !rl.stream && tr.facts.ID == "" {
-		tr.facts.ScanAnswer(tr.dialect, req.capture.buf.Bytes())
+		tr.facts.ScanAnswer(factsDialect(tr.client), req.capture.buf.Bytes())
 	}
 	attrs := make([]attribute.KeyValue, 0, 16)
 	attrs = append(attrs, attribute.Int(attrAttempts, rl.attempts))
@@ -430,7 +436,7 @@ func (tr *requestTrace) output(req *requestState) string {
 		if len(tr.facts.FinishReasons) > 0 {
 			finish = tr.facts.FinishReasons[0]
 		}
-		return tr.out.Output(tr.dialect, finish)
+		return tr.out.Output(factsDialect(tr.client), finish)
 	}
 	body := req.capture.buf.Bytes()
 	if tr.client == dialectMessages || tr.client == dialectResponses {
@@ -505,9 +511,7 @@ func startShadowSpan(ctx context.Context, parent trace.Span, t *target, body *re
 		attribute.String(attrUpstream, t.up.name),
 		attribute.Bool(attrShadow, true),
 	}
-	if host, port := genai.Server(t.up.base); host != "" {
-		attrs = append(attrs, attribute.String(genai.ServerAddress, host), attribute.Int(genai.ServerPort, port))
-	}
+	attrs = serverAttrs(attrs, t.up)
 	return tracer.Start(trace.ContextWithSpan(ctx, parent), op+" "+model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 

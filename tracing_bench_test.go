@@ -21,7 +21,7 @@ import (
 // figure is the relay's attribute building, not the export). The first
 // two are the "no cost" cases: one context lookup each.
 func BenchmarkTracing(b *testing.B) {
-	up := &upstreamRuntime{name: "sim", api: "chat", base: "http://127.0.0.1:9000/v1", provider: "openai", propagate: true}
+	up := &upstreamRuntime{name: "sim", api: "chat", base: "http://127.0.0.1:9000/v1", provider: "openai", serverHost: "127.0.0.1", serverPort: 9000, propagate: true}
 	t := &target{up: up, model: "m"}
 	body := &requestBody{stream: true, fields: map[string]json.RawMessage{"max_tokens": json.RawMessage("64")}}
 	x := exchange{rest: "chat/completions", client: dialectChat, upstream: dialectChat}
@@ -52,7 +52,7 @@ func BenchmarkTracing(b *testing.B) {
 			ch := &chainRun{req: req}
 			failed := &attemptResult{class: classStatus, status: 503}
 			answer := &attemptResult{resp: &http.Response{StatusCode: 200}}
-			src := &sliceSource{events: events}
+			src := &eventList{evs: events}
 			b.ReportAllocs()
 			for b.Loop() {
 				req.trace = h.newRequestTrace(ctx, req.ep)
@@ -74,19 +74,3 @@ func BenchmarkTracing(b *testing.B) {
 		})
 	}
 }
-
-// sliceSource serves events from a slice, then io.EOF.
-type sliceSource struct {
-	events []sse.Event
-	i      int
-}
-
-func (s *sliceSource) Next() (sse.Event, error) {
-	if s.i >= len(s.events) {
-		return sse.Event{}, errEndOfSlice
-	}
-	s.i++
-	return s.events[s.i-1], nil
-}
-
-var errEndOfSlice = context.Canceled

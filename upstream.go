@@ -55,10 +55,14 @@ type upstreamRuntime struct {
 	// uri and timeout, or their defaults): what GET /v1/ping sends it too.
 	probeURI     string
 	probeTimeout time.Duration
-	// provider is gen_ai.provider.name on its attempts' spans; propagate
-	// says whether they send their trace context (tracing.go).
-	provider  string
-	propagate bool
+	// provider is gen_ai.provider.name on its attempts' spans, and
+	// serverHost and serverPort their server.address and .port (from the
+	// base URL; "" and 0: none); propagate says whether they send their
+	// trace context (tracing.go).
+	provider   string
+	serverHost string
+	serverPort int
+	propagate  bool
 
 	cleanup   func() // at Cleanup: the default transport's own Cleanup (Caddy cleans up loaded modules itself)
 	closeIdle func() // closes the transport's idle connections; idempotent
@@ -96,6 +100,7 @@ func provisionUpstream(ctx caddy.Context, u *Upstream, repl *caddy.Replacer) (*u
 		provider:  genai.ProviderName(u.TraceProvider, cmp.Or(u.API, apiOpenAI), u.BaseURL),
 		propagate: u.TracePropagation == nil || *u.TracePropagation,
 	}
+	rt.serverHost, rt.serverPort = genai.Server(rt.base)
 	if hc := u.HealthCheck; hc != nil {
 		rt.probeURI = cmp.Or(hc.URI, defaultProbeURI)
 		rt.probeTimeout = durationOr(hc.Timeout, defaultProbeTimeout)
