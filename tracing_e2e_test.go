@@ -311,14 +311,7 @@ func TestTracingFailoverThenStream(t *testing.T) {
 // the client sent.
 func TestTracingContentAndPropagation(t *testing.T) {
 	rc := startOTLP(t)
-	var quiet *fakeUpstream
-	quiet = newFakeUpstream(t, func(n int, w http.ResponseWriter, _ *http.Request) {
-		if msgs, _ := json.Marshal(quiet.requests()[n-1].body["messages"]); strings.Contains(string(msgs), "think hard") {
-			traceReasoningStream(w)
-			return
-		}
-		traceStream(w)
-	})
+	quiet := newTraceUpstream(t)
 	startRelay(t, `tracing {
 		span relay
 	}
@@ -375,6 +368,28 @@ func TestTracingContentAndPropagation(t *testing.T) {
 			t.Errorf("stream %v: output messages %s", stream, out)
 		}
 	}
+}
+
+// newTraceUpstream is a Chat upstream that answers by what it is asked: a
+// whole answer with a tool call to a non-stream request; to a stream,
+// a tool call for "weather?", reasoning past a small budget for "think
+// hard", else traceStream.
+func newTraceUpstream(t *testing.T) *fakeUpstream {
+	var up *fakeUpstream
+	up = newFakeUpstream(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		body := up.requests()[n-1].body
+		switch msgs, _ := json.Marshal(body["messages"]); {
+		case body["stream"] != true:
+			traceAnswer(w)
+		case strings.Contains(string(msgs), "weather?"):
+			traceToolStream(w)
+		case strings.Contains(string(msgs), "think hard"):
+			traceReasoningStream(w)
+		default:
+			traceStream(w)
+		}
+	})
+	return up
 }
 
 // traceReasoningStream writes a Chat stream whose reasoning (in
@@ -529,18 +544,7 @@ func mapSpans(m map[string]*tracepb.Span) []*tracepb.Span {
 // upstream's, and with trace_content the input is read in each dialect.
 func TestTracingClientDialects(t *testing.T) {
 	rc := startOTLP(t)
-	var up *fakeUpstream
-	up = newFakeUpstream(t, func(n int, w http.ResponseWriter, _ *http.Request) {
-		body := up.requests()[n-1].body
-		switch msgs, _ := json.Marshal(body["messages"]); {
-		case body["stream"] != true:
-			traceAnswer(w)
-		case strings.Contains(string(msgs), "weather?"):
-			traceToolStream(w)
-		default:
-			traceStream(w)
-		}
-	})
+	up := newTraceUpstream(t)
 	startRelay(t, `tracing {
 		span relay
 	}
