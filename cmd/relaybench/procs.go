@@ -194,9 +194,10 @@ type siteURLs struct {
 	// -resume: the relay's sites with and without resume (resume.go),
 	// served by relayProc.
 	resumeOn, resumeOff string
-	// -trace: the relay's and reverse_proxy's sites under Caddy's
-	// tracing (trace.go), served by relayProc and proxyProc.
-	relayTraced, proxyTraced string
+	// -trace: the relay's and reverse_proxy's sites with Caddy's tracing
+	// for the requests that ask for it (trace.go), served by relayProc
+	// and proxyProc.
+	relayTrace, proxyTrace string
 }
 
 // startProcs picks free ports, writes one Caddyfile per child process and
@@ -211,7 +212,7 @@ func startProcs(o options, dir string) (siteURLs, error) {
 	pLocal, pRedis := ports[6], ports[7]
 	pHandoff, pReason, pAnswer, pReasonSlow, pAnswerSlow := ports[8], ports[9], ports[10], ports[11], ports[12]
 	pResumeOn, pResumeOff := ports[13], ports[14]
-	pRelayTraced, pProxyTraced := ports[15], ports[16]
+	pRelayTrace, pProxyTrace := ports[15], ports[16]
 	head := fmt.Sprintf(globalOptions, o.logLevel)
 	tps := strconv.FormatFloat(o.tokensPerSec, 'f', -1, 64)
 	simSrc := head + fmt.Sprintf(simSites, pSim, pSlow, o.reasoningTokens, o.contentTokens, tps)
@@ -227,8 +228,8 @@ func startProcs(o options, dir string) (siteURLs, error) {
 	proxySrc := head + fmt.Sprintf(proxySites, pProxy, pSim)
 	if o.trace {
 		traceEnv()
-		relaySrc += fmt.Sprintf(traceRelaySite, pRelayTraced, relayBlock(pSim))
-		proxySrc += fmt.Sprintf(traceProxySite, pProxyTraced, pSim)
+		relaySrc += fmt.Sprintf(traceRelaySite, pRelayTrace, relayBlock(pSim))
+		proxySrc += fmt.Sprintf(traceProxySite, pProxyTrace, pSim)
 	}
 	files := []struct{ name, src string }{
 		{"sim", simSrc},
@@ -267,7 +268,7 @@ func startProcs(o options, dir string) (siteURLs, error) {
 		sim: base(pSim), relay: base(pRelay), proxy: base(pProxy), shadowed: base(pShadowed), claude: base(pClaude),
 		simProc: procs[0], relayProc: procs[1], proxyProc: procs[2],
 		handoff: base(pHandoff), resumeOn: base(pResumeOn), resumeOff: base(pResumeOff),
-		relayTraced: base(pRelayTraced), proxyTraced: base(pProxyTraced),
+		relayTrace: base(pRelayTrace), proxyTrace: base(pProxyTrace),
 	}
 	if o.stateRedis {
 		sites.local, sites.redis, sites.localProc, sites.redisProc = base(pLocal), base(pRedis), procs[3], procs[4]

@@ -69,10 +69,10 @@ func traceEnv() {
 // traceTargets are -trace's four targets.
 func traceTargets(sites siteURLs) []*target {
 	return []*target{
-		{name: "relay", url: sites.relayTraced + "/v1/chat/completions?traced=0", proc: sites.relayProc},
-		{name: "relay+tracing", url: sites.relayTraced + "/v1/chat/completions?traced=1", proc: sites.relayProc},
-		{name: "reverse_proxy", url: sites.proxyTraced + "/v1/chat/completions?traced=0", proc: sites.proxyProc},
-		{name: "reverse_proxy+tracing", url: sites.proxyTraced + "/v1/chat/completions?traced=1", proc: sites.proxyProc},
+		{name: "relay", url: sites.relayTrace + "/v1/chat/completions?traced=0", proc: sites.relayProc},
+		{name: "relay+tracing", url: sites.relayTrace + "/v1/chat/completions?traced=1", proc: sites.relayProc},
+		{name: "reverse_proxy", url: sites.proxyTrace + "/v1/chat/completions?traced=0", proc: sites.proxyProc},
+		{name: "reverse_proxy+tracing", url: sites.proxyTrace + "/v1/chat/completions?traced=1", proc: sites.proxyProc},
 	}
 }
 
