@@ -122,8 +122,9 @@ type Relay struct {
 
 	// `trace_content on|off`: whether the spans of relayed requests (with
 	// Caddy's `tracing` on) record the messages: the request's as
-	// gen_ai.input.messages, the answer's text and reasoning as
-	// gen_ai.output.messages, each at most 16 KiB. Prompts and answers
+	// gen_ai.input.messages, the answer's reasoning, text and tool calls
+	// (as the client was sent them) as gen_ai.output.messages, each at
+	// most 16 KiB. Prompts and answers
 	// are often what traces must not hold: off by default. See
 	// docs/tracing.md.
 	TraceContent bool `json:"trace_content,omitempty"`
