@@ -7,7 +7,7 @@ package llmrelay_test
 // plain HTTP on the Gemini API's paths (and the official @google/genai
 // SDK where what it assembles matters), through a real Caddy in front of
 // simulators and scripted upstreams on 127.0.0.1. This file's ports are
-// 9170-9189.
+// 9170-9189; it also runs other files' simulator sites.
 
 import (
 	"bufio"
@@ -27,48 +27,14 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/splice"
 )
 
-// gfeatSims runs this file's simulators on :9170: /paced/ a reasoning
-// model whose reasoning and answer arrive in clusters (as
-// messages_pacing_e2e_test.go's), /tags/ one that writes its reasoning
-// inline between <think> tags (taggedSimSite's /tags/), /reason/ and
-// /echo/ the two legs of a hand-off (handoffSimSite's), /drop/ and /good/
-// the same answer, broken after 8 events (in the reasoning), after 30 (in
-// the answer) and whole (as contSite's), /big/ and /small/ a model that
-// reasons at length and one that reasons briefly (usageSims').
+// gfeatSims runs the one simulator no other file has, on :9170: /drop/
+// and /drop-late/ break after 8 events (in the reasoning) and after 30
+// (in the answer), /good/ answers whole; the same seed, so the same
+// answer (contSite's, with reasoning). The other tests here use the
+// sites of the features they show: pacingSimSite (clustered reasoning),
+// taggedSimSite (<think> tags), handoffSimSite (the hand-off's two legs),
+// usageSims (long and brief reasoning).
 const gfeatSims = `http://127.0.0.1:9170 {
-	handle /paced/* {
-		llm_simulator {
-			seed 5
-			reasoning_tokens 60
-			content_tokens 40
-			pattern clustered 20 250ms 1ms
-		}
-	}
-	handle /tags/* {
-		llm_simulator {
-			seed 27
-			reasoning_tokens 24
-			content_tokens 16
-			pattern steady 0
-			reasoning_form tags
-		}
-	}
-	handle /reason/* {
-		llm_simulator {
-			seed 28
-			reasoning_tokens 24
-			content_tokens 16
-			pattern steady 0
-		}
-	}
-	handle /echo/* {
-		llm_simulator {
-			seed 29
-			content_tokens 8
-			pattern steady 0
-			echo handoff
-		}
-	}
 	handle /drop/* {
 		llm_simulator {
 			seed 11
@@ -92,22 +58,6 @@ const gfeatSims = `http://127.0.0.1:9170 {
 			seed 11
 			reasoning_tokens 12
 			content_tokens 40
-			pattern steady 0
-		}
-	}
-	handle /small/* {
-		llm_simulator {
-			seed 4
-			reasoning_tokens 3
-			content_tokens 10
-			pattern steady 0
-		}
-	}
-	handle /big/* {
-		llm_simulator {
-			seed 3
-			reasoning_tokens 60
-			content_tokens 10
 			pattern steady 0
 		}
 	}
@@ -289,7 +239,7 @@ func geminiAsk(question, thinking string) string {
 func TestGeminiFeatureSplitReasoning(t *testing.T) {
 	logFile := startRelay(t, `llm_relay {
 		key `+geminiRelayKey+`
-		upstream paced http://127.0.0.1:9170/paced/v1 {
+		upstream paced http://127.0.0.1:9097/v1 {
 			api chat
 		}
 		smoothing split-reasoning
@@ -300,7 +250,7 @@ func TestGeminiFeatureSplitReasoning(t *testing.T) {
 			to paced sim-reasoner
 			smoothing off
 		}
-	}`, gfeatSims)
+	}`, pacingSimSite)
 	r, c := 60, 40
 	upR, upC := sim.Texts(sim.Config{Seed: 5, ReasoningTokens: &r, ContentTokens: &c})
 	upReasoning, upContent := strings.Join(upR, ""), strings.Join(upC, "")
@@ -393,11 +343,11 @@ func TestGeminiFeatureSplitReasoning(t *testing.T) {
 func TestGeminiFeatureInlineReasoning(t *testing.T) {
 	startRelay(t, `llm_relay {
 		key `+geminiRelayKey+`
-		upstream tags http://127.0.0.1:9170/tags/v1 {
+		upstream tags http://127.0.0.1:9085/tags/v1 {
 			api chat
 			reasoning_format tags
 		}
-		upstream rawtags http://127.0.0.1:9170/tags/v1 {
+		upstream rawtags http://127.0.0.1:9085/tags/v1 {
 			api chat
 		}
 		model gemini-tagged {
@@ -423,7 +373,7 @@ func TestGeminiFeatureInlineReasoning(t *testing.T) {
 			to tags sim-reasoner
 			reasoning_field inline
 		}
-	}`, gfeatSims)
+	}`, taggedSimSite)
 	simReasoning, wantReasoning, answer := taggedTexts(t)
 	body := geminiAsk("hi", `{"includeThoughts":true}`)
 
@@ -457,19 +407,19 @@ func TestGeminiFeatureInlineReasoning(t *testing.T) {
 	}
 }
 
-// gfeatHandoff: hand-off aliases as handoff_e2e_test.go's, on this
-// file's simulators: baton reasons on a chat target and answers on an
+// gfeatHandoff: hand-off aliases as handoff_e2e_test.go's, on its
+// simulators (handoffSimSite) and the Gemini key: baton reasons on a chat target and answers on an
 // anthropic one (the reasoning as a prefill), baton-user answers on a
 // chat one (the reasoning in a user turn).
 const gfeatHandoff = `llm_relay {
 	key ` + geminiRelayKey + `
-	upstream reasoner http://127.0.0.1:9170/reason/v1 {
+	upstream reasoner http://127.0.0.1:9087/reason/v1 {
 		api chat
 	}
-	upstream echo-claude http://127.0.0.1:9170/echo/v1 {
+	upstream echo-claude http://127.0.0.1:9087/echo/v1 {
 		api anthropic
 	}
-	upstream echo-chat http://127.0.0.1:9170/echo/v1 {
+	upstream echo-chat http://127.0.0.1:9087/echo/v1 {
 		api chat
 	}
 	model baton {
@@ -488,7 +438,7 @@ const gfeatHandoff = `llm_relay {
 // echo simulator says what reasoning it found, and where, in its
 // request), streamed and whole, and the @google/genai SDK reads the same.
 func TestGeminiFeatureHandoff(t *testing.T) {
-	logFile := startRelay(t, gfeatHandoff, gfeatSims)
+	logFile := startRelay(t, gfeatHandoff, handoffSimSite)
 	reasoning := handoffReasoning(t)
 	body := geminiAsk("hi", `{"includeThoughts":true}`)
 	for _, tc := range []struct{ model, where string }{{"baton", "prefill"}, {"baton-user", "user"}} {
@@ -947,10 +897,10 @@ func TestGeminiFeatureEffort(t *testing.T) {
 func TestGeminiFeatureReasoningBudget(t *testing.T) {
 	logFile := startRelay(t, `llm_relay {
 		key `+geminiRelayKey+`
-		upstream big http://127.0.0.1:9170/big/v1 {
+		upstream big http://127.0.0.1:9083/big/v1 {
 			api chat
 		}
-		upstream small http://127.0.0.1:9170/small/v1 {
+		upstream small http://127.0.0.1:9083/small/v1 {
 			api chat
 		}
 		model gemini-truncate {
@@ -976,7 +926,7 @@ func TestGeminiFeatureReasoningBudget(t *testing.T) {
 		model gemini-small {
 			to small sim-reasoner
 		}
-	}`, gfeatSims)
+	}`, usageSims)
 	bigR, bigC := simTexts(3, 60, 10)
 	smallR, smallC := simTexts(4, 3, 10)
 	body := geminiAsk("hi", `{"includeThoughts":true,"thinkingBudget":4096}`)
