@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -317,11 +316,7 @@ func TestGeminiFeatureSplitReasoning(t *testing.T) {
 			strings.Contains(readLog(t, logFile), `"smoothing":"split-reasoning"`)
 	})
 
-	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
-	}
+	node := requireNode(t, filepath.Join("@google", "genai"), "the @google/genai SDK")
 	var got struct {
 		Text, Thoughts, Finish string
 		Chunks                 int
@@ -463,11 +458,7 @@ func TestGeminiFeatureHandoff(t *testing.T) {
 	})
 	mustContain(t, readLog(t, logFile), `"alias":"baton","api":"gemini"`)
 
-	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
-	}
+	node := requireNode(t, filepath.Join("@google", "genai"), "the @google/genai SDK")
 	for _, mode := range []string{"create", "stream"} {
 		var got struct{ Text, Thoughts, Finish string }
 		runGeminiSDKRelay(t, node, "baton", mode, &got)
@@ -564,11 +555,7 @@ func TestGeminiFeatureContinuation(t *testing.T) {
 	})
 	mustContain(t, readLog(t, logFile), `"alias":"gemini-cont","api":"gemini"`)
 
-	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
-	}
+	node := requireNode(t, filepath.Join("@google", "genai"), "the @google/genai SDK")
 	for _, model := range []string{"gemini-cont", "gemini-cont-late"} {
 		var got struct{ Text, Thoughts, Finish string }
 		runGeminiSDKRelay(t, node, model, "stream", &got)
