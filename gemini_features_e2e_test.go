@@ -784,15 +784,8 @@ func TestGeminiFeatureMetricsAndStatus(t *testing.T) {
 	if streams != 2 {
 		t.Errorf("the status shows %d gemini-metered streams, want 2: %+v", streams, st.Streams)
 	}
-	req, _ := http.NewRequest(http.MethodGet, adminStatusURL, nil)
-	req.Header.Set("Accept", "text/html")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := readAll(t, resp)
-	if resp.StatusCode != 200 || !strings.Contains(page, "gemini-metered") || !strings.Contains(page, "gemfeat") {
-		t.Errorf("the status page: %d, want the alias and the key named", resp.StatusCode)
+	if page := getStatusPage(t); !strings.Contains(page, "gemini-metered") || !strings.Contains(page, "gemfeat") {
+		t.Errorf("the status page does not name the alias and the key:\n%s", page)
 	}
 }
 
