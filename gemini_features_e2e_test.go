@@ -11,6 +11,7 @@ package llmrelay_test
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -1019,7 +1020,7 @@ func TestGeminiFeatureLimitsAndCapacity(t *testing.T) {
 		ra := resp.Header.Get("Retry-After")
 		msg := readGeminiError(t, resp, status, name)
 		if retryAfter == "" && ra == "" || retryAfter != "" && ra != retryAfter {
-			t.Errorf("%s: Retry-After %q, want %q", what, ra, cmpOr(retryAfter, "one"))
+			t.Errorf("%s: Retry-After %q, want %q", what, ra, cmp.Or(retryAfter, "one"))
 		}
 		if !strings.Contains(msg, inMessage) {
 			t.Errorf("%s: message %q, want it to say %q", what, msg, inMessage)
@@ -1062,13 +1063,6 @@ func TestGeminiFeatureLimitsAndCapacity(t *testing.T) {
 		t.Fatalf("first budget request: %d %s", s.status, s.raw)
 	}
 	refused("budget", geminiPost(t, "/v1beta/models/gemini-ok:generateContent", body, "x-goog-api-key", "sk-gem-budget"), 429, "RESOURCE_EXHAUSTED", "", "budget")
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // TestGeminiFeatureUsageAndCost: a Gemini client's answer carries the
