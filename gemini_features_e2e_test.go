@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -1150,10 +1151,12 @@ func TestGeminiFeatureUsageAndCost(t *testing.T) {
 	waitFor(t, 5*time.Second, "the log lines", func() bool {
 		return strings.Count(readLog(t, logFile), `"api":"gemini"`) == 6
 	})
+	lines := map[string]int{}
 	for _, e := range logEntries(t, logFile) {
 		if e.str("msg") != "relayed" || e.str("api") != "gemini" {
 			continue
 		}
+		lines[e.str("alias")]++
 		completion, _ := e["completion_tokens"].(float64)
 		promptN, _ := e["prompt_tokens"].(float64)
 		estimated, _ := e["usage_estimated"].(bool)
@@ -1175,5 +1178,9 @@ func TestGeminiFeatureUsageAndCost(t *testing.T) {
 				t.Errorf("a stream without usage: log line %v; want estimated, non-zero tokens", e)
 			}
 		}
+	}
+	// Each request's line was checked above, none passed over.
+	if want := map[string]int{"gemini-usage": 3, "gemini-usage-anth": 1, "gemini-quiet": 2}; !maps.Equal(lines, want) {
+		t.Errorf("relayed log lines by alias %v, want %v", lines, want)
 	}
 }
