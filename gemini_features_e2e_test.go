@@ -741,9 +741,9 @@ func TestGeminiFeatureMetricsAndStatus(t *testing.T) {
 
 	var st struct {
 		Keys []struct {
-			Key      string `json:"key"`
-			Requests int64  `json:"requests"`
-			SpentUSD float64
+			Key      string  `json:"key"`
+			Requests int64   `json:"requests"`
+			SpentUSD float64 `json:"spent_usd"`
 			Tokens   struct {
 				Prompt, Completion, Reasoning int64
 			} `json:"tokens"`
@@ -766,8 +766,8 @@ func TestGeminiFeatureMetricsAndStatus(t *testing.T) {
 	for _, k := range st.Keys {
 		if k.Key == "gemfeat" {
 			found = true
-			if k.Requests != 3 || k.Tokens.Completion != 3*52 || k.Tokens.Reasoning != 3*12 || k.Tokens.Prompt < 3 {
-				t.Errorf("status key gemfeat: %+v; want 3 requests, %d completion and %d reasoning tokens", k, 3*52, 3*12)
+			if k.Requests != 3 || k.Tokens.Completion != 3*52 || k.Tokens.Reasoning != 3*12 || k.Tokens.Prompt < 3 || k.SpentUSD <= 0 {
+				t.Errorf("status key gemfeat: %+v; want 3 requests, %d completion and %d reasoning tokens, a spend", k, 3*52, 3*12)
 			}
 		}
 	}
