@@ -7,15 +7,16 @@ package llmrelay_test
 // plain HTTP on the Gemini API's paths (and the official @google/genai
 // SDK where what it assembles matters), through a real Caddy in front of
 // simulators and scripted upstreams on 127.0.0.1. This file's ports are
-// 9170-9189.
+// 9170-9189; it also runs other files' simulator sites.
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,48 +28,14 @@ import (
 	"github.com/llmrelay/caddy-llm-relay/internal/splice"
 )
 
-// gfeatSims runs this file's simulators on :9170: /paced/ a reasoning
-// model whose reasoning and answer arrive in clusters (as
-// messages_pacing_e2e_test.go's), /tags/ one that writes its reasoning
-// inline between <think> tags (taggedSimSite's /tags/), /reason/ and
-// /echo/ the two legs of a hand-off (handoffSimSite's), /drop/ and /good/
-// the same answer, broken after 8 events (in the reasoning), after 30 (in
-// the answer) and whole (as contSite's), /big/ and /small/ a model that
-// reasons at length and one that reasons briefly (usageSims').
+// gfeatSims runs the one simulator no other file has, on :9170: /drop/
+// and /drop-late/ break after 8 events (in the reasoning) and after 30
+// (in the answer), /good/ answers whole; the same seed, so the same
+// answer (contSite's, with reasoning). The other tests here use the
+// sites of the features they show: pacingSimSite (clustered reasoning),
+// taggedSimSite (<think> tags), handoffSimSite (the hand-off's two legs),
+// usageSims (long and brief reasoning).
 const gfeatSims = `http://127.0.0.1:9170 {
-	handle /paced/* {
-		llm_simulator {
-			seed 5
-			reasoning_tokens 60
-			content_tokens 40
-			pattern clustered 20 250ms 1ms
-		}
-	}
-	handle /tags/* {
-		llm_simulator {
-			seed 27
-			reasoning_tokens 24
-			content_tokens 16
-			pattern steady 0
-			reasoning_form tags
-		}
-	}
-	handle /reason/* {
-		llm_simulator {
-			seed 28
-			reasoning_tokens 24
-			content_tokens 16
-			pattern steady 0
-		}
-	}
-	handle /echo/* {
-		llm_simulator {
-			seed 29
-			content_tokens 8
-			pattern steady 0
-			echo handoff
-		}
-	}
 	handle /drop/* {
 		llm_simulator {
 			seed 11
@@ -92,22 +59,6 @@ const gfeatSims = `http://127.0.0.1:9170 {
 			seed 11
 			reasoning_tokens 12
 			content_tokens 40
-			pattern steady 0
-		}
-	}
-	handle /small/* {
-		llm_simulator {
-			seed 4
-			reasoning_tokens 3
-			content_tokens 10
-			pattern steady 0
-		}
-	}
-	handle /big/* {
-		llm_simulator {
-			seed 3
-			reasoning_tokens 60
-			content_tokens 10
 			pattern steady 0
 		}
 	}
@@ -289,7 +240,7 @@ func geminiAsk(question, thinking string) string {
 func TestGeminiFeatureSplitReasoning(t *testing.T) {
 	logFile := startRelay(t, `llm_relay {
 		key `+geminiRelayKey+`
-		upstream paced http://127.0.0.1:9170/paced/v1 {
+		upstream paced http://127.0.0.1:9097/v1 {
 			api chat
 		}
 		smoothing split-reasoning
@@ -300,7 +251,7 @@ func TestGeminiFeatureSplitReasoning(t *testing.T) {
 			to paced sim-reasoner
 			smoothing off
 		}
-	}`, gfeatSims)
+	}`, pacingSimSite)
 	r, c := 60, 40
 	upR, upC := sim.Texts(sim.Config{Seed: 5, ReasoningTokens: &r, ContentTokens: &c})
 	upReasoning, upContent := strings.Join(upR, ""), strings.Join(upC, "")
@@ -367,11 +318,7 @@ func TestGeminiFeatureSplitReasoning(t *testing.T) {
 			strings.Contains(readLog(t, logFile), `"smoothing":"split-reasoning"`)
 	})
 
-	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
-	}
+	node := requireNode(t, filepath.Join("@google", "genai"), "the @google/genai SDK")
 	var got struct {
 		Text, Thoughts, Finish string
 		Chunks                 int
@@ -393,11 +340,11 @@ func TestGeminiFeatureSplitReasoning(t *testing.T) {
 func TestGeminiFeatureInlineReasoning(t *testing.T) {
 	startRelay(t, `llm_relay {
 		key `+geminiRelayKey+`
-		upstream tags http://127.0.0.1:9170/tags/v1 {
+		upstream tags http://127.0.0.1:9085/tags/v1 {
 			api chat
 			reasoning_format tags
 		}
-		upstream rawtags http://127.0.0.1:9170/tags/v1 {
+		upstream rawtags http://127.0.0.1:9085/tags/v1 {
 			api chat
 		}
 		model gemini-tagged {
@@ -423,7 +370,7 @@ func TestGeminiFeatureInlineReasoning(t *testing.T) {
 			to tags sim-reasoner
 			reasoning_field inline
 		}
-	}`, gfeatSims)
+	}`, taggedSimSite)
 	simReasoning, wantReasoning, answer := taggedTexts(t)
 	body := geminiAsk("hi", `{"includeThoughts":true}`)
 
@@ -457,19 +404,19 @@ func TestGeminiFeatureInlineReasoning(t *testing.T) {
 	}
 }
 
-// gfeatHandoff: hand-off aliases as handoff_e2e_test.go's, on this
-// file's simulators: baton reasons on a chat target and answers on an
+// gfeatHandoff: hand-off aliases as handoff_e2e_test.go's, on its
+// simulators (handoffSimSite) and the Gemini key: baton reasons on a chat target and answers on an
 // anthropic one (the reasoning as a prefill), baton-user answers on a
 // chat one (the reasoning in a user turn).
 const gfeatHandoff = `llm_relay {
 	key ` + geminiRelayKey + `
-	upstream reasoner http://127.0.0.1:9170/reason/v1 {
+	upstream reasoner http://127.0.0.1:9087/reason/v1 {
 		api chat
 	}
-	upstream echo-claude http://127.0.0.1:9170/echo/v1 {
+	upstream echo-claude http://127.0.0.1:9087/echo/v1 {
 		api anthropic
 	}
-	upstream echo-chat http://127.0.0.1:9170/echo/v1 {
+	upstream echo-chat http://127.0.0.1:9087/echo/v1 {
 		api chat
 	}
 	model baton {
@@ -488,7 +435,7 @@ const gfeatHandoff = `llm_relay {
 // echo simulator says what reasoning it found, and where, in its
 // request), streamed and whole, and the @google/genai SDK reads the same.
 func TestGeminiFeatureHandoff(t *testing.T) {
-	logFile := startRelay(t, gfeatHandoff, gfeatSims)
+	logFile := startRelay(t, gfeatHandoff, handoffSimSite)
 	reasoning := handoffReasoning(t)
 	body := geminiAsk("hi", `{"includeThoughts":true}`)
 	for _, tc := range []struct{ model, where string }{{"baton", "prefill"}, {"baton-user", "user"}} {
@@ -513,11 +460,7 @@ func TestGeminiFeatureHandoff(t *testing.T) {
 	})
 	mustContain(t, readLog(t, logFile), `"alias":"baton","api":"gemini"`)
 
-	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
-	}
+	node := requireNode(t, filepath.Join("@google", "genai"), "the @google/genai SDK")
 	for _, mode := range []string{"create", "stream"} {
 		var got struct{ Text, Thoughts, Finish string }
 		runGeminiSDKRelay(t, node, "baton", mode, &got)
@@ -614,11 +557,7 @@ func TestGeminiFeatureContinuation(t *testing.T) {
 	})
 	mustContain(t, readLog(t, logFile), `"alias":"gemini-cont","api":"gemini"`)
 
-	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
-	}
+	node := requireNode(t, filepath.Join("@google", "genai"), "the @google/genai SDK")
 	for _, model := range []string{"gemini-cont", "gemini-cont-late"} {
 		var got struct{ Text, Thoughts, Finish string }
 		runGeminiSDKRelay(t, node, model, "stream", &got)
@@ -802,9 +741,9 @@ func TestGeminiFeatureMetricsAndStatus(t *testing.T) {
 
 	var st struct {
 		Keys []struct {
-			Key      string `json:"key"`
-			Requests int64  `json:"requests"`
-			SpentUSD float64
+			Key      string  `json:"key"`
+			Requests int64   `json:"requests"`
+			SpentUSD float64 `json:"spent_usd"`
 			Tokens   struct {
 				Prompt, Completion, Reasoning int64
 			} `json:"tokens"`
@@ -827,8 +766,8 @@ func TestGeminiFeatureMetricsAndStatus(t *testing.T) {
 	for _, k := range st.Keys {
 		if k.Key == "gemfeat" {
 			found = true
-			if k.Requests != 3 || k.Tokens.Completion != 3*52 || k.Tokens.Reasoning != 3*12 || k.Tokens.Prompt < 3 {
-				t.Errorf("status key gemfeat: %+v; want 3 requests, %d completion and %d reasoning tokens", k, 3*52, 3*12)
+			if k.Requests != 3 || k.Tokens.Completion != 3*52 || k.Tokens.Reasoning != 3*12 || k.Tokens.Prompt < 3 || k.SpentUSD <= 0 {
+				t.Errorf("status key gemfeat: %+v; want 3 requests, %d completion and %d reasoning tokens, a spend", k, 3*52, 3*12)
 			}
 		}
 	}
@@ -847,15 +786,8 @@ func TestGeminiFeatureMetricsAndStatus(t *testing.T) {
 	if streams != 2 {
 		t.Errorf("the status shows %d gemini-metered streams, want 2: %+v", streams, st.Streams)
 	}
-	req, _ := http.NewRequest(http.MethodGet, adminStatusURL, nil)
-	req.Header.Set("Accept", "text/html")
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := readAll(t, resp)
-	if resp.StatusCode != 200 || !strings.Contains(page, "gemini-metered") || !strings.Contains(page, "gemfeat") {
-		t.Errorf("the status page: %d, want the alias and the key named", resp.StatusCode)
+	if page := getStatusPage(t); !strings.Contains(page, "gemini-metered") || !strings.Contains(page, "gemfeat") {
+		t.Errorf("the status page does not name the alias and the key:\n%s", page)
 	}
 }
 
@@ -947,10 +879,10 @@ func TestGeminiFeatureEffort(t *testing.T) {
 func TestGeminiFeatureReasoningBudget(t *testing.T) {
 	logFile := startRelay(t, `llm_relay {
 		key `+geminiRelayKey+`
-		upstream big http://127.0.0.1:9170/big/v1 {
+		upstream big http://127.0.0.1:9083/big/v1 {
 			api chat
 		}
-		upstream small http://127.0.0.1:9170/small/v1 {
+		upstream small http://127.0.0.1:9083/small/v1 {
 			api chat
 		}
 		model gemini-truncate {
@@ -976,7 +908,7 @@ func TestGeminiFeatureReasoningBudget(t *testing.T) {
 		model gemini-small {
 			to small sim-reasoner
 		}
-	}`, gfeatSims)
+	}`, usageSims)
 	bigR, bigC := simTexts(3, 60, 10)
 	smallR, smallC := simTexts(4, 3, 10)
 	body := geminiAsk("hi", `{"includeThoughts":true,"thinkingBudget":4096}`)
@@ -1089,7 +1021,7 @@ func TestGeminiFeatureLimitsAndCapacity(t *testing.T) {
 		ra := resp.Header.Get("Retry-After")
 		msg := readGeminiError(t, resp, status, name)
 		if retryAfter == "" && ra == "" || retryAfter != "" && ra != retryAfter {
-			t.Errorf("%s: Retry-After %q, want %q", what, ra, cmpOr(retryAfter, "one"))
+			t.Errorf("%s: Retry-After %q, want %q", what, ra, cmp.Or(retryAfter, "one"))
 		}
 		if !strings.Contains(msg, inMessage) {
 			t.Errorf("%s: message %q, want it to say %q", what, msg, inMessage)
@@ -1132,13 +1064,6 @@ func TestGeminiFeatureLimitsAndCapacity(t *testing.T) {
 		t.Fatalf("first budget request: %d %s", s.status, s.raw)
 	}
 	refused("budget", geminiPost(t, "/v1beta/models/gemini-ok:generateContent", body, "x-goog-api-key", "sk-gem-budget"), 429, "RESOURCE_EXHAUSTED", "", "budget")
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // TestGeminiFeatureUsageAndCost: a Gemini client's answer carries the
@@ -1226,10 +1151,12 @@ func TestGeminiFeatureUsageAndCost(t *testing.T) {
 	waitFor(t, 5*time.Second, "the log lines", func() bool {
 		return strings.Count(readLog(t, logFile), `"api":"gemini"`) == 6
 	})
+	lines := map[string]int{}
 	for _, e := range logEntries(t, logFile) {
 		if e.str("msg") != "relayed" || e.str("api") != "gemini" {
 			continue
 		}
+		lines[e.str("alias")]++
 		completion, _ := e["completion_tokens"].(float64)
 		promptN, _ := e["prompt_tokens"].(float64)
 		estimated, _ := e["usage_estimated"].(bool)
@@ -1251,5 +1178,9 @@ func TestGeminiFeatureUsageAndCost(t *testing.T) {
 				t.Errorf("a stream without usage: log line %v; want estimated, non-zero tokens", e)
 			}
 		}
+	}
+	// Each request's line was checked above, none passed over.
+	if want := map[string]int{"gemini-usage": 3, "gemini-usage-anth": 1, "gemini-quiet": 2}; !maps.Equal(lines, want) {
+		t.Errorf("relayed log lines by alias %v, want %v", lines, want)
 	}
 }

@@ -314,7 +314,10 @@ func TestGeminiUpstreamWire(t *testing.T) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	s := up.requests()
-	thoughts, _ := json.Marshal(s[len(s)-1].body)
+	if len(s) != 5 {
+		t.Fatalf("%d requests: the g3-thoughts one did not reach the target", len(s))
+	}
+	thoughts, _ := json.Marshal(s[4].body)
 	mustContain(t, string(thoughts), `"thinkingConfig":{"includeThoughts":true}`)
 
 	// Retry-After from the RetryInfo (no header).

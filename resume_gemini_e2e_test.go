@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -228,11 +227,7 @@ func TestResumeGeminiNotAChatClients(t *testing.T) {
 // function-call round trip read the relay's Gemini streams as without
 // it (an SSE id line would make its reader drop or fail an event).
 func TestResumeGeminiSDK(t *testing.T) {
-	requireNodeTool(t, filepath.Join("@google", "genai", "package.json"), "the @google/genai SDK")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node_modules is installed but node is not on PATH: %v", err)
-	}
+	node := requireNode(t, filepath.Join("@google", "genai"), "the @google/genai SDK")
 	startRelay(t, geminiRelay("resume {\n\t\t\tdetach 10s\n\t\t}"), geminiTargetsSite)
 	reasoning, content := geminiSimTexts()
 	var got struct {
