@@ -1009,7 +1009,11 @@ func TestGeminiFeatureLimitsAndCapacity(t *testing.T) {
 	// the target with max_concurrent 1.
 	streamDone := make(chan string, 1)
 	go func() {
-		resp := geminiPost(t, "/v1beta/models/gemini-held:streamGenerateContent?alt=sse", body, "x-goog-api-key", "sk-gem-conc")
+		resp, err := geminiDo("/v1beta/models/gemini-held:streamGenerateContent?alt=sse", body, "x-goog-api-key", "sk-gem-conc")
+		if err != nil {
+			streamDone <- err.Error()
+			return
+		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		streamDone <- fmt.Sprintf("%d %s", resp.StatusCode, b)

@@ -9,6 +9,7 @@ package llmrelay_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -130,9 +131,19 @@ func geminiSimTexts() (reasoning, content string) {
 // geminiPost posts a Gemini body to the relay's path, with the headers.
 func geminiPost(t *testing.T, path, body string, hdr ...string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:9080"+path, strings.NewReader(body))
+	resp, err := geminiDo(path, body, hdr...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return resp
+}
+
+// geminiDo is geminiPost for a goroutine other than the test's, where
+// t.Fatal cannot stop the test: the error is returned.
+func geminiDo(path, body string, hdr ...string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:9080"+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {
@@ -140,9 +151,9 @@ func geminiPost(t *testing.T, path, body string, hdr ...string) *http.Response {
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
+		return nil, fmt.Errorf("POST %s: %w", path, err)
 	}
-	return resp
+	return resp, nil
 }
 
 const geminiHi = `{"contents":[{"role":"user","parts":[{"text":"Say hi"}]}],"generationConfig":{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":2048}}}`
