@@ -33,13 +33,13 @@ import (
 // So the finishReason becomes the finish chunk at once (tool_calls when
 // the stream called functions), and the end of src after it becomes the
 // usage chunk (with IncludeUsage) and [DONE]. src ending before a
-// finishReason ends the stream without [DONE] (the relay reads that as
-// truncation). An error, as a data event ({"error":{...}}) or as the bare
-// JSON object the Gemini API writes in a stream, becomes an in-band Chat
-// error chunk (its code Google's status name), and ends the stream: the
-// next call returns io.EOF. src's other errors are returned as they are
-// once the events made before them are out. The returned Source forwards
-// BeforeRead to src.
+// finishReason, or in the middle of a chunk, ends the stream without
+// [DONE] (the relay reads that as truncation). An error, as a data event
+// ({"error":{...}}) or as the bare JSON object the Gemini API writes in
+// a stream, becomes an in-band Chat error chunk (its code Google's
+// status name), and ends the stream: the next call returns io.EOF. src's
+// other errors are returned as they are once the events made before them
+// are out. The returned Source forwards BeforeRead to src.
 //
 // A chunk that cannot be translated faithfully ends the stream with a
 // *chat.UnreadableError, after the events made before it: data that is
@@ -113,10 +113,14 @@ func (s *chatStream) Handle(ev *sse.Event) {
 		}
 		data = raw
 	}
-	if ev.Unterminated && !json.Valid(data) {
-		return // cut off by EOF anywhere: dropped, so the stream ends as truncated
-	}
 	if isBlank(data) {
+		return
+	}
+	if ev.Unterminated && !json.Valid(data) {
+		// Cut off by EOF anywhere: dropped, so the stream ends as
+		// truncated, after the finishReason too (no [DONE]): the chunk
+		// cut may be the usage one.
+		s.ended = true
 		return
 	}
 	if s.fast(data) {
