@@ -230,44 +230,23 @@ func (s *chatStream) part(ev *sse.Event, p *part) {
 		s.unreadable(ev, "content after the finishReason")
 		return
 	}
+	if why := answerPartRefusal(p); why != "" {
+		s.unreadable(ev, "%s", why)
+		return
+	}
 	switch {
 	case p.FunctionCall != nil:
-		fc := p.FunctionCall
-		if fc.streamed() {
-			s.unreadable(ev, "function call %q streams its arguments (partialArgs), which are not translated", fc.Name)
-			return
-		}
-		if fc.Name == "" {
-			s.unreadable(ev, "a function call without a name")
-			return
-		}
-		if !isNullOrAbsent(fc.Args) && !isObject(fc.Args) {
-			s.unreadable(ev, "the args of function call %q are not a JSON object", fc.Name)
-			return
-		}
-		call, err := toolCall(*p, 0, s.calls)
-		if err != nil {
-			s.unreadable(ev, "%v", err)
-			return
-		}
+		call := toolCall(*p, 0, s.calls)
 		s.begin()
 		s.push(s.w.ToolCall(s.calls, call.ID, call.Function.Name, nil))
 		s.push(s.w.ToolCall(s.calls, "", "", []byte(call.Function.Arguments)))
 		s.calls++
-	case p.InlineData != nil, p.FileData != nil, !isNullOrAbsent(p.ExecutableCode), !isNullOrAbsent(p.CodeExecutionResult):
-		s.unreadable(ev, "a part with no Chat Completions counterpart")
-	case p.FunctionResponse != nil:
-		s.unreadable(ev, "a function response in the model's answer")
 	case p.Text != nil:
 		field := "content"
 		if p.Thought {
 			field = "reasoning_content"
 		}
 		s.content(field, *p.Text)
-	case p.Unknown:
-		// A kind of part this package does not know: refused, as
-		// ToChatResponse refuses it, rather than left out of the answer.
-		s.unreadable(ev, "a part with no Chat Completions counterpart")
 	}
 }
 
