@@ -33,7 +33,8 @@ func KeepNative(translated, native []byte) ([]byte, error) {
 	if err := json.Unmarshal(native, &from); err != nil {
 		return nil, fmt.Errorf("gemini: the client's own body: %w", err)
 	}
-	safety, topK, include := present(from.SafetySettings), present(from.GenerationConfig.TopK), present(from.GenerationConfig.ThinkingConfig.IncludeThoughts)
+	safety, topK, include := !isNullOrAbsent(from.SafetySettings), !isNullOrAbsent(from.GenerationConfig.TopK),
+		!isNullOrAbsent(from.GenerationConfig.ThinkingConfig.IncludeThoughts)
 	if !safety && !topK && !include {
 		return translated, nil
 	}
@@ -73,13 +74,10 @@ func KeepNative(translated, native []byte) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// present says a member was sent (and is not null).
-func present(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
-
 // object reads a JSON object member ({} when absent or null).
 func object(v json.RawMessage) (map[string]json.RawMessage, error) {
 	m := map[string]json.RawMessage{}
-	if !present(v) {
+	if isNullOrAbsent(v) {
 		return m, nil
 	}
 	if err := json.Unmarshal(v, &m); err != nil {
