@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -41,6 +42,9 @@ func KeepNative(translated, native []byte) ([]byte, error) {
 	var out map[string]json.RawMessage
 	if err := json.Unmarshal(translated, &out); err != nil {
 		return nil, fmt.Errorf("gemini: the translated body: %w", err)
+	}
+	if out == nil {
+		return nil, errors.New("gemini: the translated body is null, not an object")
 	}
 	if _, ok := out["safetySettings"]; safety && !ok {
 		out["safetySettings"] = from.SafetySettings
