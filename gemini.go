@@ -429,10 +429,11 @@ func (g *geminiWriter) beat() {
 
 // translateStream writes the Gemini events of the Chat events complete in what
 // the relay has written so far; g.mu is held. When the translation is
-// over (the finishReason chunk, an in-band error, a chunk it cannot read,
-// the client gone), g.over is set and the rest of the relay's stream
-// (its trailing cost comment) is dropped; when the client is gone, the
-// relay's Write fails.
+// over (the finishReason chunk, an in-band error, a chunk it cannot read
+// or an event too large to read, which the client is told of as an
+// error, the client gone), g.over is set and the rest of the relay's
+// stream (its trailing cost comment) is dropped; when the client is gone,
+// the relay's Write fails.
 func (g *geminiWriter) translateStream() {
 	for g.werr == nil {
 		ev, err := g.src.Next()
@@ -441,10 +442,16 @@ func (g *geminiWriter) translateStream() {
 		}
 		if err != nil {
 			g.over = true
-			if ue, ok := errors.AsType[*chat.UnreadableError](err); ok {
-				// What came before is out; the client is told, as a
-				// Gemini stream error, rather than left with a cut answer.
-				e := gemini.StreamError(http.StatusBadGateway, "The relay could not translate the answer ("+ue.Reason+"); the stream was ended.")
+			if err != io.EOF {
+				// A chunk the translation cannot read, or the reader's own
+				// error (an event over its cap): what came before is out;
+				// the client is told, as a Gemini stream error, rather than
+				// left with a cut answer that looks whole.
+				why := err.Error()
+				if ue, ok := errors.AsType[*chat.UnreadableError](err); ok {
+					why = ue.Reason
+				}
+				e := gemini.StreamError(http.StatusBadGateway, "The relay could not translate the answer ("+why+"); the stream was ended.")
 				raw := e.Raw
 				if g.call.sse {
 					raw = sseAndBareError(e)

@@ -3,7 +3,10 @@ package llmrelay
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // TestGeminiCallFor: which requests are a Gemini client's, by method,
@@ -68,5 +71,32 @@ func TestTakeQueryKey(t *testing.T) {
 	takeQueryKey(r)
 	if r.URL.RawQuery != "monkey=1" {
 		t.Errorf("a query without key changed: %q", r.URL.RawQuery)
+	}
+}
+
+// TestGeminiWriterStreamReadError: a Chat event the front door's reader
+// cannot take (larger than sse.DefaultMaxEvent: a Gemini upstream's call
+// of 9 MiB of args, escaped into a Chat arguments string, is one) ends
+// the Gemini client's stream with an error, in both shapes, rather than
+// cleanly after the events before it with the call left out.
+func TestGeminiWriterStreamReadError(t *testing.T) {
+	const head = `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":`
+	big := head + `{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":\"` +
+		strings.Repeat("x", sse.DefaultMaxEvent) + `\"}"}}]}}]}` + "\n\n"
+	for _, alt := range []bool{true, false} {
+		rec := httptest.NewRecorder()
+		gw := &geminiWriter{w: rec, rc: http.NewResponseController(rec), call: &geminiCall{method: geminiStream, model: "m", sse: alt}, header: http.Header{}}
+		gw.Header().Set("Content-Type", "text/event-stream")
+		gw.WriteHeader(http.StatusOK)
+		for _, s := range []string{head + `{"content":"Hi"}}]}` + "\n\n", big, head + `{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n"} {
+			if _, err := gw.Write([]byte(s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		gw.finish()
+		body := rec.Body.String()
+		if !strings.Contains(body, `"text":"Hi"`) || !strings.Contains(body, `"error":{"code":502`) || strings.Contains(body, "finishReason") {
+			t.Errorf("alt=sse %v: the stream is %.300q, want Hi, then the error and no finishReason", alt, body)
+		}
 	}
 }

@@ -69,7 +69,8 @@ func ModelsList(names []string) []byte {
 // chunk. An in-band error (StreamError) is an element too, then the
 // array ends. src's errors other than io.EOF are returned as they are
 // (no "]": the client sees the array cut), and sse.ErrPending without
-// ending anything. The returned Source forwards BeforeRead to src.
+// ending anything. An event is valid until the next call to Next, as a
+// Reader's. The returned Source forwards BeforeRead to src.
 func JSONArray(src sse.Source) sse.Source { return &arrayStream{src: src} }
 
 type arrayStream struct {
@@ -121,7 +122,7 @@ func (a *arrayStream) Next() (sse.Event, error) {
 		b = append(b, data...)
 		a.n++
 		a.buf = b
-		raw := append([]byte(nil), b...)
-		return sse.Event{Raw: raw, Type: ev.Type, Data: raw[start:], HasData: true, Retry: -1}, nil
+		// Valid until the next call, which reuses a.buf.
+		return sse.Event{Raw: b[:len(b):len(b)], Type: ev.Type, Data: b[start:len(b):len(b)], HasData: true, Retry: -1}, nil
 	}
 }

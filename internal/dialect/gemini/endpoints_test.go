@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
+	"github.com/llmrelay/caddy-llm-relay/internal/sse"
 )
 
 // TestEndpoints: countTokens in both shapes, its answer, the models list.
@@ -73,5 +74,28 @@ func TestJSONArray(t *testing.T) {
 				t.Fatalf("the error is not the last element: %s", all)
 			}
 		})
+	}
+}
+
+// repeatSource yields ev for ever.
+type repeatSource struct{ ev sse.Event }
+
+func (r *repeatSource) Next() (sse.Event, error) { return r.ev, nil }
+
+// TestJSONArrayAllocs: an element is built once, in the array's reused
+// buffer, and handed out from it (valid until the next call, as every
+// Source's event): no allocation per chunk.
+func TestJSONArrayAllocs(t *testing.T) {
+	src := JSONArray(&repeatSource{ev: streamEvents.Event("", []byte(`{"candidates":[]}`))})
+	if _, err := src.Next(); err != nil {
+		t.Fatal(err)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		if ev, err := src.Next(); err != nil || string(ev.Raw) != ",\r\n"+`{"candidates":[]}` || string(ev.Data) != `{"candidates":[]}` {
+			t.Fatalf("%q %q %v", ev.Raw, ev.Data, err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per element, want 0", n)
 	}
 }

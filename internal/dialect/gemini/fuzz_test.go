@@ -267,9 +267,10 @@ func FuzzToChatStreamFastSlow(f *testing.F) {
 	})
 }
 
-// FuzzFromChatStreamFastSlow: FromChatStream's hot paths (pace.Classify
-// for text deltas, fastChunk for the other chunks) read a Chat stream as
-// the slow path does: the same events, the same end, for any bytes.
+// FuzzFromChatStreamFastSlow: FromChatStream's hot paths (memoText for a
+// text delta like the last, fastChunk and fastText for the others) read a
+// Chat stream as the slow path does: the same events, the same end, for
+// any bytes.
 func FuzzFromChatStreamFastSlow(f *testing.F) {
 	head := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":`
 	for _, s := range []string{

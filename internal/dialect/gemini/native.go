@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -33,13 +34,17 @@ func KeepNative(translated, native []byte) ([]byte, error) {
 	if err := json.Unmarshal(native, &from); err != nil {
 		return nil, fmt.Errorf("gemini: the client's own body: %w", err)
 	}
-	safety, topK, include := present(from.SafetySettings), present(from.GenerationConfig.TopK), present(from.GenerationConfig.ThinkingConfig.IncludeThoughts)
+	safety, topK, include := !isNullOrAbsent(from.SafetySettings), !isNullOrAbsent(from.GenerationConfig.TopK),
+		!isNullOrAbsent(from.GenerationConfig.ThinkingConfig.IncludeThoughts)
 	if !safety && !topK && !include {
 		return translated, nil
 	}
 	var out map[string]json.RawMessage
 	if err := json.Unmarshal(translated, &out); err != nil {
 		return nil, fmt.Errorf("gemini: the translated body: %w", err)
+	}
+	if out == nil {
+		return nil, errors.New("gemini: the translated body is null, not an object")
 	}
 	if _, ok := out["safetySettings"]; safety && !ok {
 		out["safetySettings"] = from.SafetySettings
@@ -73,13 +78,10 @@ func KeepNative(translated, native []byte) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// present says a member was sent (and is not null).
-func present(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
-
 // object reads a JSON object member ({} when absent or null).
 func object(v json.RawMessage) (map[string]json.RawMessage, error) {
 	m := map[string]json.RawMessage{}
-	if !present(v) {
+	if isNullOrAbsent(v) {
 		return m, nil
 	}
 	if err := json.Unmarshal(v, &m); err != nil {

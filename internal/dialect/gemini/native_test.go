@@ -58,6 +58,11 @@ func TestKeepNative(t *testing.T) {
 	if strings.Contains(string(got), "includeThoughts") || !strings.Contains(string(got), `"topK":3`) {
 		t.Fatalf("overrode the relay's settings: %s", got)
 	}
+	// A translation that is not an object (null) is an error, not a
+	// panic on its nil map.
+	if got, err := KeepNative([]byte("null"), []byte(native)); err == nil {
+		t.Fatalf("null: %s, want an error", got)
+	}
 	// Nothing to keep: the translation as it is, byte for byte.
 	plain := []byte(`{"contents":[] }`)
 	if got, err := KeepNative(plain, []byte(`{"contents":[]}`)); err != nil || string(got) != string(plain) {
@@ -70,6 +75,7 @@ func TestKeepNative(t *testing.T) {
 func FuzzKeepNative(f *testing.F) {
 	f.Add([]byte(`{"contents":[],"generationConfig":{"thinkingConfig":{"thinkingBudget":0}}}`), []byte(`{"safetySettings":[],"generationConfig":{"topK":1,"thinkingConfig":{"includeThoughts":true}}}`))
 	f.Add([]byte(`{"generationConfig":null}`), []byte(`{"generationConfig":{"topK":null}}`))
+	f.Add([]byte(`null`), []byte(`{"safetySettings":[]}`))
 	f.Fuzz(func(t *testing.T, translated, native []byte) {
 		got, err := KeepNative(translated, native)
 		if err != nil {

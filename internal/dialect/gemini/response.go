@@ -49,13 +49,12 @@ func ToChatResponse(body []byte, opt chat.Options) ([]byte, error) {
 		var texts, thoughts []string
 		if c.Content != nil {
 			for i, p := range c.Content.Parts {
+				if why := answerPartRefusal(&p); why != "" {
+					return nil, &chat.UnreadableError{Reason: fmt.Sprintf("part %d of the Gemini answer: %s", i, why)}
+				}
 				switch {
 				case p.FunctionCall != nil:
-					call, err := toolCall(p, 0, len(m.ToolCalls))
-					if err != nil {
-						return nil, err
-					}
-					m.ToolCalls = append(m.ToolCalls, call)
+					m.ToolCalls = append(m.ToolCalls, toolCall(p, 0, len(m.ToolCalls)))
 				case p.Text != nil && p.Thought:
 					thoughts = append(thoughts, *p.Text)
 				case p.Text != nil:
@@ -86,22 +85,48 @@ func ToChatResponse(body []byte, opt chat.Options) ([]byte, error) {
 	return marshal(out), nil
 }
 
+// answerPartRefusal says why a part of a Gemini answer cannot become
+// Chat ("" when it can), the same for ToChatResponse and ToChatStream, so
+// that an answer read whole or streamed is refused for the same parts: a
+// part Chat has no counterpart for (inline data, thought images among it,
+// a file, code execution, one of a kind this package does not know), a
+// function response, or a call without a name, whose arguments stream
+// (partialArgs) or are not a JSON object. A part that is none of these
+// and carries no text or call (a signature alone) is the caller's.
+func answerPartRefusal(p *part) string {
+	switch {
+	case p.FunctionCall != nil:
+		fc := p.FunctionCall
+		switch {
+		case fc.streamed():
+			return fmt.Sprintf("function call %q streams its arguments (partialArgs), which are not translated: turn streamFunctionCallArguments off", fc.Name)
+		case fc.Name == "":
+			return "a function call without a name"
+		case !isNullOrAbsent(fc.Args) && !isObject(fc.Args):
+			return fmt.Sprintf("the args of function call %q are not a JSON object", fc.Name)
+		}
+	case p.InlineData != nil, p.FileData != nil, !isNullOrAbsent(p.ExecutableCode), !isNullOrAbsent(p.CodeExecutionResult):
+		return "a part with no Chat Completions counterpart"
+	case p.FunctionResponse != nil:
+		return "a function response in the model's answer"
+	case p.Text == nil && p.Unknown:
+		// A kind of part newer than this package: refused rather than
+		// left out of the answer.
+		return "a part with no Chat Completions counterpart"
+	}
+	return ""
+}
+
 // toolCall is the Chat tool call of a functionCall part (part i of
-// content ci, for its minted id). Its args must be an object.
-func toolCall(p part, ci, i int) (chat.ToolCall, error) {
+// content ci, for its minted id) that answerPartRefusal let pass.
+func toolCall(p part, ci, i int) chat.ToolCall {
 	fc := p.FunctionCall
-	if fc.streamed() {
-		return chat.ToolCall{}, &chat.UnreadableError{Reason: fmt.Sprintf("function call %q streams its arguments (partialArgs), which are not translated: turn streamFunctionCallArguments off", fc.Name)}
-	}
-	if !isNullOrAbsent(fc.Args) && !isObject(fc.Args) {
-		return chat.ToolCall{}, &chat.UnreadableError{Reason: fmt.Sprintf("the args of function call %q are not a JSON object", fc.Name)}
-	}
 	id := fc.ID
 	if id == "" {
 		id = CallID(ci, i)
 	}
 	return chat.ToolCall{ID: withSignature(id, p.ThoughtSignature), Type: "function",
-		Function: chat.FunctionCall{Name: fc.Name, Arguments: compactJSON(fc.Args)}}, nil
+		Function: chat.FunctionCall{Name: fc.Name, Arguments: compactJSON(fc.Args)}}
 }
 
 // FromChatResponse translates a chat.completion into a Gemini

@@ -150,3 +150,37 @@ func TestErrors(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestAnswerPartsStreamAndWhole: an answer's part is refused by
+// ToChatResponse when ToChatStream refuses it (a thought image, a call
+// without a name, a part of an unknown kind marked thought), rather than
+// the whole answer coming out clean without it; and the parts either
+// carries pass both.
+func TestAnswerPartsStreamAndWhole(t *testing.T) {
+	for _, tc := range []struct {
+		part    string
+		refused bool
+	}{
+		{`{"text":"a"}`, false},
+		{`{"text":"t","thought":true}`, false},
+		{`{"functionCall":{"name":"f","args":{"a":1}},"thoughtSignature":"c2ln"}`, false},
+		{`{"thought":true,"thoughtSignature":"c2ln"}`, false},
+		{`{"thought":true,"inlineData":{"mimeType":"image/png","data":"AA"}}`, true},
+		{`{"thought":true,"executableCode":{"language":"PYTHON","code":"1"}}`, true},
+		{`{"thought":true,"toolCall":{"name":"search"}}`, true},
+		{`{"functionCall":{"args":{"a":1}}}`, true},
+		{`{"functionCall":{"name":"f","args":[1]}}`, true},
+		{`{"functionCall":{"name":"f","partialArgs":[]}}`, true},
+		{`{"functionResponse":{"name":"f","response":{}}}`, true},
+	} {
+		answer := `{"candidates":[{"content":{"parts":[{"text":"Hi"},` + tc.part + `],"role":"model"},"finishReason":"STOP"}]}`
+		_, err := ToChatResponse([]byte(answer), chat.Options{})
+		if got := errors.As(err, new(*chat.UnreadableError)); got != tc.refused {
+			t.Errorf("%s: ToChatResponse refused %v (%v), want %v", tc.part, got, err, tc.refused)
+		}
+		_, err = drain(ToChatStream(reader("data: "+answer+"\n\n"), chat.Options{}))
+		if got := errors.As(err, new(*chat.UnreadableError)); got != tc.refused {
+			t.Errorf("%s: ToChatStream refused %v (%v), want %v", tc.part, got, err, tc.refused)
+		}
+	}
+}

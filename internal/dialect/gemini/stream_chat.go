@@ -33,13 +33,13 @@ import (
 // So the finishReason becomes the finish chunk at once (tool_calls when
 // the stream called functions), and the end of src after it becomes the
 // usage chunk (with IncludeUsage) and [DONE]. src ending before a
-// finishReason ends the stream without [DONE] (the relay reads that as
-// truncation). An error, as a data event ({"error":{...}}) or as the bare
-// JSON object the Gemini API writes in a stream, becomes an in-band Chat
-// error chunk (its code Google's status name), and ends the stream: the
-// next call returns io.EOF. src's other errors are returned as they are
-// once the events made before them are out. The returned Source forwards
-// BeforeRead to src.
+// finishReason, or in the middle of a chunk, ends the stream without
+// [DONE] (the relay reads that as truncation). An error, as a data event
+// ({"error":{...}}) or as the bare JSON object the Gemini API writes in
+// a stream, becomes an in-band Chat error chunk (its code Google's
+// status name), and ends the stream: the next call returns io.EOF. src's
+// other errors are returned as they are once the events made before them
+// are out. The returned Source forwards BeforeRead to src.
 //
 // A chunk that cannot be translated faithfully ends the stream with a
 // *chat.UnreadableError, after the events made before it: data that is
@@ -113,10 +113,14 @@ func (s *chatStream) Handle(ev *sse.Event) {
 		}
 		data = raw
 	}
-	if ev.Unterminated && !json.Valid(data) {
-		return // cut off by EOF anywhere: dropped, so the stream ends as truncated
-	}
 	if isBlank(data) {
+		return
+	}
+	if ev.Unterminated && !json.Valid(data) {
+		// Cut off by EOF anywhere: dropped, so the stream ends as
+		// truncated, after the finishReason too (no [DONE]): the chunk
+		// cut may be the usage one.
+		s.ended = true
 		return
 	}
 	if s.fast(data) {
@@ -226,44 +230,23 @@ func (s *chatStream) part(ev *sse.Event, p *part) {
 		s.unreadable(ev, "content after the finishReason")
 		return
 	}
+	if why := answerPartRefusal(p); why != "" {
+		s.unreadable(ev, "%s", why)
+		return
+	}
 	switch {
 	case p.FunctionCall != nil:
-		fc := p.FunctionCall
-		if fc.streamed() {
-			s.unreadable(ev, "function call %q streams its arguments (partialArgs), which are not translated", fc.Name)
-			return
-		}
-		if fc.Name == "" {
-			s.unreadable(ev, "a function call without a name")
-			return
-		}
-		if !isNullOrAbsent(fc.Args) && !isObject(fc.Args) {
-			s.unreadable(ev, "the args of function call %q are not a JSON object", fc.Name)
-			return
-		}
-		call, err := toolCall(*p, 0, s.calls)
-		if err != nil {
-			s.unreadable(ev, "%v", err)
-			return
-		}
+		call := toolCall(*p, 0, s.calls)
 		s.begin()
 		s.push(s.w.ToolCall(s.calls, call.ID, call.Function.Name, nil))
 		s.push(s.w.ToolCall(s.calls, "", "", []byte(call.Function.Arguments)))
 		s.calls++
-	case p.InlineData != nil, p.FileData != nil, !isNullOrAbsent(p.ExecutableCode), !isNullOrAbsent(p.CodeExecutionResult):
-		s.unreadable(ev, "a part with no Chat Completions counterpart")
-	case p.FunctionResponse != nil:
-		s.unreadable(ev, "a function response in the model's answer")
 	case p.Text != nil:
 		field := "content"
 		if p.Thought {
 			field = "reasoning_content"
 		}
 		s.content(field, *p.Text)
-	case p.Unknown:
-		// A kind of part this package does not know: refused, as
-		// ToChatResponse refuses it, rather than left out of the answer.
-		s.unreadable(ev, "a part with no Chat Completions counterpart")
 	}
 }
 

@@ -116,6 +116,23 @@ func TestToChatStreamUsageAfterFinish(t *testing.T) {
 	}
 }
 
+// TestToChatStreamCutAfterFinish: a chunk cut off by EOF after the
+// finishReason may be the usage chunk: the stream ends as truncated (no
+// [DONE]), not cleanly with the usage before it.
+func TestToChatStreamCutAfterFinish(t *testing.T) {
+	in := `data: {"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"totalTokenCount":3}}` + "\n\n" +
+		`data: {"usageMetadata":{"promptTokenCount":3,"candidatesTok`
+	a, err := readChat(t, ToChatStream(reader(in), chat.Options{IncludeUsage: true}))
+	if err != nil || a.done || a.content != "Hi" {
+		t.Fatalf("%+v %v, want Hi and no [DONE]", a, err)
+	}
+	// A last chunk whole but for its blank line is read.
+	in = in[:strings.LastIndex(in, "data: ")] + `data: {"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1,"totalTokenCount":4}}`
+	if a, err = readChat(t, ToChatStream(reader(in), chat.Options{IncludeUsage: true})); err != nil || !a.done || a.usage["total_tokens"] != 4.0 {
+		t.Fatalf("%+v %v, want the usage of 4 and [DONE]", a, err)
+	}
+}
+
 // TestToChatStreamEnds: without a finishReason the stream ends cut (no
 // [DONE]); nothing comes before the first content; errors, as a data
 // event or as the bare JSON the Gemini API writes, become a Chat error
