@@ -82,19 +82,24 @@ func startOTLP(t *testing.T) *otlpReceiver {
 // any), within 10 s.
 func (rc *otlpReceiver) wait(t *testing.T, n int, traceID string) []*tracepb.Span {
 	t.Helper()
-	var got []*tracepb.Span
-	waitFor(t, 10*time.Second, "the spans to be exported", func() bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var got []*tracepb.Span
 		rc.mu.Lock()
-		defer rc.mu.Unlock()
-		got = got[:0]
 		for _, s := range rc.spans {
 			if traceID == "" || hex.EncodeToString(s.TraceId) == traceID {
 				got = append(got, s)
 			}
 		}
-		return len(got) >= n
-	})
-	return got
+		rc.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trace %s: %d spans exported within 10s, want %d:\n%s", traceID, len(got), n, allAttrs(got))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // spanAttr is a span's attribute as a string ("" when absent).
