@@ -11,8 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/llmrelay/caddy-llm-relay/internal/dialect/chat"
 	"github.com/llmrelay/caddy-llm-relay/internal/pace"
 	"github.com/llmrelay/caddy-llm-relay/internal/shadow"
@@ -56,9 +54,9 @@ func (h *Relay) startShadow(sr *shadowRuntime, r *http.Request, body *requestBod
 	// The client's answer's shape: a request the relay streamed only to
 	// assemble its answer was answered whole.
 	stream := body.clientStream()
-	h.inflight.enter()                           // the copy uses the config's transport
-	release := body.buf.hold()                   // the copy reads the body after the handler is done
-	parent := trace.SpanFromContext(r.Context()) // the client's request's, for the copy's span (tracing.go)
+	h.inflight.enter()         // the copy uses the config's transport
+	release := body.buf.hold() // the copy reads the body after the handler is done
+	parent := shadowParent(r)  // the client's request's, for the copy's span (tracing.go)
 	started := sr.runner.GoThen(func() func() {
 		ctx, cancel := context.WithTimeout(life, shadowTimeout)
 		ctx, span := startShadowSpan(ctx, parent, sr.target, body, ep)

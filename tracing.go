@@ -492,12 +492,23 @@ func propagateTrace(ctx context.Context, up *upstreamRuntime, h http.Header) {
 	}
 }
 
-// startShadowSpan starts a shadow copy's span under the client request's
-// span, when that one records: a CLIENT span like an attempt's, marked
-// llm_relay.shadow, which may end after its parent (the copy outlives the
+// shadowParent is the span a shadow copy's goes under: the client
+// request's, when it records; nil when not. Asked on the request's
+// goroutine: the copy's runs later, maybe after the request's span ended,
+// when it no longer says it records.
+func shadowParent(r *http.Request) trace.Span {
+	if s := trace.SpanFromContext(r.Context()); s.IsRecording() {
+		return s
+	}
+	return nil
+}
+
+// startShadowSpan starts a shadow copy's span under parent (shadowParent;
+// nil: none): a CLIENT span like an attempt's, marked llm_relay.shadow,
+// which may start and end after its parent (the copy outlives the
 // request). ctx is the copy's own (the config's lifetime).
 func startShadowSpan(ctx context.Context, parent trace.Span, t *target, body *requestBody, ep endpoint) (context.Context, trace.Span) {
-	if !parent.IsRecording() {
+	if parent == nil {
 		return ctx, nil
 	}
 	model := cmp.Or(t.model, body.model)
